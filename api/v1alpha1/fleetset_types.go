@@ -1,0 +1,287 @@
+package v1alpha1
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// SubsetDomain is one domain (a value of the topology key) of a subset's
+// member cluster.
+type SubsetDomain struct {
+	// Name is the value of the topology key on the domain's nodes.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="name must be a valid label value"
+	Name string `json:"name"`
+
+	// Replicas is the domain's share of its subset: an integer number of
+	// replicas or a percent such as "50%". Unset: an even share of what the
+	// other domains leave.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="replicas must be a non-negative integer or a percent between 0% and 100%"
+	// +optional
+	Replicas *intstr.IntOrString `json:"replicas,omitempty"`
+}
+
+// Subset is one slice of a FleetSet: one StatefulSet in one member cluster.
+// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",message="minReplicas must not exceed maxReplicas"
+// +kubebuilder:validation:XValidation:rule="self.domains.filter(d, has(d.replicas) && type(d.replicas) == string).map(d, int(d.replicas.replace('%', ''))).sum() <= 100",message="domains: explicit percents must not sum over 100%"
+type Subset struct {
+	// Name identifies the subset; the StatefulSet is named <fleetset>-<name>.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=30
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="name must be a DNS label (lower-case alphanumerics and '-')"
+	Name string `json:"name"`
+
+	// Cluster is the name of the ManagedCluster that runs the subset.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Cluster string `json:"cluster"`
+
+	// Replicas is the subset's share of the FleetSet: an integer number of
+	// replicas or a percent of spec.replicas such as "60%". Unset: an even
+	// share of what the other subsets leave.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="replicas must be a non-negative integer or a percent between 0% and 100%"
+	// +optional
+	Replicas *intstr.IntOrString `json:"replicas,omitempty"`
+
+	// MinReplicas is the fewest replicas division gives this subset.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MinReplicas *int32 `json:"minReplicas,omitempty"`
+
+	// MaxReplicas is the most replicas division gives this subset.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
+
+	// Domains are the domains of the member cluster the subset's instances
+	// are spread over. Empty: the subset is not restricted to domains and
+	// fleetset-scheduler only spreads it.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Domains []SubsetDomain `json:"domains,omitempty"`
+
+	// NodeSelector further restricts the subset's nodes, ANDed with the domains.
+	// +optional
+	NodeSelector *corev1.NodeSelector `json:"nodeSelector,omitempty"`
+}
+
+// FleetTopology says how a FleetSet is divided over member clusters and domains.
+// +kubebuilder:validation:XValidation:rule="self.subsets.filter(s, has(s.replicas) && type(s.replicas) == string).map(s, int(s.replicas.replace('%', ''))).sum() <= 100",message="subsets: explicit percents must not sum over 100%"
+type FleetTopology struct {
+	// TopologyKey is the node label whose values name the domains in every
+	// member cluster.
+	// +kubebuilder:default="topology.kubernetes.io/zone"
+	// +kubebuilder:validation:MaxLength=316
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')",message="topologyKey must be a qualified label key such as topology.kubernetes.io/zone"
+	// +optional
+	TopologyKey string `json:"topologyKey,omitempty"`
+
+	// OrdinalBlockSize is how many ordinals each subset reserves: subset slot s
+	// owns ordinals [s*OrdinalBlockSize, (s+1)*OrdinalBlockSize). A subset never
+	// holds more replicas than this.
+	// +kubebuilder:default=1000
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	// +optional
+	OrdinalBlockSize int32 `json:"ordinalBlockSize,omitempty"`
+
+	// Subsets are the slices of the FleetSet, one per member cluster (a
+	// cluster may host several). Names are unique.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	Subsets []Subset `json:"subsets"`
+}
+
+// UpdateStrategyType names how a FleetSet rolls out a new template.
+// +kubebuilder:validation:Enum=Manual
+type UpdateStrategyType string
+
+// ManualUpdateStrategyType forwards per-subset partitions to each subset's
+// StatefulSet (UnitedDeployment ManualUpdate semantics).
+const ManualUpdateStrategyType UpdateStrategyType = "Manual"
+
+// ManualUpdate holds the per-subset partitions.
+type ManualUpdate struct {
+	// Partitions maps a subset name to how many of its instances (the lowest
+	// ordinals) stay on the old revision; it is forwarded to the subset's
+	// StatefulSet updateStrategy.rollingUpdate.partition as an ordinal.
+	// Subsets not named here update fully.
+	// +kubebuilder:validation:MaxProperties=32
+	// +optional
+	Partitions map[string]int32 `json:"partitions,omitempty"`
+}
+
+// FleetSetUpdateStrategy says how a template change is rolled out.
+type FleetSetUpdateStrategy struct {
+	// Type of the update strategy.
+	// +kubebuilder:default=Manual
+	// +optional
+	Type UpdateStrategyType `json:"type,omitempty"`
+
+	// ManualUpdate holds the partitions of the Manual strategy.
+	// +kubebuilder:validation:XValidation:rule="!has(self.partitions) || self.partitions.all(k, self.partitions[k] >= 0)",message="partitions must be non-negative"
+	// +optional
+	ManualUpdate *ManualUpdate `json:"manualUpdate,omitempty"`
+}
+
+// FleetSetSpec is the desired state of a FleetSet.
+// +kubebuilder:validation:XValidation:rule="!has(self.updateStrategy) || !has(self.updateStrategy.manualUpdate) || !has(self.updateStrategy.manualUpdate.partitions) || self.updateStrategy.manualUpdate.partitions.all(k, self.topology.subsets.exists(s, s.name == k))",message="updateStrategy.manualUpdate.partitions: every key must name a subset in topology.subsets"
+// +kubebuilder:validation:XValidation:rule="self.topology.subsets.filter(s, has(s.replicas) && type(s.replicas) == int).map(s, int(s.replicas)).sum() <= self.replicas",message="topology.subsets: explicit integer replicas must not sum over spec.replicas"
+type FleetSetSpec struct {
+	// Replicas is the number of instances over the whole fleet.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
+	// +optional
+	Replicas int32 `json:"replicas"`
+
+	// Selector selects the pods of every subset; it must match the template's labels.
+	Selector *metav1.LabelSelector `json:"selector"`
+
+	// ServiceName is the headless Service governing each subset's StatefulSet;
+	// the hub delivers one per member cluster. Default: the FleetSet's name.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	ServiceName string `json:"serviceName,omitempty"`
+
+	// Template is the pod template of every subset's StatefulSet.
+	Template corev1.PodTemplateSpec `json:"template"`
+
+	// VolumeClaimTemplates are copied to every subset's StatefulSet.
+	// +optional
+	VolumeClaimTemplates []corev1.PersistentVolumeClaim `json:"volumeClaimTemplates,omitempty"`
+
+	// PersistentVolumeClaimRetentionPolicy is copied to every subset's StatefulSet.
+	// +optional
+	PersistentVolumeClaimRetentionPolicy *appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy `json:"persistentVolumeClaimRetentionPolicy,omitempty"`
+
+	// Topology divides the replicas over member clusters and their domains.
+	Topology FleetTopology `json:"topology"`
+
+	// UpdateStrategy says how a template change is rolled out.
+	// +optional
+	UpdateStrategy FleetSetUpdateStrategy `json:"updateStrategy,omitempty"`
+}
+
+// SubsetStatus is the observed state of one subset.
+type SubsetStatus struct {
+	// Name of the subset.
+	Name string `json:"name"`
+	// Cluster is the ManagedCluster hosting the subset.
+	Cluster string `json:"cluster"`
+	// OrdinalStart is the first ordinal of the subset's block; assigned once
+	// and never changed while the subset exists.
+	OrdinalStart int32 `json:"ordinalStart"`
+	// Replicas is the desired replicas division gave the subset.
+	Replicas int32 `json:"replicas"`
+	// Partition is the partition forwarded to the subset's StatefulSet.
+	// +optional
+	Partition int32 `json:"partition,omitempty"`
+	// Domains are the per-domain desired replicas given to the subset's SubsetPlacement.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Domains []DomainStatus `json:"domains,omitempty"`
+	// ObservedReplicas is the member StatefulSet's status.replicas.
+	// +optional
+	ObservedReplicas int32 `json:"observedReplicas,omitempty"`
+	// ReadyReplicas is the member StatefulSet's status.readyReplicas.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// AvailableReplicas is the member StatefulSet's status.availableReplicas.
+	// +optional
+	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+	// UpdatedReplicas is the member StatefulSet's status.updatedReplicas.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+	// CurrentRevision is the member StatefulSet's status.currentRevision.
+	// +optional
+	CurrentRevision string `json:"currentRevision,omitempty"`
+	// UpdateRevision is the member StatefulSet's status.updateRevision.
+	// +optional
+	UpdateRevision string `json:"updateRevision,omitempty"`
+}
+
+// DomainStatus is the desired replicas of one domain of a subset.
+type DomainStatus struct {
+	// Name of the domain.
+	Name string `json:"name"`
+	// Replicas division gave the domain.
+	Replicas int32 `json:"replicas"`
+}
+
+// FleetSetStatus is the observed state of a FleetSet.
+type FleetSetStatus struct {
+	// ObservedGeneration is the generation the status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Replicas is the sum of the subsets' observed replicas.
+	// +optional
+	Replicas int32 `json:"replicas"`
+	// ReadyReplicas is the sum of the subsets' ready replicas.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas"`
+	// AvailableReplicas is the sum of the subsets' available replicas.
+	// +optional
+	AvailableReplicas int32 `json:"availableReplicas"`
+	// UpdatedReplicas is the sum of the subsets' updated replicas.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas"`
+	// SubsetCount is the number of subsets (printer column).
+	// +optional
+	SubsetCount int32 `json:"subsetCount,omitempty"`
+	// Selector is spec.selector in string form, for the scale subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+	// Subsets are the per-subset observations, in spec order.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Subsets []SubsetStatus `json:"subsets,omitempty"`
+	// Conditions are Ready, Progressing and Degraded.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// FleetSet runs one stateful workload as a single set of ordinal instances
+// over several member clusters (ManagedClusters) and their domains.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:shortName=fs,categories=fleetset
+// +kubebuilder:printcolumn:name="REPLICAS",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="READY",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="UPDATED",type=integer,JSONPath=`.status.updatedReplicas`
+// +kubebuilder:printcolumn:name="SUBSETS",type=integer,JSONPath=`.status.subsetCount`
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+type FleetSet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   FleetSetSpec   `json:"spec"`
+	Status FleetSetStatus `json:"status,omitempty"`
+}
+
+// FleetSetList is a list of FleetSets.
+// +kubebuilder:object:root=true
+type FleetSetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []FleetSet `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&FleetSet{}, &FleetSetList{})
+}

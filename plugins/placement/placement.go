@@ -1,0 +1,262 @@
+// Package placement resolves, for a pod managed by fleetset-scheduler, its
+// SubsetPlacement, its ordinal and the domain that ordinal maps to. It is the
+// part the SubsetPlacement and OrdinalSpread plugins share: one informer-backed
+// reader of SubsetPlacements per scheduler and one ordinal map per placement
+// generation, so a scheduling cycle does no API call and no map rebuild.
+package placement
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/plugins/ordinalmap"
+)
+
+// Target is what a managed pod must obey in one scheduling cycle. It is
+// read-only once built and shared between plugins and cycles.
+type Target struct {
+	// Placement is the SubsetPlacement named by the pod's fleetset.io/placement label.
+	Placement *fleetv1.SubsetPlacement
+	// Ordinal is the pod's StatefulSet ordinal.
+	Ordinal int64
+	// TopologyKey is the node label holding the domain name (defaulted).
+	TopologyKey string
+	// Domain is the domain the ordinal maps to.
+	Domain string
+	// Domains are the placement's domain names.
+	Domains map[string]struct{}
+	// Strict is true for whenUnsatisfiable DoNotSchedule.
+	Strict bool
+	// NodeSelector is the placement's compiled node selector, nil when unset.
+	NodeSelector *nodeaffinity.LazyErrorNodeSelector
+}
+
+// compiled is everything derived from one generation of a placement.
+type compiled struct {
+	generation   int64
+	resourceVer  string
+	m            *ordinalmap.Map
+	domains      map[string]struct{}
+	topologyKey  string
+	nodeSelector *nodeaffinity.LazyErrorNodeSelector
+	err          error
+}
+
+// Resolver reads SubsetPlacements from an informer cache and resolves pods to
+// Targets. Safe for concurrent use.
+type Resolver struct {
+	cache     client.Reader
+	apiReader client.Reader
+	compiled  sync.Map // types.UID → *compiled
+}
+
+var (
+	resolversMu sync.Mutex
+	resolvers   = map[*rest.Config]*Resolver{}
+)
+
+// ForConfig returns the Resolver for a scheduler's kubeconfig, starting its
+// SubsetPlacement informer on first use; the plugins of all profiles of one
+// scheduler share it. The informer stops when ctx is done. Errors come from
+// building the cache or the uncached client.
+func ForConfig(ctx context.Context, cfg *rest.Config) (*Resolver, error) {
+	resolversMu.Lock()
+	defer resolversMu.Unlock()
+	if r, ok := resolvers[cfg]; ok {
+		return r, nil
+	}
+	scheme := runtime.NewScheme()
+	if err := fleetv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("building SubsetPlacement cache: %w", err)
+	}
+	apiReader, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("building SubsetPlacement client: %w", err)
+	}
+	// Register the informer now so it syncs while the scheduler starts
+	// instead of on the first pod.
+	inf, err := c.GetInformer(ctx, &fleetv1.SubsetPlacement{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, fmt.Errorf("starting SubsetPlacement informer: %w", err)
+	}
+	r := &Resolver{cache: c, apiReader: apiReader}
+	// Forget the compiled form of deleted placements.
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj interface{}) {
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if sp, ok := obj.(*fleetv1.SubsetPlacement); ok {
+				r.compiled.Delete(sp.UID)
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
+	go func() { _ = c.Start(ctx) }()
+	resolvers[cfg] = r
+	go func() {
+		<-ctx.Done()
+		resolversMu.Lock()
+		delete(resolvers, cfg)
+		resolversMu.Unlock()
+	}()
+	return r, nil
+}
+
+// NewResolver returns a Resolver over the given readers; cached serves every
+// lookup and live only confirms a miss (nil: never). For tests and embedding.
+func NewResolver(cached, live client.Reader) *Resolver {
+	return &Resolver{cache: cached, apiReader: live}
+}
+
+// Managed reports whether the pod opted in to placement: it carries the
+// fleetset.io/placement label.
+func Managed(pod *v1.Pod) bool {
+	_, ok := pod.Labels[fleetv1.LabelPlacement]
+	return ok
+}
+
+// Ordinal returns the pod's StatefulSet ordinal from the
+// apps.kubernetes.io/pod-index label, falling back to the numeric suffix of
+// the pod's name. The error says why neither holds a non-negative integer.
+func Ordinal(pod *v1.Pod) (int64, error) {
+	if s, ok := pod.Labels[fleetv1.LabelPodIndex]; ok {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("label %s=%q is not a non-negative integer", fleetv1.LabelPodIndex, s)
+		}
+		return n, nil
+	}
+	i := strings.LastIndexByte(pod.Name, '-')
+	if i < 0 {
+		return 0, fmt.Errorf("pod has no %s label and its name has no ordinal suffix", fleetv1.LabelPodIndex)
+	}
+	n, err := strconv.ParseInt(pod.Name[i+1:], 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("pod has no %s label and its name has no ordinal suffix", fleetv1.LabelPodIndex)
+	}
+	return n, nil
+}
+
+// Resolve returns the Target of a managed pod. Errors are for the user: a
+// missing placement (apierrors NotFound, wrapped), an invalid placement, or a
+// pod without a usable ordinal; each names the placement or the label.
+func (r *Resolver) Resolve(ctx context.Context, pod *v1.Pod) (*Target, error) {
+	name := pod.Labels[fleetv1.LabelPlacement]
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: name}
+	sp := &fleetv1.SubsetPlacement{}
+	err := r.cache.Get(ctx, key, sp)
+	if apierrors.IsNotFound(err) && r.apiReader != nil {
+		// The scheduler re-queues the pod from its own informer, which may
+		// see a new placement before ours: confirm a miss with one live read.
+		err = r.apiReader.Get(ctx, key, sp)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("SubsetPlacement %s: %w", key, err)
+	}
+	c := r.compile(sp)
+	if c.err != nil {
+		return nil, fmt.Errorf("SubsetPlacement %s is invalid: %w", key, c.err)
+	}
+	ordinal, err := Ordinal(pod)
+	if err != nil {
+		return nil, err
+	}
+	offset := ordinal - int64(sp.Spec.OrdinalStart)
+	if offset < 0 {
+		return nil, fmt.Errorf("ordinal %d is below SubsetPlacement %s ordinalStart %d", ordinal, key, sp.Spec.OrdinalStart)
+	}
+	domain, err := c.m.DomainOf(offset)
+	if err != nil {
+		return nil, fmt.Errorf("SubsetPlacement %s: %w", key, err)
+	}
+	return &Target{
+		Placement:    sp,
+		Ordinal:      ordinal,
+		TopologyKey:  c.topologyKey,
+		Domain:       domain,
+		Domains:      c.domains,
+		Strict:       sp.Spec.WhenUnsatisfiable != fleetv1.ScheduleAnyway,
+		NodeSelector: c.nodeSelector,
+	}, nil
+}
+
+// compile returns the derived form of sp, rebuilding it only when the
+// placement's resourceVersion changed since the last call.
+func (r *Resolver) compile(sp *fleetv1.SubsetPlacement) *compiled {
+	if v, ok := r.compiled.Load(sp.UID); ok {
+		if c := v.(*compiled); c.resourceVer == sp.ResourceVersion && c.generation == sp.Generation {
+			return c
+		}
+	}
+	c := &compiled{generation: sp.Generation, resourceVer: sp.ResourceVersion}
+	c.m, c.domains, c.err = Compile(&sp.Spec)
+	c.topologyKey = sp.Spec.TopologyKey
+	if c.topologyKey == "" {
+		c.topologyKey = fleetv1.DefaultTopologyKey
+	}
+	if c.err == nil && sp.Spec.NodeSelector != nil {
+		c.nodeSelector = nodeaffinity.NewLazyErrorNodeSelector(sp.Spec.NodeSelector)
+	}
+	r.compiled.Store(sp.UID, c)
+	return c
+}
+
+// Compile builds the ordinal map of a placement spec and the set of its
+// domain names. Weights are the domains' replicas when any domain sets them
+// (unset then counts as 0), else 1 each. Errors name the offending field.
+func Compile(spec *fleetv1.SubsetPlacementSpec) (*ordinalmap.Map, map[string]struct{}, error) {
+	if len(spec.Domains) == 0 {
+		return nil, nil, fmt.Errorf("spec.domains: at least one domain is required")
+	}
+	counted := false
+	for _, d := range spec.Domains {
+		if d.Replicas != nil {
+			counted = true
+			break
+		}
+	}
+	ds := make([]ordinalmap.Domain, 0, len(spec.Domains))
+	names := make(map[string]struct{}, len(spec.Domains))
+	for i, d := range spec.Domains {
+		if d.Name == "" {
+			return nil, nil, fmt.Errorf("spec.domains[%d].name: must not be empty", i)
+		}
+		if _, dup := names[d.Name]; dup {
+			return nil, nil, fmt.Errorf("spec.domains[%d].name: duplicate domain %q", i, d.Name)
+		}
+		names[d.Name] = struct{}{}
+		w := int64(1)
+		if counted {
+			w = 0
+			if d.Replicas != nil {
+				w = int64(*d.Replicas)
+			}
+		}
+		ds = append(ds, ordinalmap.Domain{Name: d.Name, Weight: w})
+	}
+	m, err := ordinalmap.New(ds)
+	if err != nil {
+		return nil, nil, fmt.Errorf("spec.domains: %w", err)
+	}
+	return m, names, nil
+}

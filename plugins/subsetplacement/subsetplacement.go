@@ -1,0 +1,204 @@
+// Package subsetplacement is the SubsetPlacement scheduler plugin: a pod
+// labelled fleetset.io/placement=<name> may only land on nodes inside that
+// SubsetPlacement's domains and node selector, and with whenUnsatisfiable
+// DoNotSchedule only in the domain its ordinal maps to (see package
+// ordinalmap). Pods without the label are skipped.
+package subsetplacement
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/util"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/plugins/placement"
+)
+
+// Name is the name of the plugin in the registry and in configurations.
+const Name = "SubsetPlacement"
+
+const preFilterStateKey fwk.StateKey = "PreFilter" + Name
+
+// Rejection reasons. Each is reported as UnschedulableAndUnresolvable:
+// preempting other pods cannot change a node's domain.
+const (
+	// ErrReasonPlacement prefixes the reason when the placement is missing or
+	// invalid, or the pod has no usable ordinal; the detail names which.
+	ErrReasonPlacement = "fleetset placement unusable"
+	// ErrReasonDomainNotAllowed is used for nodes outside the placement's domains.
+	ErrReasonDomainNotAllowed = "node(s) outside the SubsetPlacement's domains"
+	// ErrReasonOrdinalDomain is used for nodes outside the ordinal's domain.
+	ErrReasonOrdinalDomain = "node(s) not in the domain of the pod's ordinal"
+	// ErrReasonNodeSelector is used for nodes not matching the placement's nodeSelector.
+	ErrReasonNodeSelector = "node(s) didn't match the SubsetPlacement's nodeSelector"
+)
+
+// subsetPlacementGVK is the resource of SubsetPlacement events in the
+// scheduler's dynamic informer: <plural>.<version>.<group>.
+var subsetPlacementGVK = fwk.EventResource("subsetplacements." + fleetv1.GroupVersion.Version + "." + fleetv1.GroupVersion.Group)
+
+// SubsetPlacement is the plugin.
+type SubsetPlacement struct {
+	resolver *placement.Resolver
+}
+
+var _ framework.PreFilterPlugin = &SubsetPlacement{}
+var _ framework.FilterPlugin = &SubsetPlacement{}
+var _ framework.EnqueueExtensions = &SubsetPlacement{}
+
+// Name returns the plugin name.
+func (pl *SubsetPlacement) Name() string { return Name }
+
+// New builds the plugin. It takes no args; it reads SubsetPlacements through
+// the informer shared with OrdinalSpread (see placement.ForConfig). Errors
+// come from building that informer.
+func New(ctx context.Context, _ runtime.Object, h framework.Handle) (framework.Plugin, error) {
+	logger := klog.FromContext(ctx).WithValues("plugin", Name)
+	if h.KubeConfig() == nil {
+		return nil, fmt.Errorf("%s needs the scheduler's kubeconfig", Name)
+	}
+	r, err := placement.ForConfig(ctx, h.KubeConfig())
+	if err != nil {
+		return nil, err
+	}
+	logger.V(2).Info("Plugin ready")
+	return &SubsetPlacement{resolver: r}, nil
+}
+
+// NewWithResolver builds the plugin over an existing resolver (tests, embedding).
+func NewWithResolver(r *placement.Resolver) *SubsetPlacement {
+	return &SubsetPlacement{resolver: r}
+}
+
+// preFilterState is the pod's Target for one cycle.
+type preFilterState struct {
+	target *placement.Target
+}
+
+// Clone returns the same state: it is never modified after PreFilter, and the
+// Target it points to is immutable, so sharing is safe.
+func (s *preFilterState) Clone() fwk.StateData { return s }
+
+// PreFilter resolves the pod's placement, ordinal and ordinal domain once per
+// cycle. Unmanaged pods get Skip; an unusable placement makes the pod
+// UnschedulableAndUnresolvable with the reason naming the placement.
+func (pl *SubsetPlacement) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
+	if !placement.Managed(pod) {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	t, err := pl.resolver.Resolve(ctx, pod)
+	if err != nil {
+		if !apierrors.IsNotFound(err) && !isUserError(err) {
+			return nil, fwk.AsStatus(err)
+		}
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %v", ErrReasonPlacement, err))
+	}
+	klog.FromContext(ctx).V(5).Info("Pod placement resolved", "plugin", Name, "pod", klog.KObj(pod),
+		"placement", klog.KObj(t.Placement), "ordinal", t.Ordinal, "domain", t.Domain, "strict", t.Strict)
+	state.Write(preFilterStateKey, &preFilterState{target: t})
+	return nil, nil
+}
+
+// isUserError is true for resolver errors that describe the objects (bad
+// placement, bad ordinal) rather than a failing API.
+func isUserError(err error) bool {
+	return !apierrors.IsServiceUnavailable(err) && !apierrors.IsTimeout(err) &&
+		!apierrors.IsServerTimeout(err) && !apierrors.IsTooManyRequests(err) &&
+		!apierrors.IsInternalError(err) && !apierrors.IsUnexpectedServerError(err)
+}
+
+// PreFilterExtensions returns nil: adding or removing other pods never
+// changes which domains a pod may use.
+func (pl *SubsetPlacement) PreFilterExtensions() framework.PreFilterExtensions { return nil }
+
+// Filter admits the node only inside the placement's domains and node
+// selector and, when strict, only in the ordinal's domain.
+func (pl *SubsetPlacement) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	s, err := getPreFilterState(state)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	node := nodeInfo.Node()
+	t := s.target
+	domain, ok := node.Labels[t.TopologyKey]
+	if _, allowed := t.Domains[domain]; !ok || !allowed {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonDomainNotAllowed)
+	}
+	if t.Strict && domain != t.Domain {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonOrdinalDomain)
+	}
+	if t.NodeSelector != nil {
+		if match, err := t.NodeSelector.Match(node); err != nil || !match {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonNodeSelector)
+		}
+	}
+	return nil
+}
+
+func getPreFilterState(state fwk.CycleState) (*preFilterState, error) {
+	c, err := state.Read(preFilterStateKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading %q from cycleState: %w", preFilterStateKey, err)
+	}
+	s, ok := c.(*preFilterState)
+	if !ok {
+		return nil, fmt.Errorf("%+v convert to subsetplacement.preFilterState error", c)
+	}
+	return s, nil
+}
+
+// EventsToRegister returns the events that can make a pod this plugin
+// rejected schedulable.
+func (pl *SubsetPlacement) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		// A missing or invalid placement is fixed by creating or updating it;
+		// an update may also widen the domains or change the ordinal map.
+		{Event: fwk.ClusterEvent{Resource: subsetPlacementGVK, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: isSchedulableAfterPlacementChange},
+		// A new node, or a node relabelled into a domain, may be the one the
+		// pod's ordinal needs.
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel}, QueueingHintFn: isSchedulableAfterNodeChange},
+	}, nil
+}
+
+// isSchedulableAfterPlacementChange queues the pod only when the changed
+// placement is the one it names, in its namespace.
+func isSchedulableAfterPlacementChange(logger klog.Logger, pod *v1.Pod, _, newObj interface{}) (fwk.QueueingHint, error) {
+	if !placement.Managed(pod) {
+		return fwk.QueueSkip, nil
+	}
+	var ns, name string
+	switch o := newObj.(type) {
+	case *unstructured.Unstructured:
+		ns, name = o.GetNamespace(), o.GetName()
+	case *fleetv1.SubsetPlacement:
+		ns, name = o.Namespace, o.Name
+	default:
+		return fwk.Queue, fmt.Errorf("unexpected object %T for a SubsetPlacement event", newObj)
+	}
+	if ns == pod.Namespace && name == pod.Labels[fleetv1.LabelPlacement] {
+		logger.V(5).Info("SubsetPlacement of the pod changed", "pod", klog.KObj(pod), "placement", klog.KRef(ns, name))
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}
+
+// isSchedulableAfterNodeChange queues a managed pod when a node was added or
+// its labels changed; which label is the topology key is only known from the
+// placement, so any label change counts.
+func isSchedulableAfterNodeChange(_ klog.Logger, pod *v1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
+	if !placement.Managed(pod) {
+		return fwk.QueueSkip, nil
+	}
+	if _, _, err := util.As[*v1.Node](oldObj, newObj); err != nil {
+		return fwk.Queue, err
+	}
+	return fwk.Queue, nil
+}
