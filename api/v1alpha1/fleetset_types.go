@@ -27,7 +27,7 @@ type SubsetDomain struct {
 
 // Subset is one slice of a FleetSet: one StatefulSet in one member cluster.
 // +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",message="minReplicas must not exceed maxReplicas"
-// +kubebuilder:validation:XValidation:rule="self.domains.filter(d, has(d.replicas) && type(d.replicas) == string).map(d, int(d.replicas.replace('%', ''))).sum() <= 100",message="domains: explicit percents must not sum over 100%"
+// +kubebuilder:validation:XValidation:rule="self.domains.filter(d, has(d.replicas) && type(d.replicas) == string).map(d, int(d.replicas.replace('%', ”))).sum() <= 100",message="domains: explicit percents must not sum over 100%"
 type Subset struct {
 	// Name identifies the subset; the StatefulSet is named <fleetset>-<name>.
 	// +kubebuilder:validation:MinLength=1
@@ -73,7 +73,7 @@ type Subset struct {
 }
 
 // FleetTopology says how a FleetSet is divided over member clusters and domains.
-// +kubebuilder:validation:XValidation:rule="self.subsets.filter(s, has(s.replicas) && type(s.replicas) == string).map(s, int(s.replicas.replace('%', ''))).sum() <= 100",message="subsets: explicit percents must not sum over 100%"
+// +kubebuilder:validation:XValidation:rule="self.subsets.filter(s, has(s.replicas) && type(s.replicas) == string).map(s, int(s.replicas.replace('%', ”))).sum() <= 100",message="subsets: explicit percents must not sum over 100%"
 type FleetTopology struct {
 	// TopologyKey is the node label whose values name the domains in every
 	// member cluster.
