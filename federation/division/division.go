@@ -51,7 +51,7 @@
 //     can hold the total; otherwise Result.Unmet names each share affected;
 //   - house monotone: raising the total never lowers any share's count;
 //   - deterministic and independent of the order of the input: shares are
-//     handled by name and ties go to the larger weight, then the lower name;
+//     handled by name and ties go to the larger remainder, then the larger weight, then the lower name;
 //   - within quota: when no minReplicas or maxReplicas binds, each flexible
 //     share gets ⌊q⌋ or ⌈q⌉ of its exact part q of the pool, and demands that
 //     exceed the total are cut to ⌊q⌋ or ⌈q⌉ of their proportional part q.

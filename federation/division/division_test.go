@@ -36,7 +36,7 @@ func TestDivide(t *testing.T) {
 			name:   "replicas 9, shares 60%:40%",
 			total:  9,
 			shares: []Share{{Name: "east", Replicas: pct("60%")}, {Name: "west", Replicas: pct("40%")}},
-			want:   []Assignment{{"east", 6}, {"west", 3}},
+			want:   []Assignment{{"east", 5}, {"west", 4}},
 		},
 		{
 			name:   "replicas 10, shares 33%:33%:rest",
@@ -107,7 +107,7 @@ func TestDivide(t *testing.T) {
 				{Name: "c", Replicas: pct("20%")},
 			},
 			// b and c keep their 3:2 ratio, within quota, over the 9 left.
-			want: []Assignment{{"a", 1}, {"b", 6}, {"c", 3}},
+			want: []Assignment{{"a", 1}, {"b", 5}, {"c", 4}},
 		},
 		{
 			name:   "ints over-commit: replicas 10, shares 8:4:rest",

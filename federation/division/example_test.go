@@ -9,9 +9,10 @@ import (
 )
 
 // Nine replicas over two subsets, east 60% and west 40%, then each subset's
-// count over its three zones (no replicas given: even shares). 9 × 60% = 5.4:
-// east gets 6, within quota, because the quota method gave it the 4th seat
-// (at 4 replicas east holds 3 of 2.4) and never takes a seat back.
+// count over its three zones (no replicas given: even shares). 9 × 60% = 5.4
+// and 9 × 40% = 3.6: east gets 5 and west 4, the nearest counts, and every
+// smaller total is a prefix of the same seat sequence, so growing from 9 to 10
+// takes no replica from either subset.
 func ExampleDivide() {
 	east, west := intstr.FromString("60%"), intstr.FromString("40%")
 	subsets, err := division.Divide(9, []division.Share{
@@ -30,8 +31,8 @@ func ExampleDivide() {
 		fmt.Println(subset.Name, subset.Replicas, domains.Assignments)
 	}
 	// Output:
-	// east 6 [{zone-a 2} {zone-b 2} {zone-c 2}]
-	// west 3 [{zone-a 1} {zone-b 1} {zone-c 1}]
+	// east 5 [{zone-a 2} {zone-b 2} {zone-c 1}]
+	// west 4 [{zone-a 2} {zone-b 1} {zone-c 1}]
 }
 
 // Two subsets of at most 2 replicas each hold 4. For a total of 5 the spec is

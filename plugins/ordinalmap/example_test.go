@@ -26,8 +26,8 @@ func ExampleNew() {
 	// Output:
 	// ordinal offset 0 → zone-a, replicas per zone [1 0 0]
 	// ordinal offset 1 → zone-b, replicas per zone [1 1 0]
-	// ordinal offset 2 → zone-a, replicas per zone [2 1 0]
-	// ordinal offset 3 → zone-c, replicas per zone [2 1 1]
+	// ordinal offset 2 → zone-c, replicas per zone [1 1 1]
+	// ordinal offset 3 → zone-a, replicas per zone [2 1 1]
 	// ordinal offset 4 → zone-a, replicas per zone [3 1 1]
 	// ordinal offset 5 → zone-b, replicas per zone [3 2 1]
 }
@@ -67,6 +67,6 @@ func ExampleSequencer() {
 	fmt.Println(seats)
 	fmt.Println(s.Period(), s.Counts(9))
 	// Output:
-	// [0 1 0 0 1 0 1 0 0 1]
-	// 5 [6 3]
+	// [0 1 0 1 0 0 1 0 1 0]
+	// 5 [5 4]
 }

@@ -17,7 +17,8 @@
 // for its next instance only if that keeps it within its upper quota
 // ⌈k·w_i/W⌉, and among eligible domains the one whose next instance is due
 // earliest (seat j of domain i is due by step ⌈j·W/w_i⌉, its lower quota)
-// gets it. Ties go to the larger weight, then to the domain listed first.
+// gets it. Equal deadlines go to the domain furthest below its exact share (largest
+// remainder), then to the larger weight, then to the domain listed first.
 // The counts of every prefix form a house-monotone, within-quota
 // apportionment, the guarantees of Balinski and Young's quota method
 // ("The quota method of apportionment", American Mathematical Monthly 82(7),

@@ -31,22 +31,24 @@ func TestDomainOf(t *testing.T) {
 		},
 		{
 			// a is due first (seat 1 by step 2); at step 3 a and c are both
-			// due by step 4 and the larger weight wins.
+			// due by step 4 and c, further below its share (0.75 vs 0.5),
+			// gets it.
 			name:    "weights 2:1:1",
 			domains: domains(2, 1, 1),
-			want:    []string{"d0", "d1", "d0", "d2", "d0", "d1", "d0", "d2"},
+			want:    []string{"d0", "d1", "d2", "d0", "d0", "d1", "d2", "d0"},
 		},
 		{
 			name:    "weights 4:2:2 reduce to 2:1:1",
 			domains: domains(4, 2, 2),
-			want:    []string{"d0", "d1", "d0", "d2", "d0", "d1", "d0", "d2"},
+			want:    []string{"d0", "d1", "d2", "d0", "d0", "d1", "d2", "d0"},
 		},
 		{
-			// Steps 1-5: east due by 2, west by 3, east by 4, east and
-			// west both by 5 (larger weight first), west.
+			// Steps 1-5: east due by 2, west by 3, east by 4; at step 4 east
+			// and west are both due by 5 and west, 0.6 below its share
+			// against east's 0.4, gets it; then east.
 			name:    "weights 3:2",
 			domains: []Domain{{"east", 3}, {"west", 2}},
-			want:    []string{"east", "west", "east", "east", "west", "east", "west"},
+			want:    []string{"east", "west", "east", "west", "east", "east", "west"},
 		},
 		{
 			name:    "weights 1:0:1 skip the zero",
@@ -87,10 +89,10 @@ func TestCounts(t *testing.T) {
 	}{
 		{name: "weights 2:1:1, 0 ordinals", domains: domains(2, 1, 1), n: 0, want: []int64{0, 0, 0}},
 		{name: "weights 2:1:1, -1 ordinals", domains: domains(2, 1, 1), n: -1, want: []int64{0, 0, 0}},
-		{name: "weights 2:1:1, 3 ordinals", domains: domains(2, 1, 1), n: 3, want: []int64{2, 1, 0}},
+		{name: "weights 2:1:1, 3 ordinals", domains: domains(2, 1, 1), n: 3, want: []int64{1, 1, 1}},
 		{name: "weights 2:1:1, 4 ordinals", domains: domains(2, 1, 1), n: 4, want: []int64{2, 1, 1}},
 		{name: "weights 2:1:1, 1e12+1 ordinals", domains: domains(2, 1, 1), n: 1e12 + 1, want: []int64{5e11 + 1, 2.5e11, 2.5e11}},
-		{name: "weights 3:2, 9 ordinals", domains: domains(3, 2), n: 9, want: []int64{6, 3}},
+		{name: "weights 3:2, 9 ordinals", domains: domains(3, 2), n: 9, want: []int64{5, 4}},
 		{name: "weights 6:0:4, 10 ordinals", domains: domains(6, 0, 4), n: 10, want: []int64{6, 0, 4}},
 		{name: "equal 3 domains, max int64 ordinals", domains: domains(1, 1, 1), n: math.MaxInt64, want: []int64{math.MaxInt64/3 + 1, math.MaxInt64 / 3, math.MaxInt64 / 3}},
 	}

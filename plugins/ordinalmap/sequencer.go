@@ -98,7 +98,10 @@ func (s *Sequencer) Counts(n int64) []int64 {
 // and returns that index. Index i, holding x seats after step k-1, is eligible
 // at step k if x+1 ≤ ⌈k·w_i/W⌉ (upper quota); seat x+1 is due by step
 // ⌈(x+1)·W/w_i⌉, the last step at which i still meets its lower quota without
-// it. Ties go to the larger weight, then to the lower index.
+// it. Equal deadlines go to the index furthest below its exact share k·w_i/W
+// (largest remainder, as Hamilton's and Webster's methods would choose, so 9
+// seats at 60:40 split 5:4), then to the larger weight, then to the lower
+// index.
 //
 // Some index is always eligible (Σ⌈k·w_i/W⌉ ≥ k > Σx) and, by Steiner and
 // Yeomans, no deadline is ever missed, so every prefix stays within quota.
@@ -112,8 +115,14 @@ func (p *progress) next(weights []uint64, period uint64) int {
 			continue
 		}
 		due := mulCeilDiv(x+1, period, w)
-		if best < 0 || due < bestDue || (due == bestDue && w > weights[best]) {
+		if best < 0 || due < bestDue {
 			best, bestDue = i, due
+			continue
+		}
+		if due == bestDue {
+			if c := cmpDeficit(k, w, x, weights[best], p.counts[best], period); c > 0 || (c == 0 && w > weights[best]) {
+				best = i
+			}
 		}
 	}
 	p.counts[best]++
@@ -124,6 +133,40 @@ func (p *progress) next(weights []uint64, period uint64) int {
 		clear(p.counts)
 	}
 	return best
+}
+
+// cmpDeficit compares the deficits k·w1 − x1·W and k·w2 − x2·W (how far two
+// eligible indices are below their exact share at step k, in units of 1/W),
+// exactly in 128 bits; it returns −1, 0 or +1. Both are positive for
+// eligible indices.
+func cmpDeficit(k, w1, x1, w2, x2, period uint64) int {
+	d1h, d1l := sub128(k, w1, x1, period)
+	d2h, d2l := sub128(k, w2, x2, period)
+	switch {
+	case d1h != d2h:
+		return cmpUint(d1h, d2h)
+	default:
+		return cmpUint(d1l, d2l)
+	}
+}
+
+// sub128 returns a·b − c·d as a 128-bit (hi, lo) pair; a·b ≥ c·d.
+func sub128(a, b, c, d uint64) (uint64, uint64) {
+	h1, l1 := bits.Mul64(a, b)
+	h2, l2 := bits.Mul64(c, d)
+	lo, borrow := bits.Sub64(l1, l2, 0)
+	hi, _ := bits.Sub64(h1, h2, borrow)
+	return hi, lo
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // mulLess reports whether a·b < c·d, computed exactly in 128 bits.

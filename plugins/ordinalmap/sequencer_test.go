@@ -14,9 +14,10 @@ func TestSequencerNext(t *testing.T) {
 		weights []int64
 		want    []int // indices of seats 1, 2, 3, ...
 	}{
-		{name: "weights 2:1:1", weights: []int64{2, 1, 1}, want: []int{0, 1, 0, 2, 0, 1, 0, 2}},
-		{name: "weights 1:1:2 prefer the larger weight on equal deadlines", weights: []int64{1, 1, 2}, want: []int{2, 0, 2, 1, 2, 0, 2, 1}},
-		{name: "weights 60:40", weights: []int64{60, 40}, want: []int{0, 1, 0, 0, 1, 0, 1, 0, 0, 1}},
+		{name: "weights 2:1:1", weights: []int64{2, 1, 1}, want: []int{0, 1, 2, 0, 0, 1, 2, 0}},
+		{name: "weights 1:1:2 prefer the larger remainder on equal deadlines", weights: []int64{1, 1, 2}, want: []int{2, 0, 1, 2, 2, 0, 1, 2}},
+		{name: "weights 60:40", weights: []int64{60, 40}, want: []int{0, 1, 0, 1, 0, 0, 1, 0, 1, 0}},
+		{name: "weights 2:2 go to the lower index on equal deadlines, remainders and weights", weights: []int64{2, 2}, want: []int{0, 1, 0, 1}},
 		{name: "weights 0:5", weights: []int64{0, 5}, want: []int{1, 1, 1}},
 	}
 	for _, tt := range tests {
@@ -73,7 +74,7 @@ func TestSequencerCountsKeepsPosition(t *testing.T) {
 		s.Counts(3)
 		got = append(got, s.Next())
 	}
-	if diff := cmp.Diff([]int{0, 1, 0, 2}, got); diff != "" {
+	if diff := cmp.Diff([]int{0, 1, 2, 0}, got); diff != "" {
 		t.Errorf("seats (-want,+got):\n%s", diff)
 	}
 }
