@@ -27,7 +27,7 @@ type SubsetDomain struct {
 
 // Subset is one slice of a FleetSet: one StatefulSet in one member cluster.
 // +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",message="minReplicas must not exceed maxReplicas"
-// +kubebuilder:validation:XValidation:rule="self.domains.filter(d, has(d.replicas) && type(d.replicas) == string).map(d, int(d.replicas.replace('%', ”))).sum() <= 100",message="domains: explicit percents must not sum over 100%"
+// +kubebuilder:validation:XValidation:rule="!has(self.domains) || self.domains.filter(d, has(d.replicas) && type(d.replicas) == string).map(d, int(d.replicas.split('%')[0])).sum() <= 100",message="domains: explicit percents must not sum over 100%"
 type Subset struct {
 	// Name identifies the subset; the StatefulSet is named <fleetset>-<name>.
 	// +kubebuilder:validation:MinLength=1
@@ -73,7 +73,7 @@ type Subset struct {
 }
 
 // FleetTopology says how a FleetSet is divided over member clusters and domains.
-// +kubebuilder:validation:XValidation:rule="self.subsets.filter(s, has(s.replicas) && type(s.replicas) == string).map(s, int(s.replicas.replace('%', ”))).sum() <= 100",message="subsets: explicit percents must not sum over 100%"
+// +kubebuilder:validation:XValidation:rule="self.subsets.filter(s, has(s.replicas) && type(s.replicas) == string).map(s, int(s.replicas.split('%')[0])).sum() <= 100",message="subsets: explicit percents must not sum over 100%"
 type FleetTopology struct {
 	// TopologyKey is the node label whose values name the domains in every
 	// member cluster.
@@ -89,6 +89,7 @@ type FleetTopology struct {
 	// +kubebuilder:default=1000
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000000
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="ordinalBlockSize is immutable: changing it would renumber instances"
 	// +optional
 	OrdinalBlockSize int32 `json:"ordinalBlockSize,omitempty"`
 
@@ -112,8 +113,9 @@ const ManualUpdateStrategyType UpdateStrategyType = "Manual"
 // ManualUpdate holds the per-subset partitions.
 type ManualUpdate struct {
 	// Partitions maps a subset name to how many of its instances (the lowest
-	// ordinals) stay on the old revision; it is forwarded to the subset's
-	// StatefulSet updateStrategy.rollingUpdate.partition as an ordinal.
+	// ordinals of its block) stay on the old revision; it is forwarded
+	// unchanged to the subset's StatefulSet updateStrategy.rollingUpdate.partition,
+	// which the StatefulSet controller counts from spec.ordinals.start.
 	// Subsets not named here update fully.
 	// +kubebuilder:validation:MaxProperties=32
 	// +optional
@@ -144,7 +146,9 @@ type FleetSetSpec struct {
 	// +optional
 	Replicas int32 `json:"replicas"`
 
-	// Selector selects the pods of every subset; it must match the template's labels.
+	// Selector selects the pods of every subset; it must match the template's
+	// labels. It is immutable, as a StatefulSet's selector is.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="selector is immutable"
 	Selector *metav1.LabelSelector `json:"selector"`
 
 	// ServiceName is the headless Service governing each subset's StatefulSet;
@@ -266,6 +270,8 @@ type FleetSetStatus struct {
 // +kubebuilder:printcolumn:name="UPDATED",type=integer,JSONPath=`.status.updatedReplicas`
 // +kubebuilder:printcolumn:name="SUBSETS",type=integer,JSONPath=`.status.subsetCount`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS label of at most 40 characters: it prefixes StatefulSet, pod and ManifestWork names"
+// +kubebuilder:validation:XValidation:rule="self.spec.topology.subsets.all(s, size(self.metadata.name) + size(s.name) <= 51)",message="spec.topology.subsets[].name: <fleetset>-<subset> must be at most 52 characters (a StatefulSet name)"
 type FleetSet struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

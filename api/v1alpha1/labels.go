@@ -20,3 +20,34 @@ const (
 	// SchedulerName is the schedulerName pods use to opt in to fleetset-scheduler.
 	SchedulerName = "fleetset-scheduler"
 )
+
+// Labels and annotations fleetset-hub puts on the ManifestWorks it writes.
+const (
+	// LabelManagedBy, with value ManagedByHub, marks every ManifestWork
+	// fleetset-hub writes; the hub caches and watches only those.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByHub is the value of LabelManagedBy on the hub's ManifestWorks.
+	ManagedByHub = "fleetset-hub"
+	// LabelOwnerNamespace names the namespace of the FleetSet a ManifestWork
+	// belongs to.
+	LabelOwnerNamespace = "fleetset.io/owner-namespace"
+	// LabelOwnerName names the FleetSet a ManifestWork belongs to.
+	LabelOwnerName = "fleetset.io/owner-name"
+	// LabelResync marks the per-cluster resync lease ManifestWork (value "true").
+	LabelResync = "fleetset.io/resync"
+	// AnnotationSpecHash is the hash of the ManifestWork's rendered spec and
+	// labels; the hub rewrites a ManifestWork only when it differs.
+	AnnotationSpecHash = "fleetset.io/spec-hash"
+	// AnnotationOrdinalStarts records, on a FleetSet's ManifestWork, the
+	// ordinalStart of each subset it carries ("east=0,west=1000"), so that the
+	// hub recovers the sticky ordinal blocks if status.subsets was lost.
+	AnnotationOrdinalStarts = "fleetset.io/ordinal-starts"
+
+	// FleetSetFinalizer holds a FleetSet until the hub has deleted its
+	// ManifestWorks.
+	FleetSetFinalizer = "fleetset.io/manifestworks"
+
+	// FleetViewKey is the key, in the fleet view ConfigMap <fleetset>-fleet,
+	// of the JSON-encoded FleetView.
+	FleetViewKey = "fleet.json"
+)

@@ -1,0 +1,54 @@
+package v1alpha1
+
+// Condition types of FleetSet status.conditions.
+const (
+	// ConditionReady is True when every subset's StatefulSet reports all its
+	// desired replicas ready and nothing is degraded.
+	ConditionReady = "Ready"
+	// ConditionProgressing is True while some subset's StatefulSet has not
+	// yet reached its desired replicas and revision (or has not reported).
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True when the hub cannot deliver or divide part of
+	// the FleetSet; its reason is the most severe problem and its message
+	// names every affected subset and cluster.
+	ConditionDegraded = "Degraded"
+)
+
+// Reasons of the FleetSet conditions, most severe first where they compete
+// for Degraded.
+const (
+	// ReasonInvalidSpec: the spec cannot be divided or rendered (the message
+	// names the field). Existing ManifestWorks are left as they are.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonClusterNotFound: a subset names a ManagedCluster that does not
+	// exist; its ManifestWork is not written.
+	ReasonClusterNotFound = "ClusterNotFound"
+	// ReasonApplyFailed: the hub could not write a ManifestWork, or the work
+	// agent reports it not applied.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonClusterUnavailable: a subset's ManagedCluster is not Available; its
+	// ManifestWork is still written and its resync lease is not renewed.
+	ReasonClusterUnavailable = "ClusterUnavailable"
+	// ReasonOrdinalBlockFull: division gave a subset more replicas than its
+	// ordinal block holds (spec.topology.ordinalBlockSize); it was cut.
+	ReasonOrdinalBlockFull = "OrdinalBlockFull"
+	// ReasonDivisionInfeasible: a subset's or domain's int, minReplicas or
+	// maxReplicas could not be honoured for this spec.replicas.
+	ReasonDivisionInfeasible = "DivisionInfeasible"
+
+	// ReasonAsExpected is the reason of Degraded=False.
+	ReasonAsExpected = "AsExpected"
+	// ReasonWaitingForFeedback: a subset's StatefulSet has not reported status yet.
+	ReasonWaitingForFeedback = "WaitingForFeedback"
+	// ReasonRollingOut: a subset's StatefulSet has not reached its desired
+	// replicas or revision.
+	ReasonRollingOut = "RollingOut"
+	// ReasonComplete is the reason of Progressing=False.
+	ReasonComplete = "Complete"
+	// ReasonAllReplicasReady is the reason of Ready=True.
+	ReasonAllReplicasReady = "AllReplicasReady"
+	// ReasonReplicasNotReady is the reason of Ready=False when replicas are missing.
+	ReasonReplicasNotReady = "ReplicasNotReady"
+	// ReasonDegraded is the reason of Ready=False when Degraded is True.
+	ReasonDegraded = "Degraded"
+)

@@ -1,0 +1,76 @@
+package v1alpha1
+
+// The resync lease contract.
+//
+// fleetset-hub keeps one coordination.k8s.io/v1 Lease, ResyncLeaseNamespace /
+// ResyncLeaseName, in every member cluster that hosts a subset of some
+// FleetSet. It delivers the Lease through its own per-cluster ManifestWork
+// (ResyncWorkName, in the namespace named after the ManagedCluster), with
+//   - spec.holderIdentity: the hub's identity (fleetset-hub --hub-identity),
+//   - spec.leaseDurationSeconds: fleetset-hub --lease-duration (seconds,
+//     default 60),
+//   - spec.renewTime: renewed by the hub every third of leaseDurationSeconds
+//     while, and only while, the ManagedCluster's
+//     ManagedClusterConditionAvailable condition is True.
+//
+// In-cluster actors (a database operator, a quorum leader, a failover script)
+// read the Lease and apply this rule: the lease is expired when
+// now > renewTime + leaseDurationSeconds, or when it is missing. An expired
+// lease means the cluster is cut off from the hub (the hub sees it as
+// unavailable, or the work agent can no longer reach the hub): the cluster's
+// view of the fleet (the <fleetset>-fleet ConfigMap, partitions, replica
+// counts) may be stale, so actors must make no fleet-wide decision — no
+// promotion of a new primary for the whole fleet, no change of quorum
+// membership, no fencing of peers in other clusters — and may act only
+// within their own cluster until the lease is renewed again. This is fencing
+// by lease, after Gray and Cheriton, "Leases", SOSP 1989: compare clocks with
+// a margin for skew between hub and member clusters.
+const (
+	// ResyncLeaseNamespace is the namespace of the resync Lease in every
+	// member cluster.
+	ResyncLeaseNamespace = "fleetset-system"
+	// ResyncLeaseName is the name of the resync Lease in every member cluster.
+	ResyncLeaseName = "fleetset-resync"
+	// ResyncWorkName is the name of the per-cluster ManifestWork, shared by all
+	// FleetSets, that carries the resync Lease and its namespace.
+	ResyncWorkName = "fleetset-resync"
+	// DefaultResyncLeaseDurationSeconds is the default leaseDurationSeconds of
+	// the resync Lease, in seconds.
+	DefaultResyncLeaseDurationSeconds = 60
+)
+
+// FleetView is the membership of a whole FleetSet, as delivered to every
+// member cluster in the ConfigMap <fleetset>-fleet under FleetViewKey (JSON),
+// so that in-cluster leaders can reason about peers in other clusters.
+//
+// +kubebuilder:object:generate=false
+type FleetView struct {
+	// FleetSet is the FleetSet's name; Namespace its namespace on the hub and
+	// in every member cluster.
+	FleetSet  string `json:"fleetSet"`
+	Namespace string `json:"namespace"`
+	// Replicas is spec.replicas of the FleetSet.
+	Replicas int32 `json:"replicas"`
+	// Subsets are every subset of the FleetSet, in spec order.
+	Subsets []FleetViewSubset `json:"subsets"`
+}
+
+// FleetViewSubset is one subset in a FleetView.
+//
+// +kubebuilder:object:generate=false
+type FleetViewSubset struct {
+	// Name of the subset; its StatefulSet is <fleetset>-<name>.
+	Name string `json:"name"`
+	// Cluster is the ManagedCluster running the subset.
+	Cluster string `json:"cluster"`
+	// OrdinalStart and OrdinalEnd bound the subset's ordinal block
+	// [OrdinalStart, OrdinalEnd); its instances hold ordinals
+	// [OrdinalStart, OrdinalStart+Replicas).
+	OrdinalStart int32 `json:"ordinalStart"`
+	OrdinalEnd   int32 `json:"ordinalEnd"`
+	// Replicas is the subset's desired replicas.
+	Replicas int32 `json:"replicas"`
+	// Partition is how many of the subset's lowest instances stay on the old
+	// revision.
+	Partition int32 `json:"partition"`
+}

@@ -1,0 +1,507 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/manifestwork"
+)
+
+// Event reasons of the FleetSet controller (Warning events use the
+// condition reasons of api/v1alpha1).
+const (
+	EventWorkCreated = "ManifestWorkCreated"
+	EventWorkUpdated = "ManifestWorkUpdated"
+	EventWorkDeleted = "ManifestWorkDeleted"
+)
+
+// maxConditionMessage is the longest metav1.Condition message.
+const maxConditionMessage = 32768
+
+// FleetSetReconciler delivers a FleetSet as one ManifestWork per member
+// cluster and folds the work agents' statusFeedback into FleetSet.status.
+type FleetSetReconciler struct {
+	client.Client
+	Recorder record.EventRecorder
+}
+
+// SetupWithManager watches FleetSets (spec changes), the hub's ManifestWorks
+// (mapped to their FleetSet by owner labels) and ManagedClusters (mapped to
+// the FleetSets with a subset there, on creation, deletion or a change of
+// availability).
+func (r *FleetSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("fleetset").
+		For(&fleetv1.FleetSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(workOwner)).
+		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.fleetSetsOnCluster),
+			builder.WithPredicates(availabilityChanged())).
+		Complete(r)
+}
+
+// workOwner maps a FleetSet's ManifestWork to the FleetSet.
+func workOwner(_ context.Context, o client.Object) []reconcile.Request {
+	l := o.GetLabels()
+	ns, name := l[fleetv1.LabelOwnerNamespace], l[fleetv1.LabelOwnerName]
+	if ns == "" || name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+}
+
+func (r *FleetSetReconciler) fleetSetsOnCluster(ctx context.Context, o client.Object) []reconcile.Request {
+	var list fleetv1.FleetSetList
+	if err := r.List(ctx, &list, client.MatchingFields{ClusterIndex: o.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "Listing FleetSets on cluster", "cluster", o.GetName())
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, fs := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fs)})
+	}
+	return out
+}
+
+// availabilityChanged passes ManagedCluster creations and deletions, and
+// updates that change the ManagedClusterConditionAvailable status: the
+// registration agent updates ManagedCluster status often for other reasons.
+func availabilityChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*clusterv1.ManagedCluster)
+			n, ok2 := e.ObjectNew.(*clusterv1.ManagedCluster)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return isAvailable(o) != isAvailable(n)
+		},
+	}
+}
+
+func isAvailable(mc *clusterv1.ManagedCluster) bool {
+	return apimeta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable)
+}
+
+// +kubebuilder:rbac:groups=fleetset.io,resources=fleetsets,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=fleetset.io,resources=fleetsets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=fleetset.io,resources=fleetsets/finalizers,verbs=update
+// +kubebuilder:rbac:groups=work.open-cluster-management.io,resources=manifestworks,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=managedclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=fleetset-system
+
+// Reconcile delivers one FleetSet; see reconcile.
+func (r *FleetSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	fs := &fleetv1.FleetSet{}
+	if err := r.Get(ctx, req.NamespacedName, fs); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return r.reconcile(ctx, fs)
+}
+
+// pendingEvent is an event to emit once the status write succeeded.
+type pendingEvent struct {
+	eventType, reason, message string
+}
+
+// state is what one reconcile learns and decides.
+type state struct {
+	fs       *fleetv1.FleetSet
+	works    map[types.NamespacedName]*workv1.ManifestWork // existing, by namespace/name
+	plan     []subsetPlan
+	problems []Problem
+	events   []pendingEvent
+}
+
+// subsetPlan is a subset's plan and whether its cluster exists.
+type subsetPlan struct {
+	plan          manifestwork.SubsetPlan
+	clusterExists bool
+}
+
+// reconcile runs the steps: finalize a deleted FleetSet; add the finalizer;
+// plan (ordinals + division); check the clusters; write the ManifestWorks
+// that differ and delete those of clusters no longer used; fold the feedback
+// into status; write status if it changed; emit events.
+func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet) (ctrl.Result, error) {
+	if !fs.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, fs)
+	}
+	if controllerutil.AddFinalizer(fs, fleetv1.FleetSetFinalizer) {
+		if err := r.Update(ctx, fs); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	st := &state{fs: fs}
+	var err error
+	if st.works, err = r.ownedWorks(ctx, fs); err != nil {
+		return ctrl.Result{}, err
+	}
+	status := fs.Status.DeepCopy()
+	plan, problems, err := Plan(fs, previousStarts(fs, st.works))
+	if err != nil {
+		// Leave the ManifestWorks and the ordinal record as they are.
+		st.problems = append(st.problems, Problem{Reason: fleetv1.ReasonInvalidSpec, Message: err.Error()})
+	} else {
+		st.problems = append(st.problems, problems...)
+		if err := r.checkClusters(ctx, st, plan); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.writeWorks(ctx, st); err != nil {
+			return ctrl.Result{}, err
+		}
+		foldSubsets(st, status)
+	}
+	if err := r.validateSelector(fs, status); err != nil {
+		st.problems = append(st.problems, Problem{Reason: fleetv1.ReasonInvalidSpec, Message: err.Error()})
+	}
+	setConditions(st, status)
+	if !equality.Semantic.DeepEqual(&fs.Status, status) {
+		old := fs.Status.DeepCopy()
+		fs.Status = *status
+		if err := r.Status().Update(ctx, fs); err != nil {
+			return ctrl.Result{}, err
+		}
+		st.events = append(st.events, problemEvents(old, status)...)
+	}
+	for _, e := range st.events {
+		r.Recorder.Event(fs, e.eventType, e.reason, e.message)
+	}
+	return ctrl.Result{}, nil
+}
+
+// ownedWorks lists the FleetSet's ManifestWorks in every cluster namespace.
+func (r *FleetSetReconciler) ownedWorks(ctx context.Context, fs *fleetv1.FleetSet) (map[types.NamespacedName]*workv1.ManifestWork, error) {
+	var list workv1.ManifestWorkList
+	if err := r.List(ctx, &list, client.MatchingLabels(manifestwork.OwnerLabels(fs.Namespace, fs.Name))); err != nil {
+		return nil, fmt.Errorf("listing ManifestWorks of %s/%s: %w", fs.Namespace, fs.Name, err)
+	}
+	out := make(map[types.NamespacedName]*workv1.ManifestWork, len(list.Items))
+	for i := range list.Items {
+		out[client.ObjectKeyFromObject(&list.Items[i])] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// previousStarts returns the recorded ordinal starts: those of the
+// ManifestWorks, overridden by status.subsets (the primary record).
+func previousStarts(fs *fleetv1.FleetSet, works map[types.NamespacedName]*workv1.ManifestWork) map[string]int32 {
+	out := map[string]int32{}
+	keys := make([]types.NamespacedName, 0, len(works))
+	for k := range works {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	for _, k := range keys {
+		for s, v := range manifestwork.OrdinalStarts(works[k]) {
+			out[s] = v
+		}
+	}
+	for _, s := range fs.Status.Subsets {
+		out[s.Name] = s.OrdinalStart
+	}
+	return out
+}
+
+// checkClusters records which subsets' clusters exist and are available.
+func (r *FleetSetReconciler) checkClusters(ctx context.Context, st *state, plan []manifestwork.SubsetPlan) error {
+	type info struct{ exists, available bool }
+	clusters := map[string]info{}
+	for _, sp := range plan {
+		in, ok := clusters[sp.Cluster]
+		if !ok {
+			mc := &clusterv1.ManagedCluster{}
+			err := r.Get(ctx, types.NamespacedName{Name: sp.Cluster}, mc)
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				return fmt.Errorf("getting ManagedCluster %s: %w", sp.Cluster, err)
+			default:
+				in = info{exists: true, available: isAvailable(mc)}
+			}
+			clusters[sp.Cluster] = in
+		}
+		switch {
+		case !in.exists:
+			st.problems = append(st.problems, Problem{Reason: fleetv1.ReasonClusterNotFound, Subset: sp.Name, Cluster: sp.Cluster,
+				Message: "spec.topology.subsets.cluster: ManagedCluster not found; its ManifestWork is not written"})
+		case !in.available:
+			st.problems = append(st.problems, Problem{Reason: fleetv1.ReasonClusterUnavailable, Subset: sp.Name, Cluster: sp.Cluster,
+				Message: "ManagedCluster is not Available"})
+		}
+		st.plan = append(st.plan, subsetPlan{plan: sp, clusterExists: in.exists})
+	}
+	return nil
+}
+
+// writeWorks creates or updates the ManifestWork of every existing cluster
+// that differs from its rendering, and deletes the FleetSet's ManifestWorks
+// in clusters it no longer uses. A ManifestWork in a cluster that is named
+// but not found is left as it is. Write failures become ApplyFailed problems;
+// conflicts are returned, to retry.
+func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
+	all := make([]manifestwork.SubsetPlan, len(st.plan))
+	named := map[string]bool{}
+	for i, sp := range st.plan {
+		all[i] = sp.plan
+		named[sp.plan.Cluster] = true
+	}
+	desired, err := manifestwork.Works(st.fs, all)
+	if err != nil {
+		st.problems = append(st.problems, Problem{Reason: fleetv1.ReasonInvalidSpec, Message: err.Error()})
+		return nil
+	}
+	missing := map[string]bool{}
+	for _, sp := range st.plan {
+		if !sp.clusterExists {
+			missing[sp.plan.Cluster] = true
+		}
+	}
+	for _, w := range desired {
+		if missing[w.Namespace] {
+			continue
+		}
+		key := client.ObjectKeyFromObject(w)
+		existing, ok := st.works[key]
+		switch {
+		case !ok:
+			err = r.Create(ctx, w)
+			if err == nil {
+				workWrites.WithLabelValues("create").Inc()
+				st.works[key] = w
+				st.events = append(st.events, pendingEvent{corev1.EventTypeNormal, EventWorkCreated, "Created ManifestWork " + key.String()})
+			}
+		case !manifestwork.UpToDate(existing, w):
+			upd := existing.DeepCopy()
+			upd.Labels = mergeMaps(upd.Labels, w.Labels)
+			upd.Annotations = mergeMaps(upd.Annotations, w.Annotations)
+			upd.Spec = w.Spec
+			err = r.Update(ctx, upd)
+			if err == nil {
+				workWrites.WithLabelValues("update").Inc()
+				st.works[key] = upd
+				st.events = append(st.events, pendingEvent{corev1.EventTypeNormal, EventWorkUpdated, "Updated ManifestWork " + key.String()})
+			}
+		default:
+			continue
+		}
+		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+			return err // the cache is behind; retry with fresh objects
+		}
+		if err != nil {
+			for _, sp := range st.plan {
+				if sp.plan.Cluster == w.Namespace {
+					st.problems = append(st.problems, Problem{Reason: fleetv1.ReasonApplyFailed, Subset: sp.plan.Name, Cluster: sp.plan.Cluster,
+						Message: fmt.Sprintf("writing ManifestWork %s: %v", key, err)})
+				}
+			}
+		}
+	}
+	for key, w := range st.works {
+		if named[w.Namespace] || !w.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Delete(ctx, w); client.IgnoreNotFound(err) != nil {
+			st.problems = append(st.problems, Problem{Reason: fleetv1.ReasonApplyFailed, Cluster: w.Namespace,
+				Message: fmt.Sprintf("deleting ManifestWork %s: %v", key, err)})
+			continue
+		}
+		workWrites.WithLabelValues("delete").Inc()
+		delete(st.works, key)
+		st.events = append(st.events, pendingEvent{corev1.EventTypeNormal, EventWorkDeleted, "Deleted ManifestWork " + key.String()})
+	}
+	return nil
+}
+
+// foldSubsets writes status.subsets from the plan and the works' feedback,
+// and the totals; a subset whose work reports Applied=False becomes an
+// ApplyFailed problem.
+func foldSubsets(st *state, status *fleetv1.FleetSetStatus) {
+	status.Subsets = nil
+	status.Replicas, status.ReadyReplicas, status.AvailableReplicas, status.UpdatedReplicas = 0, 0, 0, 0
+	workName := manifestwork.WorkName(st.fs.Namespace, st.fs.Name)
+	for _, sp := range st.plan {
+		p := sp.plan
+		ss := fleetv1.SubsetStatus{Name: p.Name, Cluster: p.Cluster, OrdinalStart: p.OrdinalStart, Replicas: p.Replicas, Partition: p.Partition}
+		for _, d := range p.Domains {
+			ss.Domains = append(ss.Domains, fleetv1.DomainStatus{Name: d.Name, Replicas: d.Replicas})
+		}
+		if w, ok := st.works[types.NamespacedName{Namespace: p.Cluster, Name: workName}]; ok {
+			if c := apimeta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied); c != nil && c.Status == metav1.ConditionFalse {
+				st.problems = append(st.problems, Problem{Reason: fleetv1.ReasonApplyFailed, Subset: p.Name, Cluster: p.Cluster,
+					Message: fmt.Sprintf("work agent reports ManifestWork not applied: %s: %s", c.Reason, c.Message)})
+			}
+			if f, ok := manifestwork.Feedback(w)[manifestwork.StatefulSetName(st.fs.Name, p.Name)]; ok {
+				ss.ObservedReplicas, ss.ReadyReplicas = f.Replicas, f.ReadyReplicas
+				ss.AvailableReplicas, ss.UpdatedReplicas = f.AvailableReplicas, f.UpdatedReplicas
+				ss.CurrentRevision, ss.UpdateRevision = f.CurrentRevision, f.UpdateRevision
+			}
+		}
+		status.Replicas += ss.ObservedReplicas
+		status.ReadyReplicas += ss.ReadyReplicas
+		status.AvailableReplicas += ss.AvailableReplicas
+		status.UpdatedReplicas += ss.UpdatedReplicas
+		status.Subsets = append(status.Subsets, ss)
+	}
+}
+
+// validateSelector sets status.selector and subsetCount; it returns an error
+// naming spec.selector if the selector is invalid.
+func (r *FleetSetReconciler) validateSelector(fs *fleetv1.FleetSet, status *fleetv1.FleetSetStatus) error {
+	status.SubsetCount = int32(len(fs.Spec.Topology.Subsets))
+	status.ObservedGeneration = fs.Generation
+	if fs.Spec.Selector == nil {
+		return fmt.Errorf("spec.selector: required")
+	}
+	sel, err := metav1.LabelSelectorAsSelector(fs.Spec.Selector)
+	if err != nil {
+		return fmt.Errorf("spec.selector: %w", err)
+	}
+	status.Selector = sel.String()
+	return nil
+}
+
+// reasonRank orders the Degraded reasons, most severe first.
+var reasonRank = map[string]int{
+	fleetv1.ReasonInvalidSpec:        0,
+	fleetv1.ReasonClusterNotFound:    1,
+	fleetv1.ReasonApplyFailed:        2,
+	fleetv1.ReasonClusterUnavailable: 3,
+	fleetv1.ReasonOrdinalBlockFull:   4,
+	fleetv1.ReasonDivisionInfeasible: 5,
+}
+
+// setConditions sets Degraded, Progressing and Ready.
+func setConditions(st *state, status *fleetv1.FleetSetStatus) {
+	gen := st.fs.Generation
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		if len(msg) > maxConditionMessage {
+			msg = msg[:maxConditionMessage-3] + "..."
+		}
+		apimeta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
+	}
+	problems := append([]Problem(nil), st.problems...)
+	sort.SliceStable(problems, func(i, j int) bool { return reasonRank[problems[i].Reason] < reasonRank[problems[j].Reason] })
+	if len(problems) > 0 {
+		msgs := make([]string, len(problems))
+		for i, p := range problems {
+			msgs[i] = p.String()
+		}
+		set(fleetv1.ConditionDegraded, metav1.ConditionTrue, problems[0].Reason, strings.Join(msgs, "; "))
+	} else {
+		set(fleetv1.ConditionDegraded, metav1.ConditionFalse, fleetv1.ReasonAsExpected, "")
+	}
+
+	var waiting, rolling, notReady []string
+	for _, ss := range status.Subsets {
+		w := st.works[types.NamespacedName{Namespace: ss.Cluster, Name: manifestwork.WorkName(st.fs.Namespace, st.fs.Name)}]
+		reported := w != nil && hasFeedback(w, manifestwork.StatefulSetName(st.fs.Name, ss.Name))
+		wantUpdated := ss.Replicas - min(ss.Partition, ss.Replicas)
+		switch {
+		case !reported:
+			waiting = append(waiting, fmt.Sprintf("subset %s on cluster %s", ss.Name, ss.Cluster))
+		case ss.ObservedReplicas != ss.Replicas || ss.UpdatedReplicas < wantUpdated:
+			rolling = append(rolling, fmt.Sprintf("subset %s on cluster %s: %d/%d replicas, %d/%d updated", ss.Name, ss.Cluster, ss.ObservedReplicas, ss.Replicas, ss.UpdatedReplicas, wantUpdated))
+		}
+		if ss.ReadyReplicas < ss.Replicas {
+			notReady = append(notReady, fmt.Sprintf("subset %s on cluster %s: %d/%d ready", ss.Name, ss.Cluster, ss.ReadyReplicas, ss.Replicas))
+		}
+	}
+	switch {
+	case len(rolling) > 0:
+		set(fleetv1.ConditionProgressing, metav1.ConditionTrue, fleetv1.ReasonRollingOut, strings.Join(append(rolling, waiting...), "; "))
+	case len(waiting) > 0:
+		set(fleetv1.ConditionProgressing, metav1.ConditionTrue, fleetv1.ReasonWaitingForFeedback, "no status from "+strings.Join(waiting, ", "))
+	default:
+		set(fleetv1.ConditionProgressing, metav1.ConditionFalse, fleetv1.ReasonComplete, "")
+	}
+	switch {
+	case len(problems) > 0:
+		set(fleetv1.ConditionReady, metav1.ConditionFalse, fleetv1.ReasonDegraded, "see condition Degraded")
+	case len(notReady) > 0:
+		set(fleetv1.ConditionReady, metav1.ConditionFalse, fleetv1.ReasonReplicasNotReady, strings.Join(notReady, "; "))
+	default:
+		set(fleetv1.ConditionReady, metav1.ConditionTrue, fleetv1.ReasonAllReplicasReady, "")
+	}
+}
+
+func hasFeedback(w *workv1.ManifestWork, sts string) bool {
+	_, ok := manifestwork.Feedback(w)[sts]
+	return ok
+}
+
+// problemEvents returns a Warning event when Degraded became True or changed
+// its message, so a lasting problem is reported once, not per reconcile.
+func problemEvents(old, cur *fleetv1.FleetSetStatus) []pendingEvent {
+	c := apimeta.FindStatusCondition(cur.Conditions, fleetv1.ConditionDegraded)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return nil
+	}
+	if o := apimeta.FindStatusCondition(old.Conditions, fleetv1.ConditionDegraded); o != nil && o.Status == c.Status && o.Reason == c.Reason && o.Message == c.Message {
+		return nil
+	}
+	return []pendingEvent{{corev1.EventTypeWarning, c.Reason, c.Message}}
+}
+
+// finalize deletes the FleetSet's ManifestWorks and removes the finalizer
+// once none is left. A work whose agent never confirms deletion (a detached
+// cluster) holds the FleetSet until OCM cleans the cluster's namespace.
+func (r *FleetSetReconciler) finalize(ctx context.Context, fs *fleetv1.FleetSet) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(fs, fleetv1.FleetSetFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	works, err := r.ownedWorks(ctx, fs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for key, w := range works {
+		if !w.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Delete(ctx, w); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("deleting ManifestWork %s: %w", key, err)
+		}
+		workWrites.WithLabelValues("delete").Inc()
+		r.Recorder.Event(fs, corev1.EventTypeNormal, EventWorkDeleted, "Deleted ManifestWork "+key.String())
+	}
+	if len(works) > 0 {
+		// The ManifestWork watch requeues when they are gone; poll as well.
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+	}
+	controllerutil.RemoveFinalizer(fs, fleetv1.FleetSetFinalizer)
+	return ctrl.Result{}, r.Update(ctx, fs)
+}
+
+func mergeMaps(base, extra map[string]string) map[string]string {
+	out := make(map[string]string, len(base)+len(extra))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,105 @@
+// Package controller holds fleetset-hub's controllers: FleetSetReconciler
+// delivers each FleetSet as one ManifestWork per member cluster and folds the
+// members' status back; ResyncReconciler keeps the per-cluster resync lease.
+// Both run in one controller-runtime manager (cmd/hub).
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/manager"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+)
+
+// ClusterIndex is the FleetSet field index holding the ManagedCluster name of
+// every subset (spec.topology.subsets[].cluster).
+const ClusterIndex = "spec.topology.subsets.cluster"
+
+// Options configures the hub's controllers.
+type Options struct {
+	// HubIdentity is the resync Lease's holderIdentity.
+	HubIdentity string
+	// LeaseDuration is the resync Lease's leaseDurationSeconds (whole seconds,
+	// ≥ 3 s); the hub renews it every third of that.
+	LeaseDuration time.Duration
+	// Clock is the clock of the lease renewals; nil means the real clock.
+	Clock clock.Clock
+}
+
+// NewScheme returns a scheme with the types the hub reads and writes:
+// client-go's, fleetset.io/v1alpha1, OCM cluster/v1 and work/v1.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, fleetv1.AddToScheme, clusterv1.Install, workv1.Install} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// CacheOptions restricts the manager's cache of ManifestWorks to those the hub
+// wrote (label app.kubernetes.io/managed-by=fleetset-hub), so a hub shared
+// with other OCM users does not cache theirs.
+func CacheOptions() cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&workv1.ManifestWork{}: {Label: labels.SelectorFromSet(labels.Set{fleetv1.LabelManagedBy: fleetv1.ManagedByHub})},
+	}}
+}
+
+// Setup registers the FleetSet cluster index and both controllers with mgr.
+// It returns an error if opts is invalid or a controller cannot be built.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	if opts.HubIdentity == "" {
+		return fmt.Errorf("hub identity: must not be empty")
+	}
+	if opts.LeaseDuration < 3*time.Second || opts.LeaseDuration%time.Second != 0 {
+		return fmt.Errorf("lease duration: must be whole seconds ≥ 3s, got %v", opts.LeaseDuration)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &fleetv1.FleetSet{}, ClusterIndex, clustersOf); err != nil {
+		return fmt.Errorf("indexing FleetSets by cluster: %w", err)
+	}
+	fr := &FleetSetReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("fleetset-hub")}
+	if err := fr.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	rr := &ResyncReconciler{
+		Client:        mgr.GetClient(),
+		Recorder:      mgr.GetEventRecorderFor("fleetset-hub"),
+		HubIdentity:   opts.HubIdentity,
+		LeaseDuration: opts.LeaseDuration,
+		Clock:         opts.Clock,
+	}
+	return rr.SetupWithManager(mgr)
+}
+
+// clustersOf returns the distinct clusters of a FleetSet's subsets.
+func clustersOf(o client.Object) []string {
+	fs, ok := o.(*fleetv1.FleetSet)
+	if !ok {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range fs.Spec.Topology.Subsets {
+		if s.Cluster != "" && !seen[s.Cluster] {
+			seen[s.Cluster] = true
+			out = append(out, s.Cluster)
+		}
+	}
+	return out
+}
