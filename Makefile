@@ -1,0 +1,142 @@
+# fleetset — build, test and run targets. Tools and binaries go into the
+# git-ignored bin/; every binary is built from a pinned Go module.
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+LOCALBIN ?= $(CURDIR)/bin
+GO ?= go
+CONTROLLER_GEN_VERSION ?= v0.19.0
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
+GOTESTFLAGS ?=
+export KUBEBUILDER_ASSETS ?= $(LOCALBIN)
+
+.PHONY: all
+all: build
+
+##@ Build
+
+.PHONY: build
+build: $(LOCALBIN)/fleetset-scheduler ## Build the fleetset binaries into bin/.
+
+# Go's build cache makes these cheap when nothing changed; .FORCE lets Go decide.
+$(LOCALBIN)/fleetset-scheduler: .FORCE
+	$(GO) build -o $@ ./cmd/scheduler
+
+# Control-plane binaries built from the pinned k8s.io/kubernetes module
+# (`go install k8s.io/kubernetes/cmd/...@v` does not work: replace directives).
+$(LOCALBIN)/kube-apiserver:
+	$(GO) build -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+
+$(LOCALBIN)/kube-controller-manager:
+	$(GO) build -o $@ k8s.io/kubernetes/cmd/kube-controller-manager
+
+# etcd: Debian's etcd-server (apt-get install etcd-server).
+$(LOCALBIN)/etcd:
+	@mkdir -p $(LOCALBIN)
+	@command -v etcd >/dev/null || { echo "etcd not found: apt-get install -y etcd-server" >&2; exit 1; }
+	ln -sf "$$(command -v etcd)" $@
+
+.PHONY: test-binaries
+test-binaries: $(LOCALBIN)/kube-apiserver $(LOCALBIN)/etcd ## Build what integration tests need.
+
+$(CONTROLLER_GEN):
+	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+
+.PHONY: .FORCE
+.FORCE:
+
+##@ Generate
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate deepcopy functions.
+	$(CONTROLLER_GEN) object:headerFile=/dev/null paths=./api/... paths=./plugins/apis/...
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate CRDs into manifests/crds.
+	$(CONTROLLER_GEN) crd:crdVersions=v1,maxDescLen=200 paths=./api/... output:crd:artifacts:config=manifests/crds
+
+.PHONY: verify
+verify: generate manifests ## gofmt, go vet, and generated files up to date.
+	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed: $$bad" >&2; exit 1; fi
+	$(GO) vet ./...
+	@git diff --exit-code -- api plugins/apis manifests/crds || { echo "generated files are stale: run make generate manifests" >&2; exit 1; }
+
+##@ Test
+
+.PHONY: test
+test: verify test-unit test-integration ## Unit + integration tests (the README's test command).
+
+.PHONY: test-unit
+test-unit: ## Unit tests: pure logic and plugins in the real framework.
+	$(GO) test $(GOTESTFLAGS) ./...
+
+.PHONY: test-integration
+test-integration: test-binaries ## Integration tests on a real kube-apiserver + etcd.
+	$(GO) test $(GOTESTFLAGS) -tags integration -count=1 -timeout 20m ./plugins/... ./federation/...
+
+##@ Benchmarks
+
+.PHONY: bench
+bench: bench-unit bench-scheduler ## All benchmarks; print numbers.
+
+.PHONY: bench-unit
+bench-unit: ## Go benchmarks of the pure packages.
+	$(GO) test -run '^$$' -bench . -benchmem ./plugins/ordinalmap/ ./federation/division/
+
+BENCH_NODES ?= 1000
+BENCH_ZONES ?= 3
+BENCH_PODS ?= 3000
+.PHONY: bench-scheduler
+bench-scheduler: test-binaries ## Scheduler throughput: fleetset profile vs default+PodTopologySpread.
+	BENCH_NODES=$(BENCH_NODES) BENCH_ZONES=$(BENCH_ZONES) BENCH_PODS=$(BENCH_PODS) \
+	  $(GO) test -tags integration -count=1 -timeout 60m -run '^TestSchedulerThroughput$$' -v ./plugins/ | grep -E '^(BENCH|---|ok|FAIL|PASS)'
+
+##@ Local fleet and e2e
+
+KWOK_VERSION ?= v0.7.0
+KIND_VERSION ?= v0.33.0
+CLUSTERADM_VERSION ?= v1.2.0
+# OCM agents are built from the nested module e2e/tools (pins
+# open-cluster-management.io/ocm) so the main go.mod stays free of OCM.
+OCM_GOENV := GOFLAGS=-mod=mod GONOSUMDB=sigs.k8s.io/about-api
+FLEET_DIR ?= $(CURDIR)/.fleet
+FLEET_KUBECONFIGS := FLEETSET_HUB_KUBECONFIG=$(FLEET_DIR)/hub/kubeconfig \
+	FLEETSET_MEMBER_KUBECONFIGS=east=$(FLEET_DIR)/east/kubeconfig,west=$(FLEET_DIR)/west/kubeconfig \
+	FLEETSET_E2E_STOP_AGENT="$(CURDIR)/e2e/fleet/agent.sh stop" \
+	FLEETSET_E2E_START_AGENT="$(CURDIR)/e2e/fleet/agent.sh start" \
+	FLEETSET_E2E_LOGS="$(FLEET_DIR)/<cluster>/logs"
+E2E_TIMEOUT ?= 30m
+
+$(LOCALBIN)/kwok:
+	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
+
+$(LOCALBIN)/registration $(LOCALBIN)/work &:
+	cd e2e/tools && $(OCM_GOENV) $(GO) build -o $(LOCALBIN)/ open-cluster-management.io/ocm/cmd/registration open-cluster-management.io/ocm/cmd/work
+
+$(LOCALBIN)/fleetset-hub: .FORCE
+	@if [ -d cmd/hub ]; then $(GO) build -o $@ ./cmd/hub; else echo "cmd/hub not present: fleet runs without fleetset-hub" >&2; fi
+
+.PHONY: fleet-binaries
+fleet-binaries: $(LOCALBIN)/etcd $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager $(LOCALBIN)/kwok $(LOCALBIN)/registration $(LOCALBIN)/work $(LOCALBIN)/fleetset-scheduler $(LOCALBIN)/fleetset-hub ## Build every binary of the local fleet into bin/.
+
+.PHONY: fleet-up
+fleet-up: fleet-binaries ## Start the local fleet (hub + east + west on 127.0.0.1); kubeconfigs in .fleet/<cluster>/kubeconfig.
+	e2e/fleet/fleet-up.sh
+
+.PHONY: fleet-down
+fleet-down: ## Stop the local fleet (logs stay in .fleet/<cluster>/logs).
+	e2e/fleet/fleet-down.sh
+
+.PHONY: demo
+demo: fleet-up ## Fleet up, deploy the sample FleetSet, print where its instances run.
+	e2e/fleet/demo.sh
+
+.PHONY: e2e
+e2e: fleet-binaries ## e2e suite on the local fleet (started if not up, stopped after).
+	@e2e/fleet/fleet-up.sh; \
+	$(FLEET_KUBECONFIGS) $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ ; rc=$$?; \
+	e2e/fleet/fleet-down.sh; exit $$rc
+
+.PHONY: e2e-run
+e2e-run: ## e2e suite against an already running fleet (FLEETSET_* env or the local fleet).
+	$(FLEET_KUBECONFIGS) $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ $(E2E_ARGS)

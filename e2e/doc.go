@@ -1,0 +1,16 @@
+// Package e2e is fleetset's end-to-end suite. It runs against any fleet —
+// the local fleet of `make fleet-up`, kind clusters of `make kind-up`, or real
+// clusters — given only by kubeconfigs in the environment:
+//
+//	FLEETSET_HUB_KUBECONFIG      the OCM hub running fleetset-hub
+//	FLEETSET_MEMBER_KUBECONFIGS  name=path,name=path: the member clusters,
+//	                             named as their ManagedClusters
+//	FLEETSET_E2E_ZONES           the zones of every member (default zone-a,zone-b,zone-c)
+//	FLEETSET_E2E_STOP_AGENT      optional command; "<cmd> <cluster>" stops the
+//	                             member's OCM registration agent
+//	FLEETSET_E2E_START_AGENT     optional command; "<cmd> <cluster>" starts it again
+//	FLEETSET_E2E_LOGS            optional hint printed on failure: where the
+//	                             fleet's process logs are
+//
+// The tests carry the build tag e2e: go test -tags e2e ./e2e/
+package e2e

@@ -1,0 +1,362 @@
+#!/usr/bin/env bash
+# fleet-up.sh starts the local fleet: an Open Cluster Management hub and the
+# member clusters in FLEET_MEMBERS (default "east west"), each made of real
+# control-plane processes bound to 127.0.0.1:
+#
+#   hub:    etcd, kube-apiserver, kube-controller-manager (csrsigning),
+#           OCM hub CRDs, OCM registration controller, fleetset CRDs,
+#           fleetset-hub (when bin/fleetset-hub exists)
+#   member: etcd, kube-apiserver, kube-controller-manager, kwok (fake kubelet
+#           of 6 nodes: zone-a/b/c x 2), OCM registration agent, OCM work
+#           agent, fleetset-scheduler
+#
+# Members join the hub as with clusteradm: bootstrap kubeconfig, CSR approved,
+# hubAcceptsClient: true. Binaries come from bin/ (make fleet-binaries).
+# Idempotent: a running fleet is left alone; a broken one is torn down and
+# started again. State, kubeconfigs and logs are under .fleet/.
+set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+
+T0=$SECONDS
+STEP_TIMEOUT=${FLEET_STEP_TIMEOUT:-120}
+
+# ---------------------------------------------------------------- preflight
+fleet_running() {
+  local c p any=0
+  [[ -f $FLEET_DIR/up ]] || return 1
+  for c in $FLEET_CLUSTERS; do
+    for p in $(procs_of "$c"); do
+      any=1
+      pid_alive "$c" "$p" || return 1
+    done
+  done
+  ((any))
+}
+
+if fleet_running; then
+  log "fleet already up (.fleet/up); kubeconfigs in ${FLEET_DIR#"$REPO_ROOT"/}/<cluster>/kubeconfig"
+  exit 0
+fi
+if [[ -d $FLEET_DIR ]]; then
+  log "stale fleet state in $FLEET_DIR: tearing it down"
+  "$(dirname "$0")/fleet-down.sh"
+  rm -rf "$FLEET_DIR"
+fi
+
+for b in etcd kube-apiserver kube-controller-manager kwok registration work fleetset-scheduler; do
+  [[ -x $LOCALBIN/$b ]] || die "missing $LOCALBIN/$b: run make fleet-binaries"
+done
+command -v openssl >/dev/null || die "openssl not found: apt-get install -y openssl"
+command -v "$KUBECTL" >/dev/null || die "kubectl not found"
+
+for c in $FLEET_CLUSTERS; do
+  for s in $SLOT_APISERVER $SLOT_ETCD $SLOT_ETCD_PEER $SLOT_KCM $SLOT_REGISTRATION $SLOT_WORK $SLOT_SCHEDULER $SLOT_KWOK $SLOT_HUB_METRICS $SLOT_HUB_HEALTH; do
+    pt=$(port "$c" "$s")
+    port_free "$pt" || die "127.0.0.1:$pt is in use: set FLEET_PORT_BASE to another base (now $FLEET_PORT_BASE)"
+  done
+done
+
+OCM_DIR=$(cd "$REPO_ROOT/e2e/tools" && GOFLAGS=-mod=mod GONOSUMDB=sigs.k8s.io/about-api go list -m -f '{{.Dir}}' open-cluster-management.io/ocm)
+[[ -d $OCM_DIR/manifests ]] || die "OCM module not found (cd e2e/tools && go mod download)"
+
+mkdir -p "$FLEET_DIR"
+{
+  echo "# port plan of the local fleet (FLEET_PORT_BASE=$FLEET_PORT_BASE)"
+  for c in $FLEET_CLUSTERS; do
+    echo "$c apiserver=$(port "$c" $SLOT_APISERVER) etcd=$(port "$c" $SLOT_ETCD) kcm=$(port "$c" $SLOT_KCM) ocm-registration=$(port "$c" $SLOT_REGISTRATION) ocm-work=$(port "$c" $SLOT_WORK) scheduler=$(port "$c" $SLOT_SCHEDULER) kwok=$(port "$c" $SLOT_KWOK) hub-metrics=$(port "$c" $SLOT_HUB_METRICS) hub-health=$(port "$c" $SLOT_HUB_HEALTH)"
+  done
+} >"$FLEET_DIR/ports"
+
+# ---------------------------------------------------------------- PKI
+# One CA per cluster: it signs the apiserver's serving certificate and the
+# admin client certificate, and the apiserver trusts it for client certs.
+# On the hub, kube-controller-manager's csrsigning signs the OCM agents'
+# CSRs with the same CA.
+pki() {
+  local c=$1 d
+  d=$(cdir "$c")/pki
+  mkdir -p "$d"
+  (
+    cd "$d"
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 3650 \
+      -subj "/CN=fleet-$c-ca" -addext "basicConstraints=critical,CA:TRUE" \
+      -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -keyout apiserver.key -out apiserver.csr -subj "/CN=kube-apiserver" 2>/dev/null
+    openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 365 -out apiserver.crt \
+      -extfile <(printf 'subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n') 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -keyout admin.key -out admin.csr -subj "/O=system:masters/CN=fleet-admin" 2>/dev/null
+    openssl x509 -req -in admin.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 365 -out admin.crt \
+      -extfile <(printf 'extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n') 2>/dev/null
+    openssl genrsa -out sa.key 2048 2>/dev/null
+    openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+    rm -f ./*.csr
+  )
+}
+
+# write_kubeconfig FILE CLUSTER USER-ARGS...: a kubeconfig for the cluster's
+# apiserver carrying its CA (never insecure-skip-tls-verify).
+write_kubeconfig() {
+  local f=$1 c=$2; shift 2
+  local d; d=$(cdir "$c")/pki
+  rm -f "$f"
+  "$KUBECTL" config --kubeconfig "$f" set-cluster "$c" --server "https://127.0.0.1:$(port "$c" $SLOT_APISERVER)" \
+    --certificate-authority "$d/ca.crt" --embed-certs >/dev/null
+  "$KUBECTL" config --kubeconfig "$f" set-credentials user "$@" >/dev/null
+  "$KUBECTL" config --kubeconfig "$f" set-context "$c" --cluster "$c" --user user >/dev/null
+  "$KUBECTL" config --kubeconfig "$f" use-context "$c" >/dev/null
+}
+
+log "PKI and kubeconfigs"
+BOOTSTRAP_TOKEN=$(openssl rand -hex 16)
+for c in $FLEET_CLUSTERS; do
+  pki "$c"
+  write_kubeconfig "$(kubeconfig "$c")" "$c" --client-certificate "$(cdir "$c")/pki/admin.crt" \
+    --client-key "$(cdir "$c")/pki/admin.key" --embed-certs
+done
+# The bootstrap identity the members' registration agents join the hub with
+# (clusteradm's bootstrap token), bound to OCM's bootstrap ClusterRole.
+echo "$BOOTSTRAP_TOKEN,fleet-bootstrap,fleet-bootstrap,\"system:bootstrappers:managedcluster\"" >"$(cdir hub)/pki/tokens.csv"
+write_kubeconfig "$(cdir hub)/bootstrap.kubeconfig" hub --token "$BOOTSTRAP_TOKEN"
+
+# ---------------------------------------------------------------- etcd, apiserver
+log "etcd and kube-apiserver in $FLEET_CLUSTERS"
+for c in $FLEET_CLUSTERS; do
+  d=$(cdir "$c")
+  ep=$(port "$c" $SLOT_ETCD)
+  pp=$(port "$c" $SLOT_ETCD_PEER)
+  start_proc "$c" etcd "$LOCALBIN/etcd" --name "$c" --data-dir "$d/etcd" \
+    --listen-client-urls "http://127.0.0.1:$ep" --advertise-client-urls "http://127.0.0.1:$ep" \
+    --listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
+    --initial-cluster "$c=http://127.0.0.1:$pp" --initial-cluster-state new \
+    --quota-backend-bytes 1073741824 --logger zap --log-level warn
+done
+for c in $FLEET_CLUSTERS; do
+  wait_for 30 "$c etcd" curl -sf "http://127.0.0.1:$(port "$c" $SLOT_ETCD)/health"
+done
+for c in $FLEET_CLUSTERS; do
+  d=$(cdir "$c")
+  extra=()
+  [[ $c == hub ]] && extra=(--token-auth-file "$d/pki/tokens.csv")
+  start_proc "$c" kube-apiserver "$LOCALBIN/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:$(port "$c" $SLOT_ETCD)" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$(port "$c" $SLOT_APISERVER)" \
+    --cert-dir "$d/pki" --tls-cert-file "$d/pki/apiserver.crt" --tls-private-key-file "$d/pki/apiserver.key" \
+    --client-ca-file "$d/pki/ca.crt" \
+    --service-account-key-file "$d/pki/sa.pub" --service-account-signing-key-file "$d/pki/sa.key" \
+    --service-account-issuer https://kubernetes.default.svc \
+    --service-cluster-ip-range 10.96.0.0/16 --authorization-mode RBAC --allow-privileged \
+    --endpoint-reconciler-type none --v 1 "${extra[@]}"
+done
+for c in $FLEET_CLUSTERS; do
+  wait_for "$STEP_TIMEOUT" "$c kube-apiserver /readyz" kc "$c" get --raw /readyz
+done
+log "apiservers ready ($((SECONDS - T0))s)"
+
+# ---------------------------------------------------------------- controller managers
+for c in $FLEET_CLUSTERS; do
+  d=$(cdir "$c")
+  start_proc "$c" kube-controller-manager "$LOCALBIN/kube-controller-manager" \
+    --kubeconfig "$d/kubeconfig" --authentication-kubeconfig "$d/kubeconfig" --authorization-kubeconfig "$d/kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port "$(port "$c" $SLOT_KCM)" --leader-elect=false \
+    --controllers '*,-nodeipam,-nodelifecycle,-service-lb-controller,-node-route-controller,-cloud-node-lifecycle-controller,-persistentvolume-expander-controller' \
+    --service-account-private-key-file "$d/pki/sa.key" --root-ca-file "$d/pki/ca.crt" \
+    --use-service-account-credentials=false \
+    --cluster-signing-cert-file "$d/pki/ca.crt" --cluster-signing-key-file "$d/pki/ca.key" \
+    --cluster-signing-duration 8760h --v 1
+done
+
+# ---------------------------------------------------------------- CRDs
+# apply_crds CLUSTER FILES...: server-side (OCM's CRDs exceed the client-side
+# last-applied annotation), then wait until Established.
+apply_crds() {
+  local c=$1; shift
+  kc "$c" apply --server-side --force-conflicts -f "$@" >/dev/null
+  local f
+  for f in "$@"; do
+    kc "$c" wait --for condition=Established --timeout "${STEP_TIMEOUT}s" -f "$f" >/dev/null
+  done
+}
+log "CRDs"
+apply_crds hub "$OCM_DIR"/manifests/cluster-manager/hub/crds/*.crd.yaml "$REPO_ROOT"/manifests/crds/*.yaml &
+crd_pids=($!)
+for c in $FLEET_MEMBERS; do
+  apply_crds "$c" "$OCM_DIR"/manifests/klusterlet/managed/*.crd.yaml "$REPO_ROOT"/manifests/crds/*.yaml &
+  crd_pids+=($!)
+done
+for p in "${crd_pids[@]}"; do wait "$p" || die "applying CRDs failed"; done
+
+# ---------------------------------------------------------------- hub: OCM
+kc hub apply -f - >/dev/null <<'EOF'
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: open-cluster-management:bootstrap
+rules:
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get]
+- apiGroups: [certificates.k8s.io]
+  resources: [certificatesigningrequests]
+  verbs: [create, get, list, watch]
+- apiGroups: [cluster.open-cluster-management.io]
+  resources: [managedclusters]
+  verbs: [get, create, list, watch]
+- apiGroups: [cluster.open-cluster-management.io]
+  resources: [managedclustersets/join]
+  verbs: [create]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: open-cluster-management:bootstrap:managedcluster
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: open-cluster-management:bootstrap
+subjects:
+- kind: Group
+  apiGroup: rbac.authorization.k8s.io
+  name: system:bootstrappers:managedcluster
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: open-cluster-management-hub
+EOF
+start_proc hub registration-controller "$LOCALBIN/registration" controller \
+  --kubeconfig "$(kubeconfig hub)" --namespace open-cluster-management-hub \
+  --listen "127.0.0.1:$(port hub $SLOT_REGISTRATION)" --disable-leader-election
+
+# ManagedClusters accepted up front (as `clusteradm accept` does), with a
+# short lease so that a lost member turns unavailable within seconds.
+for c in $FLEET_MEMBERS; do
+  kc hub apply -f - >/dev/null <<EOF
+apiVersion: cluster.open-cluster-management.io/v1
+kind: ManagedCluster
+metadata:
+  name: $c
+spec:
+  hubAcceptsClient: true
+  leaseDurationSeconds: $FLEET_CLUSTER_LEASE_SECONDS
+EOF
+done
+
+# ---------------------------------------------------------------- members
+# make_nodes CLUSTER: 6 Nodes, zone-a/b/c x 2, managed by kwok.
+make_nodes() {
+  local c=$1 z i
+  for z in a b c; do
+    for i in 1 2; do
+      cat <<EOF
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: $c-zone-$z-$i
+  annotations:
+    kwok.x-k8s.io/node: fake
+    node.alpha.kubernetes.io/ttl: "0"
+  labels:
+    kubernetes.io/hostname: $c-zone-$z-$i
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+    type: kwok
+    topology.kubernetes.io/zone: zone-$z
+    topology.kubernetes.io/region: $c
+status:
+  allocatable: {cpu: "32", memory: 256Gi, pods: "110"}
+  capacity: {cpu: "32", memory: 256Gi, pods: "110"}
+EOF
+    done
+  done
+}
+
+for c in $FLEET_MEMBERS; do
+  d=$(cdir "$c")
+  kc "$c" create namespace "$OCM_AGENT_NAMESPACE" >/dev/null
+  make_nodes "$c" | kc "$c" apply -f - >/dev/null
+  start_proc "$c" kwok "$LOCALBIN/kwok" --kubeconfig "$d/kubeconfig" \
+    --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
+    --cidr 10.0.0.1/16 --node-ip 127.0.0.1 \
+    --server-address "127.0.0.1:$(port "$c" $SLOT_KWOK)"
+  # fleetset-scheduler: the repository's KubeSchedulerConfiguration with this
+  # member's kubeconfig; one instance per member, so no leader election.
+  {
+    sed -e '/^leaderElection:/,/^[^ ]/{/^leaderElection:/d;/^  /d}' "$REPO_ROOT/manifests/scheduler/config.yaml"
+    printf 'clientConnection:\n  kubeconfig: %s\nleaderElection:\n  leaderElect: false\n' "$d/kubeconfig"
+  } >"$d/scheduler-config.yaml"
+  start_proc "$c" fleetset-scheduler "$LOCALBIN/fleetset-scheduler" --config "$d/scheduler-config.yaml" \
+    --bind-address 127.0.0.1 --secure-port "$(port "$c" $SLOT_SCHEDULER)" \
+    --authentication-kubeconfig "$d/kubeconfig" --authorization-kubeconfig "$d/kubeconfig" --v 1
+  # OCM registration agent: joins the hub with the bootstrap kubeconfig and
+  # writes its own hub kubeconfig (client cert from an approved CSR).
+  mkdir -p "$d/hub-kubeconfig"
+  start_proc "$c" registration-agent "$LOCALBIN/registration" agent \
+    --kubeconfig "$d/kubeconfig" --spoke-kubeconfig "$d/kubeconfig" --namespace "$OCM_AGENT_NAMESPACE" \
+    --cluster-name "$c" --agent-id "$c-agent" \
+    --bootstrap-kubeconfig "$(cdir hub)/bootstrap.kubeconfig" --hub-kubeconfig-dir "$d/hub-kubeconfig" \
+    --listen "127.0.0.1:$(port "$c" $SLOT_REGISTRATION)" --disable-leader-election
+done
+
+# Approve the agents' CSRs (clusteradm accept) until every member has a hub
+# kubeconfig.
+log "joining $FLEET_MEMBERS to the hub"
+deadline=$((SECONDS + STEP_TIMEOUT))
+for c in $FLEET_MEMBERS; do
+  until [[ -s $(cdir "$c")/hub-kubeconfig/kubeconfig ]]; do
+    ((SECONDS < deadline)) || die "$c did not get a hub kubeconfig; see .fleet/$c/logs/registration-agent.log"
+    kc hub get csr -l "open-cluster-management.io/cluster-name=$c" \
+      -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.status.conditions[*].type}{"\n"}{end}' 2>/dev/null |
+      while read -r csr conds; do
+        [[ -z $csr || $conds == *Approved* || $conds == *Denied* ]] && continue
+        kc hub certificate approve "$csr" >/dev/null 2>&1 || true
+      done
+    sleep 1
+  done
+done
+
+# OCM work agent: applies the cluster's ManifestWorks, with the hub identity
+# the registration agent obtained.
+for c in $FLEET_MEMBERS; do
+  d=$(cdir "$c")
+  start_proc "$c" work-agent "$LOCALBIN/work" agent \
+    --kubeconfig "$d/kubeconfig" --spoke-kubeconfig "$d/kubeconfig" --namespace "$OCM_AGENT_NAMESPACE" \
+    --hub-kubeconfig "$d/hub-kubeconfig/kubeconfig" --workload-source-config "$d/hub-kubeconfig/kubeconfig" \
+    --spoke-cluster-name "$c" --agent-id "$c-agent" \
+    --listen "127.0.0.1:$(port "$c" $SLOT_WORK)" --disable-leader-election
+done
+
+cluster_available() {
+  [[ $(kc hub get managedcluster "$1" -o jsonpath='{.status.conditions[?(@.type=="ManagedClusterConditionAvailable")].status}') == True ]]
+}
+for c in $FLEET_MEMBERS; do
+  wait_for "$STEP_TIMEOUT" "ManagedCluster $c Available" cluster_available "$c" ||
+    die "ManagedCluster $c not Available; see .fleet/$c/logs/registration-agent.log"
+done
+log "members joined ($((SECONDS - T0))s)"
+
+nodes_ready() {
+  [[ $(kc "$1" get nodes -l type=kwok -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c True) -ge 6 ]]
+}
+for c in $FLEET_MEMBERS; do
+  wait_for "$STEP_TIMEOUT" "$c: 6 kwok nodes Ready" nodes_ready "$c" || die "kwok nodes not Ready in $c; see .fleet/$c/logs/kwok.log"
+done
+
+# ---------------------------------------------------------------- fleetset-hub
+if [[ -x $LOCALBIN/fleetset-hub ]]; then
+  start_proc hub fleetset-hub "$LOCALBIN/fleetset-hub" --kubeconfig "$(kubeconfig hub)" \
+    --metrics-bind-address "127.0.0.1:$(port hub $SLOT_HUB_METRICS)" \
+    --health-probe-bind-address "127.0.0.1:$(port hub $SLOT_HUB_HEALTH)" \
+    --leader-elect=false --lease-duration "$FLEET_RESYNC_LEASE_SECONDS" --hub-identity fleetset-hub-local
+  wait_for "$STEP_TIMEOUT" "fleetset-hub /readyz" curl -sf "http://127.0.0.1:$(port hub $SLOT_HUB_HEALTH)/readyz" ||
+    die "fleetset-hub not ready; see .fleet/hub/logs/fleetset-hub.log"
+else
+  log "WARNING: $LOCALBIN/fleetset-hub not built: the fleet runs without it"
+fi
+
+date -Is >"$FLEET_DIR/up"
+log "fleet up in $((SECONDS - T0))s: hub $FLEET_MEMBERS"
+for c in $FLEET_CLUSTERS; do
+  log "  $c: KUBECONFIG=${FLEET_DIR#"$REPO_ROOT"/}/$c/kubeconfig  (https://127.0.0.1:$(port "$c" $SLOT_APISERVER))"
+done

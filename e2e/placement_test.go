@@ -1,0 +1,304 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/division"
+)
+
+// expected is what division says a FleetSet's instances should be: per
+// subset, its cluster, count and per-domain counts.
+type expected struct {
+	cluster string
+	count   int32
+	domains map[string]int32
+}
+
+// divide computes, independently of fleetset-hub, the division of fs over its
+// subsets and each subset's domains.
+func divide(t *testing.T, fs *fleetv1.FleetSet) map[string]expected {
+	t.Helper()
+	var shares []division.Share
+	for _, s := range fs.Spec.Topology.Subsets {
+		shares = append(shares, division.Share{Name: s.Name, Replicas: s.Replicas, MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas})
+	}
+	res, err := division.Divide(fs.Spec.Replicas, shares)
+	if err != nil {
+		t.Fatalf("dividing %d over subsets: %v", fs.Spec.Replicas, err)
+	}
+	out := map[string]expected{}
+	for i, s := range fs.Spec.Topology.Subsets {
+		e := expected{cluster: s.Cluster, count: res.Assignments[i].Replicas, domains: map[string]int32{}}
+		if len(s.Domains) > 0 {
+			var ds []division.Share
+			for _, d := range s.Domains {
+				ds = append(ds, division.Share{Name: d.Name, Replicas: d.Replicas})
+			}
+			dr, err := division.Divide(e.count, ds)
+			if err != nil {
+				t.Fatalf("dividing subset %s (%d) over its domains: %v", s.Name, e.count, err)
+			}
+			for j, d := range s.Domains {
+				e.domains[d.Name] = dr.Assignments[j].Replicas
+			}
+		}
+		out[s.Name] = e
+	}
+	return out
+}
+
+// ordinalStarts returns each subset's spec.ordinals.start as the member
+// StatefulSets hold it.
+func (f *fleet) ordinalStarts(ctx context.Context, fs *fleetv1.FleetSet) (map[string]int32, error) {
+	out := map[string]int32{}
+	for _, s := range fs.Spec.Topology.Subsets {
+		sts := &appsv1.StatefulSet{}
+		key := client.ObjectKey{Namespace: fs.Namespace, Name: fs.Name + "-" + s.Name}
+		if err := f.member(s.Cluster).c.Get(ctx, key, sts); err != nil {
+			return nil, fmt.Errorf("%s: StatefulSet %s: %w", s.Cluster, key.Name, err)
+		}
+		out[s.Name] = ordinalStart(sts)
+	}
+	return out, nil
+}
+
+// checkPlacement fails the test unless ins is exactly what division of fs
+// says — per subset: its cluster, its count, its per-zone counts, the ordinal
+// block [start, start+count) — and ordinals are unique fleet-wide. It returns
+// the ordinal starts.
+func (f *fleet) checkPlacement(t *testing.T, fs *fleetv1.FleetSet, ins []instance) map[string]int32 {
+	t.Helper()
+	starts, err := f.ordinalStarts(t.Context(), fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := divide(t, fs)
+	seen := map[int]instance{}
+	perSubset := map[string]int32{}
+	perZone := map[string]map[string]int32{}
+	for _, in := range ins {
+		if prev, dup := seen[in.ordinal]; dup {
+			t.Errorf("ordinal %d held twice: %s/%s and %s/%s", in.ordinal, prev.cluster, prev.pod, in.cluster, in.pod)
+		}
+		seen[in.ordinal] = in
+		e, ok := want[in.subset]
+		if !ok {
+			t.Errorf("pod %s/%s belongs to unknown subset %q", in.cluster, in.pod, in.subset)
+			continue
+		}
+		if in.cluster != e.cluster {
+			t.Errorf("pod %s of subset %s runs in cluster %s, want %s", in.pod, in.subset, in.cluster, e.cluster)
+		}
+		if lo, hi := int(starts[in.subset]), int(starts[in.subset]+e.count); in.ordinal < lo || in.ordinal >= hi {
+			t.Errorf("pod %s/%s has ordinal %d outside its subset's range [%d,%d)", in.cluster, in.pod, in.ordinal, lo, hi)
+		}
+		perSubset[in.subset]++
+		if perZone[in.subset] == nil {
+			perZone[in.subset] = map[string]int32{}
+		}
+		perZone[in.subset][in.zone]++
+	}
+	for name, e := range want {
+		if perSubset[name] != e.count {
+			t.Errorf("subset %s: %d instances, division says %d", name, perSubset[name], e.count)
+		}
+		if len(e.domains) == 0 {
+			continue
+		}
+		for z, n := range e.domains {
+			if perZone[name][z] != n {
+				t.Errorf("subset %s, zone %s: %d instances, division says %d", name, z, perZone[name][z], n)
+			}
+		}
+		for z, n := range perZone[name] {
+			if _, ok := e.domains[z]; !ok {
+				t.Errorf("subset %s: %d instances in zone %q, outside its domains", name, n, z)
+			}
+		}
+	}
+	if t.Failed() {
+		t.Logf("placement:\n%s", formatInstances(ins))
+	}
+	return starts
+}
+
+func TestPlacementMatchesDivision(t *testing.T) {
+	f := theFleet
+	ns := f.newNamespace(t, "e2e-placement")
+	fs := f.newFleetSet(ns, "db", 9)
+	f.createFleetSet(t, fs)
+
+	ins := f.waitReady(t, ns, "db", 9)
+	starts := f.checkPlacement(t, fs, ins)
+	t.Logf("ordinal starts %v; placement:\n%s", starts, formatInstances(ins))
+
+	// Ordinal blocks of different subsets do not overlap.
+	var ss []int32
+	for _, s := range starts {
+		ss = append(ss, s)
+	}
+	sort.Slice(ss, func(i, j int) bool { return ss[i] < ss[j] })
+	for i := 1; i < len(ss); i++ {
+		if ss[i] == ss[i-1] {
+			t.Errorf("two subsets share ordinal start %d: %v", ss[i], starts)
+		}
+	}
+	// Every pod was placed by fleetset-scheduler.
+	for _, m := range f.members {
+		for _, in := range ins {
+			if in.cluster != m.name {
+				continue
+			}
+			if in.node == "" {
+				t.Errorf("%s/%s is not bound", in.cluster, in.pod)
+			}
+		}
+	}
+}
+
+func TestScaleKeepsBalanceAndOrdinals(t *testing.T) {
+	f := theFleet
+	ns := f.newNamespace(t, "e2e-scale")
+	fs := f.newFleetSet(ns, "db", 9)
+	f.createFleetSet(t, fs)
+
+	ins := f.waitReady(t, ns, "db", 9)
+	starts0 := f.checkPlacement(t, fs, ins)
+	prev := ins
+	for _, replicas := range []int32{5, 12} {
+		t.Logf("scaling %d -> %d", len(prev), replicas)
+		f.updateFleetSet(t, ns, "db", func(fs *fleetv1.FleetSet) { fs.Spec.Replicas = replicas })
+		fs.Spec.Replicas = replicas
+		ins := f.waitReady(t, ns, "db", int(replicas))
+		starts := f.checkPlacement(t, fs, ins)
+		for s, st := range starts {
+			if st != starts0[s] {
+				t.Errorf("subset %s: ordinal start moved from %d to %d", s, starts0[s], st)
+			}
+		}
+		// No instance is renumbered: an ordinal that survives is the same
+		// pod, in the same subset and zone.
+		byOrdinal := map[int]instance{}
+		for _, in := range prev {
+			byOrdinal[in.ordinal] = in
+		}
+		for _, in := range ins {
+			old, ok := byOrdinal[in.ordinal]
+			if !ok {
+				continue
+			}
+			if old.uid != in.uid || old.subset != in.subset || old.zone != in.zone {
+				t.Errorf("ordinal %d changed: was %s/%s (subset %s, zone %s, uid %s), now %s/%s (subset %s, zone %s, uid %s)",
+					in.ordinal, old.cluster, old.pod, old.subset, old.zone, old.uid, in.cluster, in.pod, in.subset, in.zone, in.uid)
+			}
+		}
+		if t.Failed() {
+			return
+		}
+		prev = ins
+	}
+}
+
+func TestManualPartitionsUpdateOnlyUnpartitioned(t *testing.T) {
+	f := theFleet
+	ns := f.newNamespace(t, "e2e-update")
+	fs := f.newFleetSet(ns, "db", 9)
+	partitions := map[string]int32{}
+	for i, s := range fs.Spec.Topology.Subsets {
+		partitions[s.Name] = int32(2 - i%2) // 2, 1, 2, ...
+	}
+	fs.Spec.UpdateStrategy = fleetv1.FleetSetUpdateStrategy{
+		Type:         fleetv1.ManualUpdateStrategyType,
+		ManualUpdate: &fleetv1.ManualUpdate{Partitions: partitions},
+	}
+	f.createFleetSet(t, fs)
+	before := f.waitReady(t, ns, "db", 9)
+	f.checkPlacement(t, fs, before)
+	oldRevision := map[int]string{}
+	oldUID := map[int]string{}
+	oldSubsetRevision := map[string]string{}
+	for _, in := range before {
+		oldRevision[in.ordinal], oldUID[in.ordinal] = in.revision, in.uid
+		oldSubsetRevision[in.subset] = in.revision
+	}
+
+	f.updateFleetSet(t, ns, "db", func(fs *fleetv1.FleetSet) {
+		fs.Spec.Template.Spec.Containers[0].Env[0].Value = "2"
+	})
+
+	// Each subset: instances below start+partition keep their pod and
+	// revision; the others are re-created on the new revision.
+	check := func(ctx context.Context) (bool, string, error) {
+		ins, err := f.instances(ctx, ns, "db")
+		if err != nil {
+			return false, "", err
+		}
+		var problems []string
+		for _, s := range fs.Spec.Topology.Subsets {
+			sts := &appsv1.StatefulSet{}
+			if err := f.member(s.Cluster).c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-" + s.Name}, sts); err != nil {
+				return false, "", err
+			}
+			if partitionOf(sts) != partitions[s.Name] {
+				problems = append(problems, fmt.Sprintf("%s: StatefulSet partition %d, want %d", s.Name, partitionOf(sts), partitions[s.Name]))
+				continue
+			}
+			if sts.Status.ObservedGeneration != sts.Generation || sts.Status.UpdateRevision == "" || sts.Status.UpdateRevision == oldSubsetRevision[s.Name] {
+				problems = append(problems, fmt.Sprintf("%s: no new revision yet", s.Name))
+				continue
+			}
+			limit := int(ordinalStart(sts) + partitions[s.Name])
+			for _, in := range ins {
+				if in.subset != s.Name {
+					continue
+				}
+				switch {
+				case in.ordinal < limit && (in.revision != oldRevision[in.ordinal] || in.uid != oldUID[in.ordinal]):
+					problems = append(problems, fmt.Sprintf("partitioned %s (ordinal %d < %d) was updated to %s", in.pod, in.ordinal, limit, in.revision))
+				case in.ordinal >= limit && (in.revision != sts.Status.UpdateRevision || !in.ready):
+					problems = append(problems, fmt.Sprintf("%s (ordinal %d ≥ %d) on %s ready=%v, want %s", in.pod, in.ordinal, limit, in.revision, in.ready, sts.Status.UpdateRevision))
+				}
+			}
+		}
+		if len(ins) != 9 {
+			problems = append(problems, fmt.Sprintf("%d instances, want 9", len(ins)))
+		}
+		return len(problems) == 0, strings.Join(problems, "; "), nil
+	}
+	eventually(t, waitTimeout, "the unpartitioned instances to update", check)
+	// A partitioned instance must stay old, not merely not yet be updated.
+	time.Sleep(5 * time.Second)
+	ok, why, err := check(t.Context())
+	if err != nil || !ok {
+		t.Fatalf("after the rollout settled: %s %v", why, err)
+	}
+	var wantUpdated int32
+	for _, s := range fs.Spec.Topology.Subsets {
+		wantUpdated += divide(t, fs)[s.Name].count - partitions[s.Name]
+	}
+	eventually(t, waitTimeout, fmt.Sprintf("FleetSet status.updatedReplicas = %d", wantUpdated), func(ctx context.Context) (bool, string, error) {
+		got, err := f.getFleetSet(ctx, ns, "db")
+		if err != nil {
+			return false, "", err
+		}
+		return got.Status.UpdatedReplicas == wantUpdated, fmt.Sprintf("updatedReplicas %d", got.Status.UpdatedReplicas), nil
+	})
+}
+
+// intOrPercent is a helper for table tests of bad specs.
+func intOrPercent(s string) *intstr.IntOrString {
+	v := intstr.Parse(s)
+	return &v
+}
