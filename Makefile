@@ -69,6 +69,7 @@ test: verify test-unit test-integration ## Unit + integration tests (the README'
 .PHONY: test-unit
 test-unit: ## Unit tests: pure logic and plugins in the real framework.
 	$(GO) test $(GOTESTFLAGS) ./...
+	cd e2e/tools && $(OCM_GOENV) $(GO) test $(GOTESTFLAGS) ./...
 
 .PHONY: test-integration
 test-integration: test-binaries ## Integration tests on a real kube-apiserver + etcd.

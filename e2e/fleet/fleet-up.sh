@@ -348,7 +348,7 @@ if [[ -x $LOCALBIN/fleetset-hub ]]; then
   start_proc hub fleetset-hub "$LOCALBIN/fleetset-hub" --kubeconfig "$(kubeconfig hub)" \
     --metrics-bind-address "127.0.0.1:$(port hub $SLOT_HUB_METRICS)" \
     --health-probe-bind-address "127.0.0.1:$(port hub $SLOT_HUB_HEALTH)" \
-    --leader-elect=false --lease-duration "$FLEET_RESYNC_LEASE_SECONDS" --hub-identity fleetset-hub-local
+    --leader-elect=false --lease-duration "${FLEET_RESYNC_LEASE_SECONDS}s" --hub-identity fleetset-hub-local
   wait_for "$STEP_TIMEOUT" "fleetset-hub /readyz" curl -sf "http://127.0.0.1:$(port hub $SLOT_HUB_HEALTH)/readyz" ||
     die "fleetset-hub not ready; see .fleet/hub/logs/fleetset-hub.log"
 else
