@@ -105,7 +105,7 @@ FLEET_KUBECONFIGS := FLEETSET_HUB_KUBECONFIG=$(FLEET_DIR)/hub/kubeconfig \
 	FLEETSET_MEMBER_KUBECONFIGS=east=$(FLEET_DIR)/east/kubeconfig,west=$(FLEET_DIR)/west/kubeconfig \
 	FLEETSET_E2E_STOP_AGENT="$(CURDIR)/e2e/fleet/agent.sh stop" \
 	FLEETSET_E2E_START_AGENT="$(CURDIR)/e2e/fleet/agent.sh start" \
-	FLEETSET_E2E_LOGS="$(FLEET_DIR)/<cluster>/logs"
+	FLEETSET_E2E_LOGS="$(FLEET_DIR)/<cluster>/logs/<process>.log"
 E2E_TIMEOUT ?= 30m
 
 $(LOCALBIN)/kwok:
@@ -139,5 +139,33 @@ e2e: fleet-binaries ## e2e suite on the local fleet (started if not up, stopped 
 	e2e/fleet/fleet-down.sh; exit $$rc
 
 .PHONY: e2e-run
-e2e-run: ## e2e suite against an already running fleet (FLEETSET_* env or the local fleet).
+e2e-run: ## e2e suite against the running local fleet, which it leaves up (E2E_ARGS='-run TestX').
 	$(FLEET_KUBECONFIGS) $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ $(E2E_ARGS)
+
+##@ kind fleet (needs docker)
+
+KIND ?= $(LOCALBIN)/kind
+CLUSTERADM ?= $(LOCALBIN)/clusteradm
+KIND_FLEET_DIR ?= $(FLEET_DIR)/kind
+
+$(KIND):
+	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/kind@$(KIND_VERSION)
+
+$(CLUSTERADM):
+	GOBIN=$(LOCALBIN) $(GO) install open-cluster-management.io/clusteradm/cmd/clusteradm@$(CLUSTERADM_VERSION)
+
+.PHONY: kind-up
+kind-up: $(KIND) $(CLUSTERADM) ## Create hub + east + west kind clusters with OCM and fleetset installed.
+	KIND=$(KIND) CLUSTERADM=$(CLUSTERADM) KIND_FLEET_DIR=$(KIND_FLEET_DIR) e2e/kind/kind-up.sh
+
+.PHONY: kind-down
+kind-down: $(KIND) ## Delete the kind clusters.
+	KIND=$(KIND) e2e/kind/kind-down.sh
+
+.PHONY: e2e-kind
+e2e-kind: kind-up ## The e2e suite on the kind fleet.
+	FLEETSET_HUB_KUBECONFIG=$(KIND_FLEET_DIR)/hub/kubeconfig \
+	FLEETSET_MEMBER_KUBECONFIGS=east=$(KIND_FLEET_DIR)/east/kubeconfig,west=$(KIND_FLEET_DIR)/west/kubeconfig \
+	FLEETSET_E2E_STOP_AGENT="$(CURDIR)/e2e/kind/agent.sh stop" FLEETSET_E2E_START_AGENT="$(CURDIR)/e2e/kind/agent.sh start" \
+	FLEETSET_E2E_TIMEOUT=6m \
+	  $(GO) test -tags e2e -count=1 -timeout 45m -v ./e2e/

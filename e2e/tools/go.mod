@@ -155,14 +155,14 @@ require (
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	helm.sh/helm/v3 v3.19.5 // indirect
-	k8s.io/api v0.34.3 // indirect
+	k8s.io/api v0.34.4 // indirect
 	k8s.io/apiextensions-apiserver v0.34.3 // indirect
-	k8s.io/apimachinery v0.34.3 // indirect
-	k8s.io/apiserver v0.34.3 // indirect
-	k8s.io/client-go v0.34.3 // indirect
-	k8s.io/component-base v0.34.3 // indirect
+	k8s.io/apimachinery v0.34.4 // indirect
+	k8s.io/apiserver v0.34.4 // indirect
+	k8s.io/client-go v0.34.4 // indirect
+	k8s.io/component-base v0.34.4 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
-	k8s.io/kms v0.34.3 // indirect
+	k8s.io/kms v0.34.4 // indirect
 	k8s.io/kube-aggregator v0.34.3 // indirect
 	k8s.io/kube-openapi v0.0.0-20250710124328-f3f2b991d03b // indirect
 	k8s.io/kubectl v0.34.3 // indirect
@@ -178,4 +178,18 @@ require (
 	sigs.k8s.io/kube-storage-version-migrator v0.0.6-0.20230721195810-5c8923c5ff96 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.0 // indirect
+)
+
+// Same k8s.io versions as the main module (its replace block), so the OCM
+// agents share the build cache with kube-apiserver and fleetset.
+replace (
+	k8s.io/api => k8s.io/api v0.34.4
+	k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.34.4
+	k8s.io/apimachinery => k8s.io/apimachinery v0.34.4
+	k8s.io/apiserver => k8s.io/apiserver v0.34.4
+	k8s.io/client-go => k8s.io/client-go v0.34.4
+	k8s.io/component-base => k8s.io/component-base v0.34.4
+	k8s.io/kms => k8s.io/kms v0.34.4
+	k8s.io/kube-aggregator => k8s.io/kube-aggregator v0.34.4
+	k8s.io/kubectl => k8s.io/kubectl v0.34.4
 )

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# demo.sh deploys the sample FleetSet (manifests/samples/fleetset.yaml) to the
+# running local fleet, waits until it is Ready and prints where each instance
+# runs: cluster, zone, node, pod, ordinal, ready. `make demo` runs fleet-up
+# first.
+set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+
+SAMPLE=${SAMPLE:-$REPO_ROOT/manifests/samples/fleetset.yaml}
+TIMEOUT=${DEMO_TIMEOUT:-180}
+[[ -f $SAMPLE ]] || die "no sample FleetSet at $SAMPLE"
+[[ -f $FLEET_DIR/up ]] || die "the local fleet is not up: make fleet-up"
+
+T0=$SECONDS
+name=$(kc hub create --dry-run=client -f "$SAMPLE" -o jsonpath='{.metadata.name}')
+ns=$(kc hub create --dry-run=client -f "$SAMPLE" -o jsonpath='{.metadata.namespace}')
+ns=${ns:-default}
+kc hub get namespace "$ns" >/dev/null 2>&1 || kc hub create namespace "$ns" >/dev/null
+kc hub apply -f "$SAMPLE"
+want=$(kc hub get fleetset -n "$ns" "$name" -o jsonpath='{.spec.replicas}')
+
+ready_instances() {
+  local n=0 c
+  for c in $FLEET_MEMBERS; do
+    n=$((n + $(kc "$c" get pods -n "$ns" -l "fleetset.io/set=$name" \
+      -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null | grep -c True || true)))
+  done
+  echo "$n"
+}
+fleetset_ready() {
+  [[ $(ready_instances) == "$want" ]] &&
+    [[ $(kc hub get fleetset -n "$ns" "$name" -o jsonpath='{.status.readyReplicas}') == "$want" ]]
+}
+log "waiting for $want ready instances of FleetSet $ns/$name"
+if ! wait_for "$TIMEOUT" "FleetSet $ns/$name Ready" fleetset_ready; then
+  kc hub get fleetset -n "$ns" "$name" -o yaml >&2 || true
+  die "FleetSet not ready after ${TIMEOUT}s ($(ready_instances)/$want instances ready); logs in ${FLEET_DIR#"$REPO_ROOT"/}/<cluster>/logs/"
+fi
+log "ready after $((SECONDS - T0))s"
+
+echo
+{
+  echo "CLUSTER ZONE NODE POD ORDINAL READY"
+  for c in $FLEET_MEMBERS; do
+    declare -A zone=()
+    while read -r node z; do zone[$node]=$z; done < <(kc "$c" get nodes \
+      -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.metadata.labels.topology\.kubernetes\.io/zone}{"\n"}{end}')
+    kc "$c" get pods -n "$ns" -l "fleetset.io/set=$name" -o jsonpath='{range .items[*]}{.spec.nodeName}{" "}{.metadata.name}{" "}{.metadata.labels.apps\.kubernetes\.io/pod-index}{" "}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' |
+      while read -r node pod ord ready; do
+        echo "$c ${zone[$node]:-?} $node $pod $ord $ready"
+      done
+    unset zone
+  done | sort -k5,5n
+} | column -t
+echo
+kc hub get fleetset -n "$ns"
