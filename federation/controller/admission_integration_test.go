@@ -1,0 +1,182 @@
+//go:build integration
+
+package controller
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+)
+
+// sampleFleetSet is the README's example: 9 replicas, east 60% and west 40%,
+// three zones each, east partition 2.
+func sampleFleetSet(ns, name string) *fleetv1.FleetSet {
+	abc := []fleetv1.SubsetDomain{{Name: "zone-a"}, {Name: "zone-b"}, {Name: "zone-c"}}
+	return &fleetv1.FleetSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: fleetv1.FleetSetSpec{
+			Replicas: 9,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To[int64](0),
+					Containers:                    []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}},
+				},
+			},
+			Topology: fleetv1.FleetTopology{Subsets: []fleetv1.Subset{
+				{Name: "east", Cluster: "east", Replicas: ptr.To(intstr.FromString("60%")), Domains: abc},
+				{Name: "west", Cluster: "west", Replicas: ptr.To(intstr.FromString("40%")), Domains: append([]fleetv1.SubsetDomain(nil), abc...)},
+			}},
+			UpdateStrategy: fleetv1.FleetSetUpdateStrategy{Type: fleetv1.ManualUpdateStrategyType, ManualUpdate: &fleetv1.ManualUpdate{Partitions: map[string]int32{"east": 2}}},
+		},
+	}
+}
+
+func TestAdmission(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "admission")
+	pct := func(s string) *intstr.IntOrString { return ptr.To(intstr.FromString(s)) }
+	num := func(n int32) *intstr.IntOrString { return ptr.To(intstr.FromInt32(n)) }
+	cases := []struct {
+		name   string
+		mutate func(fs *fleetv1.FleetSet)
+		// field must appear in the apiserver's message, and so must msg.
+		field, msg string
+	}{
+		{"subset name not a DNS label", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[0].Name = "East_1" },
+			"spec.topology.subsets[0].name", "DNS label"},
+		{"duplicate subset names", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[1].Name = "east" },
+			"spec.topology.subsets[1]", "Duplicate value"},
+		{"empty cluster", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[0].Cluster = "" },
+			"spec.topology.subsets[0].cluster", ""},
+		{"percent over 100%", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[0].Replicas = pct("101%") },
+			"spec.topology.subsets[0].replicas", "percent between 0% and 100%"},
+		{"malformed percent", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[0].Replicas = pct("sixty") },
+			"spec.topology.subsets[0].replicas", "percent between 0% and 100%"},
+		{"fractional percent", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[0].Replicas = pct("33.3%") },
+			"spec.topology.subsets[0].replicas", "percent"},
+		{"subset percents sum over 100%", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[1].Replicas = pct("50%") },
+			"spec.topology", "explicit percents must not sum over 100%"},
+		{"subset ints sum over replicas", func(fs *fleetv1.FleetSet) {
+			fs.Spec.Topology.Subsets[0].Replicas, fs.Spec.Topology.Subsets[1].Replicas = num(5), num(5)
+		}, "spec", "explicit integer replicas must not sum over spec.replicas"},
+		{"minReplicas over maxReplicas", func(fs *fleetv1.FleetSet) {
+			fs.Spec.Topology.Subsets[0].MinReplicas, fs.Spec.Topology.Subsets[0].MaxReplicas = ptr.To[int32](4), ptr.To[int32](3)
+		}, "spec.topology.subsets[0]", "minReplicas must not exceed maxReplicas"},
+		{"partition names an unknown subset", func(fs *fleetv1.FleetSet) {
+			fs.Spec.UpdateStrategy.ManualUpdate.Partitions["north"] = 1
+		}, "spec", "updateStrategy.manualUpdate.partitions"},
+		{"negative replicas", func(fs *fleetv1.FleetSet) { fs.Spec.Replicas = -1 },
+			"spec.replicas", "greater than or equal to 0"},
+		{"negative subset replicas", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[0].Replicas = num(-2) },
+			"spec.topology.subsets[0].replicas", "non-negative"},
+		{"negative minReplicas", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[1].MinReplicas = ptr.To[int32](-1) },
+			"spec.topology.subsets[1].minReplicas", ""},
+		{"negative maxReplicas", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[1].MaxReplicas = ptr.To[int32](-1) },
+			"spec.topology.subsets[1].maxReplicas", ""},
+		{"negative partition", func(fs *fleetv1.FleetSet) { fs.Spec.UpdateStrategy.ManualUpdate.Partitions["east"] = -1 },
+			"spec.updateStrategy.manualUpdate", "partitions must be non-negative"},
+		{"duplicate domains", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[0].Domains[2].Name = "zone-a" },
+			"spec.topology.subsets[0].domains[2]", "Duplicate value"},
+		{"domain percents sum over 100%", func(fs *fleetv1.FleetSet) {
+			fs.Spec.Topology.Subsets[0].Domains[0].Replicas, fs.Spec.Topology.Subsets[0].Domains[1].Replicas = pct("70%"), pct("40%")
+		}, "spec.topology.subsets[0]", "domains: explicit percents must not sum over 100%"},
+		{"domain percent malformed", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[0].Domains[0].Replicas = pct("%50") },
+			"spec.topology.subsets[0].domains[0].replicas", "percent"},
+		{"domain name not a label value", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[0].Domains[0].Name = "zone a" },
+			"spec.topology.subsets[0].domains[0].name", "label value"},
+		{"no subsets", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets = nil },
+			"spec.topology.subsets", ""},
+		{"ordinal block size 0", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.OrdinalBlockSize = -5 },
+			"spec.topology.ordinalBlockSize", ""},
+		{"topology key not a label key", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.TopologyKey = "zone key" },
+			"spec.topology.topologyKey", "qualified label key"},
+		{"unknown update strategy", func(fs *fleetv1.FleetSet) { fs.Spec.UpdateStrategy.Type = "Rolling" },
+			"spec.updateStrategy.type", "Unsupported value"},
+		{"no selector", func(fs *fleetv1.FleetSet) { fs.Spec.Selector = nil },
+			"spec.selector", "Required value"},
+		{"name too long", func(fs *fleetv1.FleetSet) { fs.Name = strings.Repeat("a", 41) },
+			"", "metadata.name must be a DNS label of at most 40 characters"},
+		{"fleetset and subset names too long for a StatefulSet", func(fs *fleetv1.FleetSet) {
+			fs.Name = strings.Repeat("a", 30)
+			fs.Spec.Topology.Subsets[0].Name = strings.Repeat("e", 25)
+		}, "", "spec.topology.subsets[].name: <fleetset>-<subset> must be at most 52 characters"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := sampleFleetSet("admission", "bad")
+			fs.Name = "bad-" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+			tc.mutate(fs)
+			err := k8sClient.Create(ctx, fs)
+			if err == nil {
+				_ = k8sClient.Delete(ctx, fs)
+				t.Fatalf("Create() accepted a FleetSet with %s", tc.name)
+			}
+			for _, want := range []string{tc.field, tc.msg} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("Create() error = %q, want it to contain %q", err, want)
+				}
+			}
+		})
+	}
+	if len(cases) < 15 {
+		t.Fatalf("only %d bad specs", len(cases))
+	}
+
+	// The valid variants are accepted: the sample, subsets without domains
+	// (the domain rule must not need them), ints, min/max.
+	valid := []func(fs *fleetv1.FleetSet){
+		func(fs *fleetv1.FleetSet) {},
+		func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[0].Domains, fs.Spec.Topology.Subsets[1].Domains = nil, nil },
+		func(fs *fleetv1.FleetSet) {
+			fs.Spec.Topology.Subsets[0].Replicas, fs.Spec.Topology.Subsets[1].Replicas = num(5), nil
+			fs.Spec.Topology.Subsets[1].MinReplicas, fs.Spec.Topology.Subsets[1].MaxReplicas = ptr.To[int32](1), ptr.To[int32](4)
+			fs.Spec.Topology.Subsets[0].Domains[0].Replicas = pct("50%")
+		},
+	}
+	for i, mutate := range valid {
+		fs := sampleFleetSet("admission", "good-"+string(rune('a'+i)))
+		mutate(fs)
+		if err := k8sClient.Create(ctx, fs); err != nil {
+			t.Errorf("valid variant %d refused: %v", i, err)
+		}
+	}
+
+	// selector and ordinalBlockSize are immutable.
+	fs := &fleetv1.FleetSet{}
+	if err := k8sClient.Get(ctx, clientKey("admission", "good-a"), fs); err != nil {
+		t.Fatal(err)
+	}
+	if fs.Spec.Topology.OrdinalBlockSize != DefaultOrdinalBlockSize || fs.Spec.Topology.TopologyKey != fleetv1.DefaultTopologyKey {
+		t.Errorf("defaults: ordinalBlockSize %d, topologyKey %q; want %d, %q", fs.Spec.Topology.OrdinalBlockSize, fs.Spec.Topology.TopologyKey, DefaultOrdinalBlockSize, fleetv1.DefaultTopologyKey)
+	}
+	for _, tc := range []struct {
+		field  string
+		mutate func(fs *fleetv1.FleetSet)
+	}{
+		{"spec.selector", func(fs *fleetv1.FleetSet) { fs.Spec.Selector.MatchLabels["tier"] = "db" }},
+		{"spec.topology.ordinalBlockSize", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.OrdinalBlockSize = 10 }},
+	} {
+		upd := fs.DeepCopy()
+		tc.mutate(upd)
+		err := k8sClient.Update(ctx, upd)
+		if err == nil || !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), "immutable") {
+			t.Errorf("Update() changing %s: error = %v, want one naming %s as immutable", tc.field, err, tc.field)
+		}
+	}
+	// Scaling and changing partitions stay allowed.
+	upd := fs.DeepCopy()
+	upd.Spec.Replicas = 15
+	upd.Spec.UpdateStrategy.ManualUpdate.Partitions["west"] = 1
+	if err := k8sClient.Update(ctx, upd); err != nil {
+		t.Errorf("Update() scaling to 15: %v", err)
+	}
+}

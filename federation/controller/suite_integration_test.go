@@ -1,0 +1,285 @@
+//go:build integration
+
+package controller
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/fleetset/fleetset/e2e/controlplane"
+)
+
+var (
+	env       *controlplane.Env
+	k8sClient client.Client
+	scheme    *runtime.Scheme
+)
+
+// ocmCRDs returns the ManagedCluster and ManifestWork CRD files of the
+// open-cluster-management.io/api module in the module cache.
+func ocmCRDs() ([]string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "open-cluster-management.io/api")
+	cmd.Dir = controlplane.RepoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("locating open-cluster-management.io/api: %w", err)
+	}
+	dir := strings.TrimSpace(string(out))
+	return []string{
+		filepath.Join(dir, "cluster", "v1", "0000_00_clusters.open-cluster-management.io_managedclusters.crd.yaml"),
+		filepath.Join(dir, "work", "v1", "0000_00_work.open-cluster-management.io_manifestworks.crd.yaml"),
+	}, nil
+}
+
+func TestMain(m *testing.M) {
+	// Logs go to stderr only when HUB_TEST_LOG is set.
+	if os.Getenv("HUB_TEST_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	}
+	crds, err := ocmCRDs()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	env, err = controlplane.Start(append([]string{"manifests/crds"}, crds...)...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if scheme, err = NewScheme(); err == nil {
+		k8sClient, err = client.New(env.Config, client.Options{Scheme: scheme})
+	}
+	code := 1
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	} else {
+		code = m.Run()
+	}
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping control plane:", err)
+	}
+	os.Exit(code)
+}
+
+// hub is a fleetset-hub manager running in the test process.
+type hub struct {
+	cancel context.CancelFunc
+	done   chan error
+	// writes counts non-GET requests, by category (see countingTransport).
+	writes *writeCounter
+}
+
+// startHub starts a manager with both controllers on the test apiserver;
+// t.Cleanup stops it (stop may be called earlier).
+func startHub(t testing.TB, leaseDuration time.Duration) *hub {
+	t.Helper()
+	wc := &writeCounter{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 50, 100
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, c: wc} })
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  CacheOptions(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := Setup(ctx, mgr, Options{HubIdentity: "test-hub", LeaseDuration: leaseDuration}); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	h := &hub{cancel: cancel, done: make(chan error, 1), writes: wc}
+	go func() { h.done <- mgr.Start(ctx) }()
+	t.Cleanup(h.stop)
+	return h
+}
+
+// stop stops the manager and waits for it; it may be called twice.
+func (h *hub) stop() {
+	h.cancel()
+	if h.done != nil {
+		<-h.done
+		h.done = nil
+	}
+}
+
+// writeCounter counts API writes by category.
+type writeCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+	total  atomic.Int64
+}
+
+func (w *writeCounter) add(cat string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.counts == nil {
+		w.counts = map[string]int{}
+	}
+	w.counts[cat]++
+	w.total.Add(1)
+}
+
+// snapshot returns a copy of the counts.
+func (w *writeCounter) snapshot() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range w.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// countingTransport counts every request that is not a GET (reads, lists and
+// watches are GETs): "lease" for the resync lease ManifestWork, "event" for
+// Events, "leader" for leader election, else "other".
+type countingTransport struct {
+	next http.RoundTripper
+	c    *writeCounter
+}
+
+func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet {
+		p := r.URL.Path
+		switch {
+		case strings.Contains(p, "/manifestworks/fleetset-resync") || (r.Method == http.MethodPost && strings.HasSuffix(p, "/manifestworks") && isResyncCreate(r)):
+			t.c.add("lease")
+		case strings.Contains(p, "/events"):
+			t.c.add("event")
+		case strings.Contains(p, "/leases"):
+			t.c.add("leader")
+		default:
+			t.c.add("other")
+		}
+	}
+	return t.next.RoundTrip(r)
+}
+
+// isResyncCreate tells a POST of the resync work from other ManifestWork
+// creations by a copy of the request body.
+func isResyncCreate(r *http.Request) bool {
+	if r.GetBody == nil {
+		return false
+	}
+	b, err := r.GetBody()
+	if err != nil {
+		return false
+	}
+	defer b.Close()
+	buf := make([]byte, 4096)
+	n, _ := b.Read(buf)
+	return strings.Contains(string(buf[:n]), `"name":"fleetset-resync"`)
+}
+
+// eventually polls cond every 100 ms until it returns true or timeout passes.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		ok, err := cond()
+		last = err
+		return ok && err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("timed out after %v waiting for %s (last error: %v)", timeout, what, last)
+	}
+}
+
+// createNamespace creates a namespace (a ManagedCluster's, or a FleetSet's).
+func createNamespace(t testing.TB, name string) {
+	t.Helper()
+	err := k8sClient.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// createCluster creates a ManagedCluster and its namespace, Available as given.
+func createCluster(t testing.TB, name string, available bool) {
+	t.Helper()
+	createNamespace(t, name)
+	mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true}}
+	if err := k8sClient.Create(context.Background(), mc); err != nil {
+		t.Fatal(err)
+	}
+	setAvailable(t, name, available)
+}
+
+// setAvailable sets the ManagedClusterConditionAvailable condition.
+func setAvailable(t testing.TB, name string, available bool) {
+	t.Helper()
+	mc := &clusterv1.ManagedCluster{}
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Name: name}, mc); err != nil {
+		t.Fatal(err)
+	}
+	s, reason := metav1.ConditionTrue, "ManagedClusterAvailable"
+	if !available {
+		s, reason = metav1.ConditionUnknown, "ManagedClusterLeaseUpdateStopped"
+	}
+	apimeta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: clusterv1.ManagedClusterConditionAvailable, Status: s, Reason: reason, Message: "set by test"})
+	if err := k8sClient.Status().Update(context.Background(), mc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deleteCluster deletes a ManagedCluster (its namespace stays: envtest has
+// no namespace controller).
+func deleteCluster(t testing.TB, name string) {
+	t.Helper()
+	if err := k8sClient.Delete(context.Background(), &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+}
+
+// works returns the ManifestWorks owned by FleetSet ns/name, by cluster.
+func works(t testing.TB, ns, name string) map[string]*workv1.ManifestWork {
+	t.Helper()
+	var list workv1.ManifestWorkList
+	if err := k8sClient.List(context.Background(), &list, client.MatchingLabels{"fleetset.io/owner-namespace": ns, "fleetset.io/owner-name": name}); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*workv1.ManifestWork{}
+	for i := range list.Items {
+		w := &list.Items[i]
+		if _, dup := out[w.Namespace]; dup {
+			t.Fatalf("two ManifestWorks of %s/%s in cluster %s", ns, name, w.Namespace)
+		}
+		out[w.Namespace] = w
+	}
+	return out
+}
+
+func clientKey(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
