@@ -135,7 +135,9 @@ func TestAdmission(t *testing.T) {
 	// (the domain rule must not need them), ints, min/max.
 	valid := []func(fs *fleetv1.FleetSet){
 		func(fs *fleetv1.FleetSet) {},
-		func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[0].Domains, fs.Spec.Topology.Subsets[1].Domains = nil, nil },
+		func(fs *fleetv1.FleetSet) {
+			fs.Spec.Topology.Subsets[0].Domains, fs.Spec.Topology.Subsets[1].Domains = nil, nil
+		},
 		func(fs *fleetv1.FleetSet) {
 			fs.Spec.Topology.Subsets[0].Replicas, fs.Spec.Topology.Subsets[1].Replicas = num(5), nil
 			fs.Spec.Topology.Subsets[1].MinReplicas, fs.Spec.Topology.Subsets[1].MaxReplicas = ptr.To[int32](1), ptr.To[int32](4)
