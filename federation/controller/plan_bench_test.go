@@ -1,0 +1,65 @@
+package controller
+
+import (
+	"fmt"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/manifestwork"
+)
+
+// BenchmarkPlan measures the hub's division of one FleetSet (ordinal blocks,
+// replicas over subsets, each subset over three domains) and reports the
+// cost per subset; BenchmarkRender adds the rendering of its ManifestWorks.
+func BenchmarkPlan(b *testing.B) {
+	for _, n := range []int{2, 8, 32} {
+		fs := benchFleetSet(n)
+		b.Run(fmt.Sprintf("subsets=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, _, err := Plan(fs, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/subset")
+		})
+	}
+}
+
+func BenchmarkRender(b *testing.B) {
+	for _, n := range []int{2, 8, 32} {
+		fs := benchFleetSet(n)
+		b.Run(fmt.Sprintf("subsets=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				plan, _, err := Plan(fs, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := manifestwork.Works(fs, plan); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/subset")
+		})
+	}
+}
+
+// benchFleetSet has n subsets (a third by percent, a third by int, a third
+// unset) of three domains each, over 100·n replicas.
+func benchFleetSet(n int) *fleetv1.FleetSet {
+	var subsets []fleetv1.Subset
+	for i := 0; i < n; i++ {
+		s := fleetv1.Subset{Name: fmt.Sprintf("s%02d", i), Cluster: fmt.Sprintf("c%02d", i),
+			Domains: []fleetv1.SubsetDomain{{Name: "zone-a"}, {Name: "zone-b", Replicas: ptr.To(intstr.FromString("30%"))}, {Name: "zone-c"}}}
+		switch i % 3 {
+		case 0:
+			s.Replicas = ptr.To(intstr.FromString(fmt.Sprintf("%d%%", 100/n)))
+		case 1:
+			s.Replicas = ptr.To(intstr.FromInt32(7))
+		}
+		subsets = append(subsets, s)
+	}
+	return fleetSet(int32(100*n), 0, nil, subsets...)
+}
