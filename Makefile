@@ -16,7 +16,7 @@ all: build
 ##@ Build
 
 .PHONY: build
-build: $(LOCALBIN)/fleetset-scheduler ## Build the fleetset binaries into bin/.
+build: $(LOCALBIN)/fleetset-scheduler $(LOCALBIN)/fleetset-hub ## Build the fleetset binaries into bin/.
 
 # Go's build cache makes these cheap when nothing changed; .FORCE lets Go decide.
 $(LOCALBIN)/fleetset-scheduler: .FORCE
@@ -54,12 +54,13 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy functions.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs into manifests/crds.
 	$(CONTROLLER_GEN) crd:crdVersions=v1,maxDescLen=200 paths=./api/... output:crd:artifacts:config=manifests/crds
+	$(CONTROLLER_GEN) rbac:roleName=fleetset-hub paths=./federation/... output:rbac:artifacts:config=manifests/hub
 
 .PHONY: verify
 verify: generate manifests ## gofmt, go vet, and generated files up to date.
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed: $$bad" >&2; exit 1; fi
 	$(GO) vet ./...
-	@git diff --exit-code -- api plugins/apis manifests/crds || { echo "generated files are stale: run make generate manifests" >&2; exit 1; }
+	@git diff --exit-code -- api plugins/apis manifests/crds manifests/hub/role.yaml || { echo "generated files are stale: run make generate manifests" >&2; exit 1; }
 
 ##@ Test
 
@@ -78,7 +79,7 @@ test-integration: test-binaries ## Integration tests on a real kube-apiserver + 
 ##@ Benchmarks
 
 .PHONY: bench
-bench: bench-unit bench-scheduler ## All benchmarks; print numbers.
+bench: bench-unit bench-scheduler bench-hub ## All benchmarks; print numbers.
 
 .PHONY: bench-unit
 bench-unit: ## Go benchmarks of the pure packages.
@@ -90,7 +91,16 @@ BENCH_PODS ?= 3000
 .PHONY: bench-scheduler
 bench-scheduler: test-binaries ## Scheduler throughput: fleetset profile vs default+PodTopologySpread.
 	BENCH_NODES=$(BENCH_NODES) BENCH_ZONES=$(BENCH_ZONES) BENCH_PODS=$(BENCH_PODS) \
-	  $(GO) test -tags integration -count=1 -timeout 60m -run '^TestSchedulerThroughput$$' -v ./plugins/ | grep -E '^(BENCH|---|ok|FAIL|PASS)'
+	  $(GO) test -tags integration -count=1 -timeout 60m -run '^TestSchedulerThroughput$$' -v ./plugins/bench/ | grep -E '^(BENCH|---|ok|FAIL|PASS)'
+
+BENCH_FLEETSETS ?= 200
+BENCH_CLUSTERS ?= 10
+BENCH_STEADY_SECONDS ?= 60
+.PHONY: bench-hub
+bench-hub: test-binaries ## Hub: division+rendering per subset; FleetSets × ManagedClusters on a real apiserver.
+	$(GO) test -run '^$$' -bench . -benchmem ./federation/controller/
+	BENCH_HUB=1 BENCH_FLEETSETS=$(BENCH_FLEETSETS) BENCH_CLUSTERS=$(BENCH_CLUSTERS) BENCH_STEADY_SECONDS=$(BENCH_STEADY_SECONDS) \
+	  $(GO) test -tags integration -count=1 -timeout 60m -run '^TestHubThroughput$$' -v ./federation/controller/ | grep -E '^(BENCH|---|ok|FAIL|PASS)'
 
 ##@ Local fleet and e2e
 

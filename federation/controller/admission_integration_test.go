@@ -4,8 +4,14 @@ package controller
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/e2e/controlplane"
 )
 
 // sampleFleetSet is the README's example: 9 replicas, east 60% and west 40%,
@@ -180,5 +187,35 @@ func TestAdmission(t *testing.T) {
 	upd.Spec.UpdateStrategy.ManualUpdate.Partitions["west"] = 1
 	if err := k8sClient.Update(ctx, upd); err != nil {
 		t.Errorf("Update() scaling to 15: %v", err)
+	}
+}
+
+// TestSampleFleetSet checks that manifests/samples/fleetset.yaml is accepted
+// and divides as its comment says.
+func TestSampleFleetSet(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "manifests", "samples", "fleetset.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := &fleetv1.FleetSet{}
+	if err := yaml.UnmarshalStrict(b, fs); err != nil {
+		t.Fatal(err)
+	}
+	createNamespace(t, "samples")
+	fs.Namespace = "samples"
+	if err := k8sClient.Create(context.Background(), fs); err != nil {
+		t.Fatalf("sample refused: %v", err)
+	}
+	plan, problems, err := Plan(fs, nil)
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("Plan(sample) = %v, %v", problems, err)
+	}
+	var got []string
+	for _, sp := range plan {
+		got = append(got, fmt.Sprintf("%s %d@%d %v", sp.Name, sp.Replicas, sp.OrdinalStart, sp.Domains))
+	}
+	want := []string{"east 5@0 [{zone-a 2} {zone-b 2} {zone-c 1}]", "west 4@1000 [{zone-a 2} {zone-b 1} {zone-c 1}]"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("sample division (-want,+got):\n%s", diff)
 	}
 }
