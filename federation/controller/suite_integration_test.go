@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -103,7 +104,12 @@ func startHub(t testing.TB, leaseDuration time.Duration) *hub {
 	t.Helper()
 	wc := &writeCounter{}
 	cfg := rest.CopyConfig(env.Config)
+	// The hub's defaults (cmd/hub --kube-api-qps, --kube-api-burst), unless
+	// BENCH_QPS sets the QPS (burst twice that).
 	cfg.QPS, cfg.Burst = 50, 100
+	if q, err := strconv.Atoi(os.Getenv("BENCH_QPS")); err == nil && q > 0 {
+		cfg.QPS, cfg.Burst = float32(q), 2*q
+	}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, c: wc} })
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
