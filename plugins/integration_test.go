@@ -55,7 +55,7 @@ func TestMain(m *testing.M) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	// The shipped fleetset profile plus the default profile, for comparison.
-	if err := controlplane.StartScheduler(ctx, env.Config, "", true); err != nil {
+	if err := controlplane.StartScheduler(ctx, env.Config, controlplane.SchedulerConfigFile(), controlplane.DefaultProfileConfigFile()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

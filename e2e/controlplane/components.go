@@ -18,6 +18,7 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/kubernetes/pkg/controller/statefulset"
 	"k8s.io/kubernetes/pkg/scheduler"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/profile"
 
 	"github.com/fleetset/fleetset/plugins"
@@ -28,27 +29,29 @@ func SchedulerConfigFile() string {
 	return filepath.Join(RepoRoot(), "manifests", "scheduler", "config.yaml")
 }
 
+// DefaultProfileConfigFile is a KubeSchedulerConfiguration holding only
+// kube-scheduler's default profile.
+func DefaultProfileConfigFile() string {
+	return filepath.Join(RepoRoot(), "e2e", "controlplane", "testdata", "default-scheduler.yaml")
+}
+
 // StartScheduler runs kube-scheduler in-process with the fleetset plugins
-// registered and the profiles of the KubeSchedulerConfiguration in
-// configFile (the shipped one when empty), plus the default profile when
-// withDefault is true. It returns once the scheduler's informers synced;
-// the scheduler stops with ctx. Errors: unreadable config or scheduler setup.
-func StartScheduler(ctx context.Context, cfg *rest.Config, configFile string, withDefault bool) error {
-	if configFile == "" {
-		configFile = SchedulerConfigFile()
+// registered and the profiles of the given KubeSchedulerConfiguration files
+// (the shipped one when none is given). It returns once the scheduler's
+// informers synced; the scheduler stops with ctx. Errors: unreadable config
+// or scheduler setup.
+func StartScheduler(ctx context.Context, cfg *rest.Config, configFiles ...string) error {
+	if len(configFiles) == 0 {
+		configFiles = []string{SchedulerConfigFile()}
 	}
 	logger := klog.FromContext(ctx)
-	kc, err := options.LoadConfigFromFile(logger, configFile)
-	if err != nil {
-		return fmt.Errorf("loading %s: %w", configFile, err)
-	}
-	profiles := kc.Profiles
-	if withDefault {
-		def, err := options.LoadConfigFromFile(logger, defaultConfigFile())
+	var profiles []schedconfig.KubeSchedulerProfile
+	for _, f := range configFiles {
+		kc, err := options.LoadConfigFromFile(logger, f)
 		if err != nil {
-			return err
+			return fmt.Errorf("loading %s: %w", f, err)
 		}
-		profiles = append(profiles, def.Profiles...)
+		profiles = append(profiles, kc.Profiles...)
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 5000, 5000
@@ -74,11 +77,6 @@ func StartScheduler(ctx context.Context, cfg *rest.Config, configFile string, wi
 	dynInformerFactory.WaitForCacheSync(ctx.Done())
 	go sched.Run(ctx)
 	return nil
-}
-
-// defaultConfigFile is a KubeSchedulerConfiguration with only the default profile.
-func defaultConfigFile() string {
-	return filepath.Join(RepoRoot(), "e2e", "controlplane", "testdata", "default-scheduler.yaml")
 }
 
 // StartStatefulSetController runs the real StatefulSet controller
