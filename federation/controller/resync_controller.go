@@ -28,7 +28,6 @@ import (
 const (
 	EventLeaseCreated = "ResyncLeaseCreated"
 	EventLeaseDeleted = "ResyncLeaseDeleted"
-	EventLeaseStopped = "ResyncLeaseNotRenewed"
 )
 
 // ResyncReconciler keeps, for every ManagedCluster that hosts a subset of a
