@@ -66,6 +66,9 @@ func Start(crdPaths ...string) (*Env, error) {
 		Append("disable-admission-plugins", "ServiceAccount")
 	cfg, err := te.Start()
 	if err != nil {
+		// Start may fail after etcd and kube-apiserver are up (e.g. a CRD is
+		// refused): stop them so no process outlives the test.
+		_ = te.Stop()
 		return nil, fmt.Errorf("starting envtest control plane: %w", err)
 	}
 	return &Env{Environment: te, Config: cfg}, nil
