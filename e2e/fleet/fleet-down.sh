@@ -10,12 +10,17 @@ source "$(dirname "$0")/lib.sh"
 [[ -d $FLEET_DIR ]] || { log "no fleet in $FLEET_DIR"; exit 0; }
 rm -f "$FLEET_DIR/up"
 stop_cluster() {
-  local c=$1 procs
-  procs=$(procs_of "$c" | tac)
-  for p in $procs; do stop_proc "$c" "$p"; done
+  local c=$1 p pids=()
+  # Everything but etcd at once, then etcd, so no apiserver loses its store
+  # while it shuts down.
+  for p in $(procs_of "$c" | grep -vx etcd); do
+    stop_proc "$c" "$p" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || true; done
+  stop_proc "$c" etcd
 }
-# Members and hub in parallel; inside a cluster, reverse start order (agents,
-# then kube-controller-manager, kube-apiserver, etcd last).
+# Members and hub in parallel.
 pids=()
 for c in $FLEET_MEMBERS hub; do
   [[ -d $(cdir "$c") ]] || continue

@@ -58,7 +58,8 @@ for c in $FLEET_CLUSTERS; do
 done
 
 OCM_DIR=$(cd "$REPO_ROOT/e2e/tools" && GOFLAGS=-mod=mod GONOSUMDB=sigs.k8s.io/about-api go list -m -f '{{.Dir}}' open-cluster-management.io/ocm)
-[[ -d $OCM_DIR/manifests ]] || die "OCM module not found (cd e2e/tools && go mod download)"
+OCM_API_DIR=$(cd "$REPO_ROOT/e2e/tools" && GOFLAGS=-mod=mod GONOSUMDB=sigs.k8s.io/about-api go list -m -f '{{.Dir}}' open-cluster-management.io/api)
+[[ -d $OCM_DIR/manifests && -d $OCM_API_DIR/addon ]] || die "OCM module not found (cd e2e/tools && go mod download)"
 
 mkdir -p "$FLEET_DIR"
 {
@@ -79,45 +80,61 @@ pki() {
   mkdir -p "$d"
   (
     cd "$d"
-    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 3650 \
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.crt -days 3650 \
       -subj "/CN=fleet-$c-ca" -addext "basicConstraints=critical,CA:TRUE" \
       -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null
-    openssl req -newkey rsa:2048 -nodes -keyout apiserver.key -out apiserver.csr -subj "/CN=kube-apiserver" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout apiserver.key -out apiserver.csr -subj "/CN=kube-apiserver" 2>/dev/null
     openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 365 -out apiserver.crt \
       -extfile <(printf 'subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n') 2>/dev/null
-    openssl req -newkey rsa:2048 -nodes -keyout admin.key -out admin.csr -subj "/O=system:masters/CN=fleet-admin" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout admin.key -out admin.csr -subj "/O=system:masters/CN=fleet-admin" 2>/dev/null
     openssl x509 -req -in admin.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 365 -out admin.crt \
       -extfile <(printf 'extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n') 2>/dev/null
-    openssl genrsa -out sa.key 2048 2>/dev/null
-    openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+    openssl ecparam -name prime256v1 -genkey -noout -out sa.key 2>/dev/null
+    openssl ec -in sa.key -pubout -out sa.pub 2>/dev/null
     rm -f ./*.csr
   )
 }
 
-# write_kubeconfig FILE CLUSTER USER-ARGS...: a kubeconfig for the cluster's
+# write_kubeconfig FILE CLUSTER USER-YAML: a kubeconfig for the cluster's
 # apiserver carrying its CA (never insecure-skip-tls-verify).
 write_kubeconfig() {
-  local f=$1 c=$2; shift 2
-  local d; d=$(cdir "$c")/pki
-  rm -f "$f"
-  "$KUBECTL" config --kubeconfig "$f" set-cluster "$c" --server "https://127.0.0.1:$(port "$c" $SLOT_APISERVER)" \
-    --certificate-authority "$d/ca.crt" --embed-certs >/dev/null
-  "$KUBECTL" config --kubeconfig "$f" set-credentials user "$@" >/dev/null
-  "$KUBECTL" config --kubeconfig "$f" set-context "$c" --cluster "$c" --user user >/dev/null
-  "$KUBECTL" config --kubeconfig "$f" use-context "$c" >/dev/null
+  local f=$1 c=$2 user=$3
+  cat >"$f" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: $c
+  cluster:
+    server: https://127.0.0.1:$(port "$c" $SLOT_APISERVER)
+    certificate-authority-data: $(base64 -w0 <"$(cdir "$c")/pki/ca.crt")
+users:
+- name: $c-user
+  user:
+$user
+contexts:
+- name: $c
+  context: {cluster: $c, user: $c-user}
+current-context: $c
+EOF
+  chmod 600 "$f"
 }
 
 log "PKI and kubeconfigs"
 BOOTSTRAP_TOKEN=$(openssl rand -hex 16)
+pki_pids=()
 for c in $FLEET_CLUSTERS; do
-  pki "$c"
-  write_kubeconfig "$(kubeconfig "$c")" "$c" --client-certificate "$(cdir "$c")/pki/admin.crt" \
-    --client-key "$(cdir "$c")/pki/admin.key" --embed-certs
+  pki "$c" &
+  pki_pids+=($!)
+done
+for p in "${pki_pids[@]}"; do wait "$p" || die "generating certificates failed"; done
+for c in $FLEET_CLUSTERS; do
+  write_kubeconfig "$(kubeconfig "$c")" "$c" "    client-certificate-data: $(base64 -w0 <"$(cdir "$c")/pki/admin.crt")
+    client-key-data: $(base64 -w0 <"$(cdir "$c")/pki/admin.key")"
 done
 # The bootstrap identity the members' registration agents join the hub with
 # (clusteradm's bootstrap token), bound to OCM's bootstrap ClusterRole.
 echo "$BOOTSTRAP_TOKEN,fleet-bootstrap,fleet-bootstrap,\"system:bootstrappers:managedcluster\"" >"$(cdir hub)/pki/tokens.csv"
-write_kubeconfig "$(cdir hub)/bootstrap.kubeconfig" hub --token "$BOOTSTRAP_TOKEN"
+write_kubeconfig "$(cdir hub)/bootstrap.kubeconfig" hub "    token: $BOOTSTRAP_TOKEN"
 
 # ---------------------------------------------------------------- etcd, apiserver
 log "etcd and kube-apiserver in $FLEET_CLUSTERS"
@@ -142,7 +159,9 @@ for c in $FLEET_CLUSTERS; do
     --etcd-servers "http://127.0.0.1:$(port "$c" $SLOT_ETCD)" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$(port "$c" $SLOT_APISERVER)" \
     --cert-dir "$d/pki" --tls-cert-file "$d/pki/apiserver.crt" --tls-private-key-file "$d/pki/apiserver.key" \
-    --client-ca-file "$d/pki/ca.crt" \
+    --client-ca-file "$d/pki/ca.crt" --requestheader-client-ca-file "$d/pki/ca.crt" \
+    --requestheader-allowed-names front-proxy-client --requestheader-username-headers X-Remote-User \
+    --requestheader-group-headers X-Remote-Group --requestheader-extra-headers-prefix X-Remote-Extra- \
     --service-account-key-file "$d/pki/sa.pub" --service-account-signing-key-file "$d/pki/sa.key" \
     --service-account-issuer https://kubernetes.default.svc \
     --service-cluster-ip-range 10.96.0.0/16 --authorization-mode RBAC --allow-privileged \
@@ -171,14 +190,27 @@ done
 # last-applied annotation), then wait until Established.
 apply_crds() {
   local c=$1; shift
-  kc "$c" apply --server-side --force-conflicts -f "$@" >/dev/null
-  local f
-  for f in "$@"; do
-    kc "$c" wait --for condition=Established --timeout "${STEP_TIMEOUT}s" -f "$f" >/dev/null
+  local f args=()
+  for f in "$@"; do args+=(-f "$f"); done
+  local names
+  names=$(kc "$c" apply --server-side --force-conflicts "${args[@]}" -o name)
+  for f in $names; do
+    wait_for "$STEP_TIMEOUT" "$c: $f Established" crd_established "$c" "$f" || return 1
   done
 }
+crd_established() {
+  [[ $(kc "$1" get "$2" -o jsonpath='{.status.conditions[?(@.type=="Established")].status}') == True ]]
+}
 log "CRDs"
-apply_crds hub "$OCM_DIR"/manifests/cluster-manager/hub/crds/*.crd.yaml "$REPO_ROOT"/manifests/crds/*.yaml &
+# OCM's hub CRDs; the two addon CRDs there are templates (conversion webhook
+# CA), so those come from the open-cluster-management.io/api module instead.
+hub_crds=()
+for f in "$OCM_DIR"/manifests/cluster-manager/hub/crds/*.crd.yaml; do
+  grep -q '{{' "$f" || hub_crds+=("$f")
+done
+hub_crds+=("$OCM_API_DIR"/addon/v1beta1/0000_00_addon.open-cluster-management.io_clustermanagementaddons.crd.yaml
+  "$OCM_API_DIR"/addon/v1beta1/0000_01_addon.open-cluster-management.io_managedclusteraddons.crd.yaml)
+apply_crds hub "${hub_crds[@]}" "$REPO_ROOT"/manifests/crds/*.yaml &
 crd_pids=($!)
 for c in $FLEET_MEMBERS; do
   apply_crds "$c" "$OCM_DIR"/manifests/klusterlet/managed/*.crd.yaml "$REPO_ROOT"/manifests/crds/*.yaml &
