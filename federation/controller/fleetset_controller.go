@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
@@ -296,8 +297,8 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 			}
 		case !manifestwork.UpToDate(existing, w):
 			upd := existing.DeepCopy()
-			upd.Labels = mergeMaps(upd.Labels, w.Labels)
-			upd.Annotations = mergeMaps(upd.Annotations, w.Annotations)
+			upd.Labels = labels.Merge(upd.Labels, w.Labels)
+			upd.Annotations = labels.Merge(upd.Annotations, w.Annotations)
 			upd.Spec = w.Spec
 			err = r.Update(ctx, upd)
 			if err == nil {
@@ -493,15 +494,4 @@ func (r *FleetSetReconciler) finalize(ctx context.Context, fs *fleetv1.FleetSet)
 	}
 	controllerutil.RemoveFinalizer(fs, fleetv1.FleetSetFinalizer)
 	return ctrl.Result{}, r.Update(ctx, fs)
-}
-
-func mergeMaps(base, extra map[string]string) map[string]string {
-	out := make(map[string]string, len(base)+len(extra))
-	for k, v := range base {
-		out[k] = v
-	}
-	for k, v := range extra {
-		out[k] = v
-	}
-	return out
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -171,7 +172,7 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 		return ctrl.Result{}, err
 	}
 	upd := work.DeepCopy()
-	upd.Labels = mergeMaps(upd.Labels, w.Labels)
+	upd.Labels = labels.Merge(upd.Labels, w.Labels)
 	upd.Spec = w.Spec
 	if err := r.Update(ctx, upd); err != nil {
 		return ctrl.Result{}, fmt.Errorf("renewing resync lease in %s: %w", cluster, err)

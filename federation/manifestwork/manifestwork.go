@@ -34,6 +34,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -269,7 +270,7 @@ func StatefulSet(fs *fleetv1.FleetSet, sp SubsetPlan) (*appsv1.StatefulSet, erro
 	sel.MatchLabels[fleetv1.LabelSubset] = sp.Name
 
 	tmpl := fs.Spec.Template.DeepCopy()
-	tmpl.Labels = mergeLabels(tmpl.Labels, labels)
+	tmpl.Labels = k8slabels.Merge(tmpl.Labels, labels)
 	tmpl.Spec.SchedulerName = fleetv1.SchedulerName
 
 	var claims []corev1.PersistentVolumeClaim
@@ -628,15 +629,4 @@ func encode(objs []runtime.Object) ([]workv1.Manifest, error) {
 		out = append(out, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: b}})
 	}
 	return out, nil
-}
-
-func mergeLabels(base, extra map[string]string) map[string]string {
-	out := make(map[string]string, len(base)+len(extra))
-	for k, v := range base {
-		out[k] = v
-	}
-	for k, v := range extra {
-		out[k] = v
-	}
-	return out
 }

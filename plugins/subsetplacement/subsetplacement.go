@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -88,9 +89,12 @@ type preFilterState struct {
 func (s *preFilterState) Clone() fwk.StateData { return s }
 
 // PreFilter resolves the pod's placement, ordinal and ordinal domain once per
-// cycle. Unmanaged pods get Skip; an unusable placement makes the pod
-// UnschedulableAndUnresolvable with the reason naming the placement.
-func (pl *SubsetPlacement) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
+// cycle, and narrows the cycle to the nodes of the allowed domains (the
+// ordinal's domain under DoNotSchedule) with a PreFilterResult, so the other
+// Filter plugins run only on those nodes. Unmanaged pods get Skip; an
+// unusable placement, or no node in the allowed domains, makes the pod
+// UnschedulableAndUnresolvable with the reason naming the placement or domain.
+func (pl *SubsetPlacement) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
 	if !placement.Managed(pod) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
@@ -104,7 +108,42 @@ func (pl *SubsetPlacement) PreFilter(ctx context.Context, state fwk.CycleState, 
 	klog.FromContext(ctx).V(5).Info("Pod placement resolved", "plugin", Name, "pod", klog.KObj(pod),
 		"placement", klog.KObj(t.Placement), "ordinal", t.Ordinal, "domain", t.Domain, "strict", t.Strict)
 	state.Write(preFilterStateKey, &preFilterState{target: t})
-	return nil, nil
+	names := sets.New[string]()
+	for _, ni := range nodes {
+		if allowedDomain(t, ni.Node()) {
+			names.Insert(ni.Node().Name)
+		}
+	}
+	if names.Len() == 0 {
+		reason := ErrReasonDomainNotAllowed
+		if t.Strict {
+			reason = fmt.Sprintf("%s (%s=%s)", ErrReasonOrdinalDomain, t.TopologyKey, t.Domain)
+		}
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
+	}
+	return &framework.PreFilterResult{NodeNames: names}, nil
+}
+
+// allowedDomain reports whether the node is in a domain the target allows
+// (the ordinal's domain when strict, else any of the placement's domains) and
+// matches the placement's nodeSelector.
+func allowedDomain(t *placement.Target, node *v1.Node) bool {
+	domain, ok := node.Labels[t.TopologyKey]
+	if !ok {
+		return false
+	}
+	if t.Strict && domain != t.Domain {
+		return false
+	}
+	if _, allowed := t.Domains[domain]; !allowed {
+		return false
+	}
+	if t.NodeSelector != nil {
+		if match, err := t.NodeSelector.Match(node); err != nil || !match {
+			return false
+		}
+	}
+	return true
 }
 
 // isUserError is true for resolver errors that describe the objects (bad

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -64,6 +65,7 @@ func TestFilter(t *testing.T) {
 		MatchExpressions: []v1.NodeSelectorRequirement{{Key: "disk", Operator: v1.NodeSelectorOpIn, Values: []string{"ssd"}}},
 	}}}
 	invalid := makePlacement("invalid", fleetv1.DoNotSchedule, 0, dom("zone-a", 0))
+	nozoneb := makePlacement("nozoneb", fleetv1.DoNotSchedule, 0, dom("zone-a"), dom("zone-e"))
 
 	tests := []struct {
 		name          string
@@ -79,12 +81,13 @@ func TestFilter(t *testing.T) {
 		{name: "ScheduleAnyway: any placement domain", pod: pod("db-0", "soft", "0"), wantFeasible: []string{"a1", "b1", "c1"}},
 		{name: "zero-count domain never used, ordinal start 100", pod: pod("kv-101", "weighted", "101"), wantFeasible: []string{"c1"}},
 		{name: "node selector ANDed with the domains", pod: pod("db-1", "ssd", "1"), wantFeasible: []string{"a1", "c1"}},
+		{name: "no node in the ordinal's domain", pod: pod("db-1", "nozoneb", "1"), wantPreFilter: "node(s) not in the domain of the pod's ordinal (topology.kubernetes.io/zone=zone-e)"},
 		{name: "missing placement names it", pod: pod("db-0", "nope", "0"), wantPreFilter: `SubsetPlacement default/nope: subsetplacements.fleetset.io "nope" not found`},
 		{name: "invalid placement names it", pod: pod("db-0", "invalid", "0"), wantPreFilter: "SubsetPlacement default/invalid is invalid"},
 		{name: "ordinal below ordinalStart", pod: pod("kv-7", "weighted", "7"), wantPreFilter: "ordinal 7 is below SubsetPlacement default/weighted ordinalStart 100"},
 		{name: "garbled ordinal label", pod: pod("db-x", "abc", "x"), wantPreFilter: `label apps.kubernetes.io/pod-index="x" is not a non-negative integer`},
 	}
-	r := plugintest.Resolver(t, abc, soft, weighted, ssd, invalid)
+	r := plugintest.Resolver(t, abc, soft, weighted, ssd, invalid, nozoneb)
 	pl := NewWithResolver(r)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,7 +96,7 @@ func TestFilter(t *testing.T) {
 				tf.RegisterFilterPlugin(Name, plugintest.Factory(pl)))
 			ctx := context.Background()
 			state := framework.NewCycleState()
-			_, status, _ := fw.RunPreFilterPlugins(ctx, state, tt.pod)
+			result, status, _ := fw.RunPreFilterPlugins(ctx, state, tt.pod)
 			if tt.wantPreFilter != "" {
 				if status.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(status.Message(), tt.wantPreFilter) {
 					t.Fatalf("PreFilter status = %v %q, want UnschedulableAndUnresolvable containing %q", status.Code(), status.Message(), tt.wantPreFilter)
@@ -116,6 +119,14 @@ func TestFilter(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.wantFeasible, feasible); diff != "" {
 				t.Errorf("feasible nodes (-want,+got):\n%s", diff)
+			}
+			// PreFilter narrows the cycle to the same nodes (all for skipped pods).
+			if tt.wantSkip != result.AllNodes() {
+				t.Errorf("PreFilterResult.AllNodes() = %v, want %v", result.AllNodes(), tt.wantSkip)
+			} else if !tt.wantSkip {
+				if diff := cmp.Diff(tt.wantFeasible, sets.List(result.NodeNames)); diff != "" {
+					t.Errorf("PreFilterResult nodes (-want,+got):\n%s", diff)
+				}
 			}
 		})
 	}
