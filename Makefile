@@ -65,7 +65,7 @@ verify: generate manifests ## gofmt, go vet, and generated files up to date.
 ##@ Test
 
 .PHONY: test
-test: verify test-unit test-integration ## Unit + integration tests (the README's test command).
+test: verify test-unit test-integration e2e ## Unit, integration and e2e (local fleet) tests: the README's test command.
 
 .PHONY: test-unit
 test-unit: ## Unit tests: pure logic and plugins in the real framework.
@@ -127,8 +127,14 @@ $(LOCALBIN)/registration $(LOCALBIN)/work &:
 $(LOCALBIN)/fleetset-hub: .FORCE
 	@if [ -d cmd/hub ]; then $(GO) build -o $@ ./cmd/hub; else echo "cmd/hub not present: fleet runs without fleetset-hub" >&2; fi
 
+# kubectl drives the fleet scripts; built from the pinned module when the
+# machine has none.
+.PHONY: kubectl
+kubectl:
+	@command -v kubectl >/dev/null || [ -x $(LOCALBIN)/kubectl ] || { cd e2e/tools && $(OCM_GOENV) $(GO) build -o $(LOCALBIN)/kubectl ./kubectl; }
+
 .PHONY: fleet-binaries
-fleet-binaries: $(LOCALBIN)/etcd $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager $(LOCALBIN)/kwok $(LOCALBIN)/registration $(LOCALBIN)/work $(LOCALBIN)/fleetset-scheduler $(LOCALBIN)/fleetset-hub ## Build every binary of the local fleet into bin/.
+fleet-binaries: kubectl $(LOCALBIN)/etcd $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager $(LOCALBIN)/kwok $(LOCALBIN)/registration $(LOCALBIN)/work $(LOCALBIN)/fleetset-scheduler $(LOCALBIN)/fleetset-hub ## Build every binary of the local fleet into bin/.
 
 .PHONY: fleet-up
 fleet-up: fleet-binaries ## Start the local fleet (hub + east + west on 127.0.0.1); kubeconfigs in .fleet/<cluster>/kubeconfig.

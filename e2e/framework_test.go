@@ -152,7 +152,9 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx 
 	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
 		ok, why, err := cond(ctx)
 		if err != nil {
-			last = err.Error()
+			if ctx.Err() == nil { // not the deadline cutting the last call short
+				last = err.Error()
+			}
 			return false, nil // transient: retry
 		}
 		last = why
@@ -439,6 +441,18 @@ func (f *fleet) dump(t *testing.T, ns, name string) {
 					cm, _ := c.(map[string]any)
 					fmt.Fprintf(&b, "    %v=%v %v: %v\n", cm["type"], cm["status"], cm["reason"], cm["message"])
 				}
+				manifests, _, _ := unstructured.NestedSlice(w.Object, "status", "resourceStatus", "manifests")
+				for _, m := range manifests {
+					mm, _ := m.(map[string]any)
+					meta, _ := mm["resourceMeta"].(map[string]any)
+					rconds, _ := mm["conditions"].([]any)
+					for _, c := range rconds {
+						cm, _ := c.(map[string]any)
+						if cm["status"] != "True" {
+							fmt.Fprintf(&b, "      %v %v: %v=%v %v: %v\n", meta["kind"], meta["name"], cm["type"], cm["status"], cm["reason"], cm["message"])
+						}
+					}
+				}
 			}
 		}
 	}
@@ -447,14 +461,16 @@ func (f *fleet) dump(t *testing.T, ns, name string) {
 		var stss appsv1.StatefulSetList
 		if err := m.c.List(ctx, &stss, client.InNamespace(ns)); err == nil {
 			for _, s := range stss.Items {
-				fmt.Fprintf(&b, "  StatefulSet %s: replicas %d start %d partition %d status %+v\n", s.Name, ptr.Deref(s.Spec.Replicas, -1),
-					ordinalStart(&s), partitionOf(&s), s.Status)
+				st, _ := yaml.Marshal(s.Status)
+				fmt.Fprintf(&b, "  StatefulSet %s: replicas %d start %d partition %d status:\n%s", s.Name, ptr.Deref(s.Spec.Replicas, -1),
+					ordinalStart(&s), partitionOf(&s), indent(st, "    "))
 			}
 		}
 		var sps fleetv1.SubsetPlacementList
 		if err := m.c.List(ctx, &sps, client.InNamespace(ns)); err == nil {
 			for _, p := range sps.Items {
-				fmt.Fprintf(&b, "  SubsetPlacement %s: %+v\n", p.Name, p.Spec)
+				sp, _ := yaml.Marshal(p.Spec)
+				fmt.Fprintf(&b, "  SubsetPlacement %s:\n%s", p.Name, indent(sp, "    "))
 			}
 		}
 		var pods corev1.PodList
@@ -479,7 +495,8 @@ func (f *fleet) dump(t *testing.T, ns, name string) {
 			}
 		}
 		if l, err := m.resyncLease(ctx); err == nil {
-			fmt.Fprintf(&b, "  Lease %s/%s: %+v\n", l.Namespace, l.Name, l.Spec)
+			ls, _ := yaml.Marshal(l.Spec)
+			fmt.Fprintf(&b, "  Lease %s/%s (now %s):\n%s", l.Namespace, l.Name, time.Now().UTC().Format(time.RFC3339), indent(ls, "    "))
 		} else {
 			fmt.Fprintf(&b, "  Lease %s/%s: %v\n", fleetv1.ResyncLeaseNamespace, fleetv1.ResyncLeaseName, err)
 		}
@@ -488,6 +505,11 @@ func (f *fleet) dump(t *testing.T, ns, name string) {
 		fmt.Fprintf(&b, "==== process logs: %s\n", logs)
 	}
 	t.Log(b.String())
+}
+
+func indent(b []byte, prefix string) string {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return prefix + strings.Join(lines, "\n"+prefix) + "\n"
 }
 
 func errString(err error) string {

@@ -19,6 +19,8 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 T0=$SECONDS
+# The fleetset CRDs installed on the hub and the members.
+FLEETSET_CRDS_DIR=${FLEETSET_CRDS_DIR:-$REPO_ROOT/manifests/crds}
 STEP_TIMEOUT=${FLEET_STEP_TIMEOUT:-120}
 
 # ---------------------------------------------------------------- preflight
@@ -154,7 +156,14 @@ done
 for c in $FLEET_CLUSTERS; do
   d=$(cdir "$c")
   extra=()
-  [[ $c == hub ]] && extra=(--token-auth-file "$d/pki/tokens.csv")
+  # Hub: the members' bootstrap token. Members: no node.kubernetes.io/not-ready
+  # taint on new Nodes, since the node lifecycle controller that would lift
+  # it does not run (kwok's nodes keep no kubelet lease).
+  if [[ $c == hub ]]; then
+    extra=(--token-auth-file "$d/pki/tokens.csv")
+  else
+    extra=(--disable-admission-plugins TaintNodesByCondition)
+  fi
   start_proc "$c" kube-apiserver "$LOCALBIN/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:$(port "$c" $SLOT_ETCD)" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$(port "$c" $SLOT_APISERVER)" \
@@ -210,10 +219,10 @@ for f in "$OCM_DIR"/manifests/cluster-manager/hub/crds/*.crd.yaml; do
 done
 hub_crds+=("$OCM_API_DIR"/addon/v1beta1/0000_00_addon.open-cluster-management.io_clustermanagementaddons.crd.yaml
   "$OCM_API_DIR"/addon/v1beta1/0000_01_addon.open-cluster-management.io_managedclusteraddons.crd.yaml)
-apply_crds hub "${hub_crds[@]}" "$REPO_ROOT"/manifests/crds/*.yaml &
+apply_crds hub "${hub_crds[@]}" "$FLEETSET_CRDS_DIR"/*.yaml &
 crd_pids=($!)
 for c in $FLEET_MEMBERS; do
-  apply_crds "$c" "$OCM_DIR"/manifests/klusterlet/managed/*.crd.yaml "$REPO_ROOT"/manifests/crds/*.yaml &
+  apply_crds "$c" "$OCM_DIR"/manifests/klusterlet/managed/*.crd.yaml "$FLEETSET_CRDS_DIR"/*.yaml &
   crd_pids+=($!)
 done
 for p in "${crd_pids[@]}"; do wait "$p" || die "applying CRDs failed"; done
@@ -308,7 +317,10 @@ for c in $FLEET_MEMBERS; do
   d=$(cdir "$c")
   kc "$c" create namespace "$OCM_AGENT_NAMESPACE" >/dev/null
   make_nodes "$c" | kc "$c" apply -f - >/dev/null
-  start_proc "$c" kwok "$LOCALBIN/kwok" --kubeconfig "$d/kubeconfig" \
+  # kwok's client-go asks for watch lists (sendInitialEvents), which an
+  # apiserver on Debian's etcd 3.4 cannot serve (no RequestWatchProgress):
+  # its informers then only catch up on relists, tens of seconds late.
+  start_proc "$c" kwok KUBE_FEATURE_WatchListClient=false "$LOCALBIN/kwok" --kubeconfig "$d/kubeconfig" \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
     --cidr 10.0.0.1/16 --node-ip 127.0.0.1 \
     --server-address "127.0.0.1:$(port "$c" $SLOT_KWOK)"

@@ -15,7 +15,9 @@
 REPO_ROOT=${REPO_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 FLEET_DIR=${FLEET_DIR:-$REPO_ROOT/.fleet}
 LOCALBIN=${LOCALBIN:-$REPO_ROOT/bin}
-KUBECTL=${KUBECTL:-kubectl}
+if [[ -z ${KUBECTL:-} ]]; then
+  if command -v kubectl >/dev/null; then KUBECTL=kubectl; else KUBECTL=$LOCALBIN/kubectl; fi
+fi
 # FLEET_PORT_BASE moves every port of the fleet; cluster i uses the 20 ports
 # from FLEET_PORT_BASE + 20*i.
 FLEET_PORT_BASE=${FLEET_PORT_BASE:-31000}
@@ -66,14 +68,18 @@ pid_alive() {
   tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "${bin//\'/}"
 }
 
-# start_proc CLUSTER PROC CMD ARGS...: write a launcher .fleet/C/run/PROC.sh,
-# start it detached with its own log, record its PID.
+# start_proc CLUSTER PROC [VAR=VALUE...] CMD ARGS...: write a launcher
+# .fleet/C/run/PROC.sh, start it detached with its own log, record its PID.
 start_proc() {
   local c=$1 p=$2; shift 2
   local d; d=$(cdir "$c")
   mkdir -p "$d/run" "$d/logs"
   {
     echo '#!/usr/bin/env bash'
+    while [[ $1 =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; do
+      printf 'export %q\n' "$1"
+      shift
+    done
     printf 'exec'; printf ' %q' "$@"; echo
   } >"$d/run/$p.sh"
   chmod +x "$d/run/$p.sh"

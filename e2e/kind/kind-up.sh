@@ -66,16 +66,12 @@ for c in $MEMBERS; do
     --from-file=config.yaml="$REPO_ROOT/manifests/scheduler/config.yaml" --dry-run=client -o yaml | kc "$c" apply -f -
   kc "$c" rollout restart -n fleetset-system deployment/fleetset-scheduler
 done
-[[ -d $REPO_ROOT/manifests/hub ]] || { echo "kind-up: manifests/hub is missing" >&2; exit 1; }
-if [[ -f $REPO_ROOT/manifests/hub/kustomization.yaml ]]; then
-  kc hub apply -k "$REPO_ROOT/manifests/hub"
-else
-  kc hub apply -f "$REPO_ROOT/manifests/hub"
-fi
-ns=$(kc hub get deploy -A -l app.kubernetes.io/name=fleetset-hub -o jsonpath='{.items[0].metadata.namespace}' 2>/dev/null || echo fleetset-system)
-dep=$(kc hub get deploy -n "$ns" -o name | grep fleetset-hub | head -1)
-kc hub set image -n "$ns" "$dep" '*=fleetset-hub:e2e'
-kc hub patch -n "$ns" "$dep" --type json -p "[{\"op\":\"replace\",\"path\":\"/spec/template/spec/containers/0/imagePullPolicy\",\"value\":\"Never\"},{\"op\":\"add\",\"path\":\"/spec/template/spec/containers/0/args/-\",\"value\":\"--lease-duration=$RESYNC_LEASE\"}]"
-kc hub rollout status -n "$ns" "$dep" --timeout 180s
+# fleetset-hub from manifests/hub, with the image just loaded and a short
+# resync lease so that e2e observes expiry quickly.
+kc hub apply -f "$REPO_ROOT/manifests/hub/namespace.yaml"
+kc hub apply -f "$REPO_ROOT/manifests/hub/"
+kc hub set image -n fleetset-system deployment/fleetset-hub hub=fleetset-hub:e2e
+kc hub patch -n fleetset-system deployment/fleetset-hub --type json -p "[{\"op\":\"replace\",\"path\":\"/spec/template/spec/containers/0/imagePullPolicy\",\"value\":\"Never\"},{\"op\":\"add\",\"path\":\"/spec/template/spec/containers/0/args/-\",\"value\":\"--lease-duration=$RESYNC_LEASE\"}]"
+kc hub rollout status -n fleetset-system deployment/fleetset-hub --timeout 180s
 for c in $MEMBERS; do kc "$c" rollout status -n fleetset-system deployment/fleetset-scheduler --timeout 180s; done
 log "kind fleet up in $((SECONDS - T0))s; kubeconfigs in ${DIR#"$REPO_ROOT"/}/<cluster>/kubeconfig"
