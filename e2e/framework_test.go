@@ -146,7 +146,8 @@ func (f *fleet) member(name string) member {
 // last reason after timeout.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string, error)) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	// Not canceled with the test: cleanups wait with eventually too.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), timeout)
 	defer cancel()
 	last := ""
 	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
@@ -406,7 +407,9 @@ func runHook(t *testing.T, env, cluster string) {
 		t.Skipf("%s is not set: this fleet offers no way to stop a member's agent", env)
 	}
 	args := append(strings.Fields(cmdline), cluster)
-	out, err := exec.CommandContext(t.Context(), args[0], args[1:]...).CombinedOutput()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // also runs in cleanups
+	defer cancel()
+	out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s %q: %v\n%s", env, strings.Join(args, " "), err, out)
 	}

@@ -18,7 +18,7 @@ ns=$(kc hub create --dry-run=client -f "$SAMPLE" -o jsonpath='{.metadata.namespa
 ns=${ns:-default}
 kc hub get namespace "$ns" >/dev/null 2>&1 || kc hub create namespace "$ns" >/dev/null
 kc hub apply -f "$SAMPLE"
-want=$(kc hub get fleetset -n "$ns" "$name" -o jsonpath='{.spec.replicas}')
+want=$(kc hub get fleetsets.fleetset.io -n "$ns" "$name" -o jsonpath='{.spec.replicas}')
 
 ready_instances() {
   local n=0 c
@@ -30,11 +30,11 @@ ready_instances() {
 }
 fleetset_ready() {
   [[ $(ready_instances) == "$want" ]] &&
-    [[ $(kc hub get fleetset -n "$ns" "$name" -o jsonpath='{.status.readyReplicas}') == "$want" ]]
+    [[ $(kc hub get fleetsets.fleetset.io -n "$ns" "$name" -o jsonpath='{.status.readyReplicas}') == "$want" ]]
 }
 log "waiting for $want ready instances of FleetSet $ns/$name"
 if ! wait_for "$TIMEOUT" "FleetSet $ns/$name Ready" fleetset_ready; then
-  kc hub get fleetset -n "$ns" "$name" -o yaml >&2 || true
+  kc hub get fleetsets.fleetset.io -n "$ns" "$name" -o yaml >&2 || true
   die "FleetSet not ready after ${TIMEOUT}s ($(ready_instances)/$want instances ready); logs in ${FLEET_DIR#"$REPO_ROOT"/}/<cluster>/logs/"
 fi
 log "ready after $((SECONDS - T0))s"
@@ -54,4 +54,4 @@ echo
   done | sort -k5,5n
 } | column -t
 echo
-kc hub get fleetset -n "$ns"
+kc hub get fleetsets -n "$ns"
