@@ -297,10 +297,21 @@ func TestBadFleetSetIsRefused(t *testing.T) {
 		if err := f.hub.Create(t.Context(), fs); err != nil {
 			t.Fatalf("creating: %v", err)
 		}
-		fs.Spec.Topology.OrdinalBlockSize++
-		err := f.hub.Update(t.Context(), fs)
-		if !apierrors.IsInvalid(err) {
-			t.Fatalf("want the update refused as Invalid, got %v", err)
-		}
+		// The hub may write the FleetSet (finalizer) meanwhile: retry conflicts.
+		eventually(t, 30*time.Second, "the ordinalBlockSize change refused", func(ctx context.Context) (bool, string, error) {
+			fs, err := f.getFleetSet(ctx, ns, "db")
+			if err != nil {
+				return false, "", err
+			}
+			fs.Spec.Topology.OrdinalBlockSize++
+			err = f.hub.Update(ctx, fs)
+			if apierrors.IsConflict(err) {
+				return false, "conflict", nil
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("want the update refused as Invalid, got %v", err)
+			}
+			return true, "", nil
+		})
 	})
 }

@@ -317,10 +317,10 @@ for c in $FLEET_MEMBERS; do
   d=$(cdir "$c")
   kc "$c" create namespace "$OCM_AGENT_NAMESPACE" >/dev/null
   make_nodes "$c" | kc "$c" apply -f - >/dev/null
-  # kwok's client-go asks for watch lists (sendInitialEvents), which an
-  # apiserver on Debian's etcd 3.4 cannot serve (no RequestWatchProgress):
-  # its informers then only catch up on relists, tens of seconds late.
-  start_proc "$c" kwok KUBE_FEATURE_WatchListClient=false "$LOCALBIN/kwok" --kubeconfig "$d/kubeconfig" \
+  # With Debian's etcd 3.4 the apiserver cannot serve watch lists
+  # (RequestWatchProgress): kwok's informers, which ask for them, log "watch
+  # ended with error" and pick up pods late. An etcd ≥ 3.4.31/3.5.13 fixes it.
+  start_proc "$c" kwok "$LOCALBIN/kwok" --kubeconfig "$d/kubeconfig" \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
     --cidr 10.0.0.1/16 --node-ip 127.0.0.1 \
     --server-address "127.0.0.1:$(port "$c" $SLOT_KWOK)"
