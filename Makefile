@@ -150,8 +150,8 @@ demo: fleet-up ## Fleet up, deploy the sample FleetSet, print where its instance
 
 .PHONY: e2e
 e2e: fleet-binaries ## e2e suite on the local fleet (started if not up, stopped after).
-	@e2e/fleet/fleet-up.sh; \
-	$(FLEET_KUBECONFIGS) $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ ; rc=$$?; \
+	e2e/fleet/fleet-up.sh
+	@rc=0; $(FLEET_KUBECONFIGS) $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ || rc=$$?; \
 	e2e/fleet/fleet-down.sh; exit $$rc
 
 .PHONY: e2e-run

@@ -139,12 +139,16 @@ echo "$BOOTSTRAP_TOKEN,fleet-bootstrap,fleet-bootstrap,\"system:bootstrappers:ma
 write_kubeconfig "$(cdir hub)/bootstrap.kubeconfig" hub "    token: $BOOTSTRAP_TOKEN"
 
 # ---------------------------------------------------------------- etcd, apiserver
+# etcd runs as "fleet-etcd" (a symlink), so that `pkill -x etcd` elsewhere on
+# the machine (cleanups of Debian's etcd service) does not take the fleet down.
+mkdir -p "$FLEET_DIR/bin"
+ln -sf "$(readlink -f "$LOCALBIN/etcd")" "$FLEET_DIR/bin/fleet-etcd"
 log "etcd and kube-apiserver in $FLEET_CLUSTERS"
 for c in $FLEET_CLUSTERS; do
   d=$(cdir "$c")
   ep=$(port "$c" $SLOT_ETCD)
   pp=$(port "$c" $SLOT_ETCD_PEER)
-  start_proc "$c" etcd "$LOCALBIN/etcd" --name "$c" --data-dir "$d/etcd" \
+  start_proc "$c" etcd "$FLEET_DIR/bin/fleet-etcd" --name "$c" --data-dir "$d/etcd" \
     --listen-client-urls "http://127.0.0.1:$ep" --advertise-client-urls "http://127.0.0.1:$ep" \
     --listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
     --initial-cluster "$c=http://127.0.0.1:$pp" --initial-cluster-state new \
