@@ -53,7 +53,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy functions.
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs into manifests/crds.
-	$(CONTROLLER_GEN) crd:crdVersions=v1,maxDescLen=200 paths=./api/... output:crd:artifacts:config=manifests/crds
+	$(CONTROLLER_GEN) crd:crdVersions=v1,maxDescLen=200,generateEmbeddedObjectMeta=true paths=./api/... output:crd:artifacts:config=manifests/crds
 	$(CONTROLLER_GEN) rbac:roleName=fleetset-hub paths=./federation/... output:rbac:artifacts:config=manifests/hub
 
 .PHONY: verify

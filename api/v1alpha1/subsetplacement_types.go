@@ -78,7 +78,7 @@ type SubsetPlacementSpec struct {
 // fleetset-hub, or by hand in a single cluster.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:shortName=splace,categories=fleetset
+// +kubebuilder:resource:shortName=splace,categories=fleet
 // +kubebuilder:printcolumn:name="TOPOLOGY-KEY",type=string,JSONPath=`.spec.topologyKey`
 // +kubebuilder:printcolumn:name="DOMAINS",type=string,JSONPath=`.spec.domains[*].name`
 // +kubebuilder:printcolumn:name="ORDINAL-START",type=integer,JSONPath=`.spec.ordinalStart`
