@@ -196,13 +196,8 @@ func work(fs *fleetv1.FleetSet, cluster string, subsets []SubsetPlan, view *core
 			Annotations: map[string]string{fleetv1.AnnotationOrdinalStarts: strings.Join(starts, ",")},
 		},
 		Spec: workv1.ManifestWorkSpec{
-			Workload: workv1.ManifestsTemplate{Manifests: manifests},
-			DeleteOption: &workv1.DeleteOption{
-				PropagationPolicy: workv1.DeletePropagationPolicyTypeSelectivelyOrphan,
-				SelectivelyOrphan: &workv1.SelectivelyOrphan{OrphaningRules: []workv1.OrphaningRule{
-					{Group: "", Resource: "namespaces", Name: fs.Namespace},
-				}},
-			},
+			Workload:        workv1.ManifestsTemplate{Manifests: manifests},
+			DeleteOption:    orphanNamespace(fs.Namespace),
 			ManifestConfigs: configs,
 		},
 	}
@@ -447,13 +442,8 @@ func ResyncWork(cluster string, l Lease) (*workv1.ManifestWork, error) {
 			},
 		},
 		Spec: workv1.ManifestWorkSpec{
-			Workload: workv1.ManifestsTemplate{Manifests: manifests},
-			DeleteOption: &workv1.DeleteOption{
-				PropagationPolicy: workv1.DeletePropagationPolicyTypeSelectivelyOrphan,
-				SelectivelyOrphan: &workv1.SelectivelyOrphan{OrphaningRules: []workv1.OrphaningRule{
-					{Group: "", Resource: "namespaces", Name: fleetv1.ResyncLeaseNamespace},
-				}},
-			},
+			Workload:     workv1.ManifestsTemplate{Manifests: manifests},
+			DeleteOption: orphanNamespace(fleetv1.ResyncLeaseNamespace),
 			ManifestConfigs: []workv1.ManifestConfigOption{
 				applyConfig("", "namespaces", "", fleetv1.ResyncLeaseNamespace),
 				applyConfig("coordination.k8s.io", "leases", fleetv1.ResyncLeaseNamespace, fleetv1.ResyncLeaseName),
@@ -629,4 +619,16 @@ func encode(objs []runtime.Object) ([]workv1.Manifest, error) {
 		out = append(out, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: b}})
 	}
 	return out, nil
+}
+
+// orphanNamespace returns the delete option of a ManifestWork that carries
+// the namespace ns: deleting the work deletes its other manifests but leaves
+// the namespace, which other works or users may still hold objects in.
+func orphanNamespace(ns string) *workv1.DeleteOption {
+	return &workv1.DeleteOption{
+		PropagationPolicy: workv1.DeletePropagationPolicyTypeSelectivelyOrphan,
+		SelectivelyOrphan: &workv1.SelectivelyOrphan{OrphaningRules: []workv1.OrphaningRule{
+			{Group: "", Resource: "namespaces", Name: ns},
+		}},
+	}
 }
