@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -249,7 +250,7 @@ func expectedDomains(t *testing.T, sp *fleetv1.SubsetPlacement, n int) map[int64
 	}
 	want := map[int64]string{}
 	for k := 0; k < n; k++ {
-		d, err := m.DomainOf(int64(k))
+		d, err := m.NameOf(int64(k))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -354,9 +355,9 @@ func TestWeightedDomainsWithOrdinalStart(t *testing.T) {
 	nodeZone := nodeZones(t)
 	ns := newNamespace(t, "weighted")
 	sp := makePlacement(ns, "kv-east", 1000, fleetv1.DoNotSchedule,
-		fleetv1.PlacementDomain{Name: "zone-a", Replicas: ptr.To[int32](3)},
-		fleetv1.PlacementDomain{Name: "zone-b", Replicas: ptr.To[int32](2)},
-		fleetv1.PlacementDomain{Name: "zone-c", Replicas: ptr.To[int32](1)},
+		fleetv1.PlacementDomain{Name: "zone-a", Replicas: ptr.To(intstr.FromInt32(3))},
+		fleetv1.PlacementDomain{Name: "zone-b", Replicas: ptr.To(intstr.FromInt32(2))},
+		fleetv1.PlacementDomain{Name: "zone-c", Replicas: ptr.To(intstr.FromInt32(1))},
 	)
 	if err := cl.Create(context.Background(), sp); err != nil {
 		t.Fatal(err)

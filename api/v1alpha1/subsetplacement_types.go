@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // WhenUnsatisfiable says what fleetset-scheduler does when a pod cannot be
@@ -27,17 +28,21 @@ type PlacementDomain struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="name must be a valid label value (alphanumerics, '-', '_', '.', starting and ending alphanumeric)"
 	Name string `json:"name"`
 
-	// Replicas is how many of the subset's instances this domain holds. When
-	// no domain sets it, the domains share the instances equally; a domain
-	// without it in a placement where others set it holds none.
-	// +kubebuilder:validation:Minimum=0
+	// Replicas is the domain's share of the placement's instances, with the
+	// meaning FleetSet domain shares have: an integer number of replicas
+	// (exact), or a percent such as "60%" of what the integers leave; unset,
+	// an even share of what the percents leave. Instance k (ordinal
+	// ordinalStart+k) goes to the domain that receives seat k of the shares'
+	// seat sequence, so the first n instances always hold the division of n.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) in [int] ? self >= 0 : self in {'0%':0,'1%':1,'2%':2,'3%':3,'4%':4,'5%':5,'6%':6,'7%':7,'8%':8,'9%':9,'10%':10,'11%':11,'12%':12,'13%':13,'14%':14,'15%':15,'16%':16,'17%':17,'18%':18,'19%':19,'20%':20,'21%':21,'22%':22,'23%':23,'24%':24,'25%':25,'26%':26,'27%':27,'28%':28,'29%':29,'30%':30,'31%':31,'32%':32,'33%':33,'34%':34,'35%':35,'36%':36,'37%':37,'38%':38,'39%':39,'40%':40,'41%':41,'42%':42,'43%':43,'44%':44,'45%':45,'46%':46,'47%':47,'48%':48,'49%':49,'50%':50,'51%':51,'52%':52,'53%':53,'54%':54,'55%':55,'56%':56,'57%':57,'58%':58,'59%':59,'60%':60,'61%':61,'62%':62,'63%':63,'64%':64,'65%':65,'66%':66,'67%':67,'68%':68,'69%':69,'70%':70,'71%':71,'72%':72,'73%':73,'74%':74,'75%':75,'76%':76,'77%':77,'78%':78,'79%':79,'80%':80,'81%':81,'82%':82,'83%':83,'84%':84,'85%':85,'86%':86,'87%':87,'88%':88,'89%':89,'90%':90,'91%':91,'92%':92,'93%':93,'94%':94,'95%':95,'96%':96,'97%':97,'98%':98,'99%':99,'100%':100}",message="replicas must be a non-negative integer or a percent between 0% and 100%"
 	// +optional
-	Replicas *int32 `json:"replicas,omitempty"`
+	Replicas *intstr.IntOrString `json:"replicas,omitempty"`
 }
 
 // SubsetPlacementSpec is the placement of one StatefulSet's pods over the
 // domains of one cluster.
-// +kubebuilder:validation:XValidation:rule="self.domains.all(d, !has(d.replicas)) || self.domains.exists(d, has(d.replicas) && d.replicas > 0)",message="domains: when replicas are given, at least one domain must have replicas > 0"
+// +kubebuilder:validation:XValidation:rule="!has(self.domains) || self.domains.filter(d, has(d.replicas) && type(d.replicas) in [string] && d.replicas in {'0%':0,'1%':1,'2%':2,'3%':3,'4%':4,'5%':5,'6%':6,'7%':7,'8%':8,'9%':9,'10%':10,'11%':11,'12%':12,'13%':13,'14%':14,'15%':15,'16%':16,'17%':17,'18%':18,'19%':19,'20%':20,'21%':21,'22%':22,'23%':23,'24%':24,'25%':25,'26%':26,'27%':27,'28%':28,'29%':29,'30%':30,'31%':31,'32%':32,'33%':33,'34%':34,'35%':35,'36%':36,'37%':37,'38%':38,'39%':39,'40%':40,'41%':41,'42%':42,'43%':43,'44%':44,'45%':45,'46%':46,'47%':47,'48%':48,'49%':49,'50%':50,'51%':51,'52%':52,'53%':53,'54%':54,'55%':55,'56%':56,'57%':57,'58%':58,'59%':59,'60%':60,'61%':61,'62%':62,'63%':63,'64%':64,'65%':65,'66%':66,'67%':67,'68%':68,'69%':69,'70%':70,'71%':71,'72%':72,'73%':73,'74%':74,'75%':75,'76%':76,'77%':77,'78%':78,'79%':79,'80%':80,'81%':81,'82%':82,'83%':83,'84%':84,'85%':85,'86%':86,'87%':87,'88%':88,'89%':89,'90%':90,'91%':91,'92%':92,'93%':93,'94%':94,'95%':95,'96%':96,'97%':97,'98%':98,'99%':99,'100%':100}).map(d, {'0%':0,'1%':1,'2%':2,'3%':3,'4%':4,'5%':5,'6%':6,'7%':7,'8%':8,'9%':9,'10%':10,'11%':11,'12%':12,'13%':13,'14%':14,'15%':15,'16%':16,'17%':17,'18%':18,'19%':19,'20%':20,'21%':21,'22%':22,'23%':23,'24%':24,'25%':25,'26%':26,'27%':27,'28%':28,'29%':29,'30%':30,'31%':31,'32%':32,'33%':33,'34%':34,'35%':35,'36%':36,'37%':37,'38%':38,'39%':39,'40%':40,'41%':41,'42%':42,'43%':43,'44%':44,'45%':45,'46%':46,'47%':47,'48%':48,'49%':49,'50%':50,'51%':51,'52%':52,'53%':53,'54%':54,'55%':55,'56%':56,'57%':57,'58%':58,'59%':59,'60%':60,'61%':61,'62%':62,'63%':63,'64%':64,'65%':65,'66%':66,'67%':67,'68%':68,'69%':69,'70%':70,'71%':71,'72%':72,'73%':73,'74%':74,'75%':75,'76%':76,'77%':77,'78%':78,'79%':79,'80%':80,'81%':81,'82%':82,'83%':83,'84%':84,'85%':85,'86%':86,'87%':87,'88%':88,'89%':89,'90%':90,'91%':91,'92%':92,'93%':93,'94%':94,'95%':95,'96%':96,'97%':97,'98%':98,'99%':99,'100%':100}[d.replicas]).sum() <= 100",message="domains: explicit percents must not sum over 100%"
 type SubsetPlacementSpec struct {
 	// TopologyKey is the node label whose values name the domains.
 	// +kubebuilder:default="topology.kubernetes.io/zone"
@@ -46,13 +51,15 @@ type SubsetPlacementSpec struct {
 	// +optional
 	TopologyKey string `json:"topologyKey,omitempty"`
 
-	// Domains are the domains pods may land in, in the order ordinals are
-	// dealt to them. Names are unique.
+	// Domains are the domains pods may land in and their shares. Names are
+	// unique; the order does not matter (domains are taken by name). Empty:
+	// pods are not pinned to domains, only spread over the values of
+	// topologyKey on the cluster's nodes.
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=64
-	Domains []PlacementDomain `json:"domains"`
+	// +optional
+	Domains []PlacementDomain `json:"domains,omitempty"`
 
 	// NodeSelector further restricts the nodes pods may use; it is ANDed with
 	// the domains. Same semantics as a required node affinity.
@@ -66,14 +73,15 @@ type SubsetPlacementSpec struct {
 	OrdinalStart int32 `json:"ordinalStart,omitempty"`
 
 	// WhenUnsatisfiable says whether a pod must land in its ordinal's domain
-	// (DoNotSchedule) or only prefers it (ScheduleAnyway).
+	// (DoNotSchedule) or only prefers it (ScheduleAnyway). Without domains
+	// there is no ordinal domain and pods are only spread.
 	// +kubebuilder:default=DoNotSchedule
 	// +optional
 	WhenUnsatisfiable WhenUnsatisfiable `json:"whenUnsatisfiable,omitempty"`
 }
 
 // SubsetPlacement is the input of fleetset-scheduler for one StatefulSet: the
-// domains its pods may use and how many instances each domain holds. Pods
+// domains its pods may use and each domain's share of the instances. Pods
 // select it with the label fleetset.io/placement=<name>. It is written by
 // fleetset-hub, or by hand in a single cluster.
 //
@@ -81,6 +89,7 @@ type SubsetPlacementSpec struct {
 // +kubebuilder:resource:shortName=splace,categories=fleet
 // +kubebuilder:printcolumn:name="TOPOLOGY-KEY",type=string,JSONPath=`.spec.topologyKey`
 // +kubebuilder:printcolumn:name="DOMAINS",type=string,JSONPath=`.spec.domains[*].name`
+// +kubebuilder:printcolumn:name="SHARES",type=string,JSONPath=`.spec.domains[*].replicas`,priority=1
 // +kubebuilder:printcolumn:name="ORDINAL-START",type=integer,JSONPath=`.spec.ordinalStart`
 // +kubebuilder:printcolumn:name="MODE",type=string,JSONPath=`.spec.whenUnsatisfiable`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -219,7 +219,7 @@ func (in *PlacementDomain) DeepCopyInto(out *PlacementDomain) {
 	*out = *in
 	if in.Replicas != nil {
 		in, out := &in.Replicas, &out.Replicas
-		*out = new(int32)
+		*out = new(intstr.IntOrString)
 		**out = **in
 	}
 }

@@ -6,9 +6,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
-	"github.com/fleetset/fleetset/federation/division"
 	"github.com/fleetset/fleetset/federation/manifestwork"
 	"github.com/fleetset/fleetset/federation/ordinals"
+	"github.com/fleetset/fleetset/internal/apportion"
 )
 
 // DefaultOrdinalBlockSize is the ordinal block size, in ordinals, of a
@@ -55,7 +55,7 @@ func Plan(fs *fleetv1.FleetSet, previous map[string]int32) ([]manifestwork.Subse
 		block = DefaultOrdinalBlockSize
 	}
 	in := make([]ordinals.Subset, len(spec.Topology.Subsets))
-	shares := make([]division.Share, len(spec.Topology.Subsets))
+	shares := make([]apportion.Share, len(spec.Topology.Subsets))
 	for i, s := range spec.Topology.Subsets {
 		if s.Cluster == "" {
 			return nil, nil, fmt.Errorf("spec.topology.subsets[%d].cluster: must not be empty", i)
@@ -64,13 +64,13 @@ func Plan(fs *fleetv1.FleetSet, previous map[string]int32) ([]manifestwork.Subse
 		if p, ok := previous[s.Name]; ok {
 			in[i].Previous = ptr.To(p)
 		}
-		shares[i] = division.Share{Name: s.Name, Replicas: s.Replicas, MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas}
+		shares[i] = apportion.Share{Name: s.Name, Replicas: s.Replicas, MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas}
 	}
 	blocks, err := ordinals.Assign(block, in)
 	if err != nil {
 		return nil, nil, fmt.Errorf("spec.topology.subsets: %w", err)
 	}
-	div, err := division.Divide(spec.Replicas, shares)
+	div, err := apportion.Divide(spec.Replicas, shares)
 	if err != nil {
 		return nil, nil, fmt.Errorf("spec.topology.subsets: %w", err)
 	}
@@ -104,11 +104,11 @@ func Plan(fs *fleetv1.FleetSet, previous map[string]int32) ([]manifestwork.Subse
 			Partition:    partitions[s.Name],
 		}
 		if len(s.Domains) > 0 {
-			ds := make([]division.Share, len(s.Domains))
+			ds := make([]apportion.Share, len(s.Domains))
 			for j, d := range s.Domains {
-				ds[j] = division.Share{Name: d.Name, Replicas: d.Replicas}
+				ds[j] = apportion.Share{Name: d.Name, Replicas: d.Replicas}
 			}
-			dd, err := division.Divide(replicas, ds)
+			dd, err := apportion.Divide(replicas, ds)
 			if err != nil {
 				return nil, nil, fmt.Errorf("spec.topology.subsets[%d].domains: %w", i, err)
 			}
@@ -117,7 +117,7 @@ func Plan(fs *fleetv1.FleetSet, previous map[string]int32) ([]manifestwork.Subse
 					Message: fmt.Sprintf("spec.topology.subsets[%d].domains: %s", i, u)})
 			}
 			for j, a := range dd.Assignments {
-				sp.Domains = append(sp.Domains, manifestwork.DomainPlan{Name: s.Domains[j].Name, Replicas: a.Replicas})
+				sp.Domains = append(sp.Domains, manifestwork.DomainPlan{Name: s.Domains[j].Name, Share: s.Domains[j].Replicas, Replicas: a.Replicas})
 			}
 		}
 		plan[i] = sp

@@ -26,6 +26,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,6 +37,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	workv1 "open-cluster-management.io/api/work/v1"
 
@@ -59,11 +61,15 @@ const (
 // maxNameLength is the longest ManifestWork name (a DNS subdomain).
 const maxNameLength = 253
 
-// DomainPlan is the replicas one domain of a subset holds.
+// DomainPlan is one domain of a subset: its share, as the FleetSet gives it,
+// and the replicas division gives it at the subset's current size.
 type DomainPlan struct {
 	// Name of the domain (a value of the topology key).
 	Name string
-	// Replicas division gave the domain.
+	// Share is the domain's spec.topology.subsets[].domains[].replicas (nil:
+	// an even share of the rest); the SubsetPlacement carries it unchanged.
+	Share *intstr.IntOrString
+	// Replicas division gave the domain (for status).
 	Replicas int32
 }
 
@@ -319,30 +325,28 @@ func Service(fs *fleetv1.FleetSet) *corev1.Service {
 }
 
 // SubsetPlacement renders the SubsetPlacement <fleetset>-<subset>: the
-// subset's domains with the counts from division (in spec order, which is
-// the order fleetset-scheduler deals ordinals to them), the topology key, the
-// node selector and the ordinal start. A subset of 0 replicas gets its
-// domains without counts (a placement with all counts 0 is refused). Whatever the domains, the placement
-// is DoNotSchedule so a re-created instance returns to its volume's domain.
-// A subset without domains gets no domain list; fleetset-scheduler then only
-// spreads it.
+// subset's domains with their shares as the FleetSet gives them (sorted by
+// name; fleetset-scheduler takes them by name and deals ordinals by the same
+// seat sequence the hub divides with), the topology key, the node selector
+// and the ordinal start. It depends on the shares, not on the subset's size,
+// so scaling never rewrites it. Whatever the domains, the placement is
+// DoNotSchedule so a re-created instance returns to its volume's domain. A
+// subset without domains gets no domain list; fleetset-scheduler then only
+// spreads it over the cluster's values of the topology key.
 func SubsetPlacement(fs *fleetv1.FleetSet, sp SubsetPlan) *fleetv1.SubsetPlacement {
 	key := fs.Spec.Topology.TopologyKey
 	if key == "" {
 		key = fleetv1.DefaultTopologyKey
 	}
 	var domains []fleetv1.PlacementDomain
-	var sum int32
-	for _, d := range sp.Domains {
-		sum += d.Replicas
-	}
 	for _, d := range sp.Domains {
 		pd := fleetv1.PlacementDomain{Name: d.Name}
-		if sum > 0 { // a placement whose counts are all 0 is refused; an empty subset needs none
-			pd.Replicas = ptr.To(d.Replicas)
+		if d.Share != nil {
+			pd.Replicas = ptr.To(*d.Share)
 		}
 		domains = append(domains, pd)
 	}
+	slices.SortFunc(domains, func(a, b fleetv1.PlacementDomain) int { return strings.Compare(a.Name, b.Name) })
 	var sel *corev1.NodeSelector
 	for _, s := range fs.Spec.Topology.Subsets {
 		if s.Name == sp.Name && s.NodeSelector != nil {

@@ -61,9 +61,9 @@ func (w *fleetSetWrapper) obj() *fleetv1.FleetSet { return &w.FleetSet }
 
 var (
 	east = SubsetPlan{Name: "east", Cluster: "east", OrdinalStart: 0, BlockSize: 1000, Replicas: 5, Partition: 2,
-		Domains: []DomainPlan{{"zone-a", 2}, {"zone-b", 2}, {"zone-c", 1}}}
+		Domains: []DomainPlan{{"zone-a", nil, 2}, {"zone-b", nil, 2}, {"zone-c", nil, 1}}}
 	west = SubsetPlan{Name: "west", Cluster: "west", OrdinalStart: 1000, BlockSize: 1000, Replicas: 4,
-		Domains: []DomainPlan{{"zone-a", 2}, {"zone-b", 1}, {"zone-c", 1}}}
+		Domains: []DomainPlan{{"zone-c", ptr.To(intstr.FromString("20%")), 1}, {"zone-a", ptr.To(intstr.FromInt32(2)), 2}, {"zone-b", nil, 1}}}
 )
 
 func TestWorkName(t *testing.T) {
@@ -178,30 +178,31 @@ func TestSubsetPlacement(t *testing.T) {
 		want fleetv1.SubsetPlacementSpec
 	}{
 		{
-			name: "east 2:2:1 with default topology key",
+			name: "east, even shares, default topology key",
 			fs:   makeFleetSet("db", "mydb").subset("east", "east", nil).obj(),
 			sp:   east,
 			want: fleetv1.SubsetPlacementSpec{
 				TopologyKey:       fleetv1.DefaultTopologyKey,
-				Domains:           []fleetv1.PlacementDomain{{Name: "zone-a", Replicas: ptr.To[int32](2)}, {Name: "zone-b", Replicas: ptr.To[int32](2)}, {Name: "zone-c", Replicas: ptr.To[int32](1)}},
+				Domains:           []fleetv1.PlacementDomain{{Name: "zone-a"}, {Name: "zone-b"}, {Name: "zone-c"}},
 				WhenUnsatisfiable: fleetv1.DoNotSchedule,
 			},
 		},
 		{
-			name: "west, custom key, start 1000",
+			name: "west, shares forwarded unchanged and sorted by name, custom key, start 1000",
 			fs:   makeFleetSet("db", "mydb").topologyKey("rack").subset("west", "west", nil).obj(),
 			sp:   west,
 			want: fleetv1.SubsetPlacementSpec{
-				TopologyKey:       "rack",
-				Domains:           []fleetv1.PlacementDomain{{Name: "zone-a", Replicas: ptr.To[int32](2)}, {Name: "zone-b", Replicas: ptr.To[int32](1)}, {Name: "zone-c", Replicas: ptr.To[int32](1)}},
+				TopologyKey: "rack",
+				Domains: []fleetv1.PlacementDomain{{Name: "zone-a", Replicas: ptr.To(intstr.FromInt32(2))}, {Name: "zone-b"},
+					{Name: "zone-c", Replicas: ptr.To(intstr.FromString("20%"))}},
 				OrdinalStart:      1000,
 				WhenUnsatisfiable: fleetv1.DoNotSchedule,
 			},
 		},
 		{
-			name: "0 replicas: domains without counts",
+			name: "0 replicas: the same shares",
 			fs:   makeFleetSet("db", "mydb").subset("east", "east", nil).obj(),
-			sp:   SubsetPlan{Name: "east", Cluster: "east", Domains: []DomainPlan{{"zone-a", 0}, {"zone-b", 0}}},
+			sp:   SubsetPlan{Name: "east", Cluster: "east", Domains: []DomainPlan{{"zone-a", nil, 0}, {"zone-b", nil, 0}}},
 			want: fleetv1.SubsetPlacementSpec{
 				TopologyKey:       fleetv1.DefaultTopologyKey,
 				Domains:           []fleetv1.PlacementDomain{{Name: "zone-a"}, {Name: "zone-b"}},

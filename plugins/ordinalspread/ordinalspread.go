@@ -31,6 +31,9 @@ const preScoreStateKey fwk.StateKey = "PreScore" + Name
 type OrdinalSpread struct {
 	resolver     *placement.Resolver
 	domainWeight int64
+	// nodes lists every node of the cycle's snapshot, for counting a
+	// spread-only set per domain; nil: count over the nodes PreScore gets.
+	nodes framework.SharedLister
 }
 
 var _ framework.PreScorePlugin = &OrdinalSpread{}
@@ -58,7 +61,9 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 		return nil, err
 	}
 	klog.FromContext(ctx).V(2).Info("Plugin ready", "plugin", Name, "domainWeight", args.DomainWeight)
-	return NewWithResolver(r, args.DomainWeight), nil
+	pl := NewWithResolver(r, args.DomainWeight)
+	pl.nodes = h.SnapshotSharedLister()
+	return pl, nil
 }
 
 // NewWithResolver builds the plugin over an existing resolver; domainWeight
@@ -72,6 +77,9 @@ type preScoreState struct {
 	target *placement.Target
 	// setKey, setValue select the pods counted as "of the same set".
 	setKey, setValue string
+	// perDomain counts the set's pods in each value of the topology key;
+	// only for a placement without domains (spread only), else nil.
+	perDomain map[string]int64
 }
 
 // Clone returns the same state: it is never modified after PreScore.
@@ -82,10 +90,12 @@ func (s *preScoreState) Clone() fwk.StateData { return s }
 // the two again. A node never holds 2^32 pods.
 const mismatch int64 = 1 << 32
 
-// PreScore resolves the pod's target domain. Unmanaged pods get Skip, and so
-// do pods whose placement cannot be resolved (SubsetPlacement's PreFilter
+// PreScore resolves the pod's target domain and, for a placement without
+// domains, counts the set's pods per value of the topology key over all nodes
+// (as PodTopologySpread's PreScore does). Unmanaged pods get Skip, and so do
+// pods whose placement cannot be resolved (SubsetPlacement's PreFilter
 // already rejects those when it is enabled).
-func (pl *OrdinalSpread) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+func (pl *OrdinalSpread) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, filtered []fwk.NodeInfo) *fwk.Status {
 	if !placement.Managed(pod) {
 		return fwk.NewStatus(fwk.Skip)
 	}
@@ -98,26 +108,54 @@ func (pl *OrdinalSpread) PreScore(ctx context.Context, state fwk.CycleState, pod
 	if v, ok := pod.Labels[fleetv1.LabelSet]; ok {
 		s.setKey, s.setValue = fleetv1.LabelSet, v
 	}
+	if t.Domain == "" {
+		all := filtered
+		if pl.nodes != nil {
+			var err error
+			if all, err = pl.nodes.NodeInfos().List(); err != nil {
+				return fwk.AsStatus(fmt.Errorf("listing nodes: %w", err))
+			}
+		}
+		s.perDomain = make(map[string]int64)
+		for _, ni := range all {
+			if d, ok := ni.Node().Labels[t.TopologyKey]; ok {
+				s.perDomain[d] += s.countSet(pod.Namespace, ni)
+			}
+		}
+	}
 	state.Write(preScoreStateKey, s)
 	return nil
 }
 
+// countSet returns how many live pods of the set in namespace ns the node holds.
+func (s *preScoreState) countSet(ns string, nodeInfo fwk.NodeInfo) int64 {
+	var n int64
+	for _, pi := range nodeInfo.GetPods() {
+		p := pi.GetPod()
+		if p.Namespace == ns && p.Labels[s.setKey] == s.setValue && p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n
+}
+
 // Score returns the node's raw score: the number of pods of the same set in
-// the pod's namespace on the node, plus `mismatch` when the node is outside
-// the ordinal's domain. Lower is better; NormalizeScore inverts it.
+// the pod's namespace on the node (in the node's domain, for a placement
+// without domains), plus `mismatch` when the node is outside the ordinal's
+// domain. Lower is better; NormalizeScore inverts it.
 func (pl *OrdinalSpread) Score(_ context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	c, err := state.Read(preScoreStateKey)
 	if err != nil {
 		return 0, fwk.AsStatus(fmt.Errorf("reading %q from cycleState: %w", preScoreStateKey, err))
 	}
-	s := c.(*preScoreState)
-	var raw int64
-	for _, pi := range nodeInfo.GetPods() {
-		p := pi.GetPod()
-		if p.Namespace == pod.Namespace && p.Labels[s.setKey] == s.setValue && p.DeletionTimestamp == nil {
-			raw++
-		}
+	s, ok := c.(*preScoreState)
+	if !ok {
+		return 0, fwk.AsStatus(fmt.Errorf("%+v convert to ordinalspread.preScoreState error", c))
 	}
+	if s.perDomain != nil {
+		return s.perDomain[nodeInfo.Node().Labels[s.target.TopologyKey]], nil
+	}
+	raw := s.countSet(pod.Namespace, nodeInfo)
 	if nodeInfo.Node().Labels[s.target.TopologyKey] != s.target.Domain {
 		raw += mismatch
 	}

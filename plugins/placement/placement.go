@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
-	"github.com/fleetset/fleetset/plugins/ordinalmap"
+	"github.com/fleetset/fleetset/internal/apportion"
 )
 
 // Target is what a managed pod must obey in one scheduling cycle. It is
@@ -35,11 +35,14 @@ type Target struct {
 	Ordinal int64
 	// TopologyKey is the node label holding the domain name (defaulted).
 	TopologyKey string
-	// Domain is the domain the ordinal maps to.
+	// Domain is the domain the ordinal maps to; empty when the placement
+	// lists no domains (spread only).
 	Domain string
-	// Domains are the placement's domain names.
+	// Domains are the placement's domain names; nil when it lists none, and
+	// then every value of TopologyKey is allowed.
 	Domains map[string]struct{}
-	// Strict is true for whenUnsatisfiable DoNotSchedule.
+	// Strict is true for whenUnsatisfiable DoNotSchedule with domains: the
+	// pod must land in Domain.
 	Strict bool
 	// NodeSelector is the placement's compiled node selector, nil when unset.
 	NodeSelector *nodeaffinity.LazyErrorNodeSelector
@@ -49,7 +52,7 @@ type Target struct {
 type compiled struct {
 	generation   int64
 	resourceVer  string
-	m            *ordinalmap.Map
+	seats        *apportion.Seats // nil when the placement lists no domains
 	domains      map[string]struct{}
 	topologyKey  string
 	nodeSelector *nodeaffinity.LazyErrorNodeSelector
@@ -175,29 +178,30 @@ func (r *Resolver) Resolve(ctx context.Context, pod *v1.Pod) (*Target, error) {
 	}
 	c := r.compile(sp)
 	if c.err != nil {
-		return nil, fmt.Errorf("SubsetPlacement %s is invalid: %w", key, c.err)
+		return nil, &UserError{Err: fmt.Errorf("SubsetPlacement %s is invalid: %w", key, c.err)}
 	}
 	ordinal, err := Ordinal(pod)
 	if err != nil {
-		return nil, err
+		return nil, &UserError{Err: err}
 	}
 	offset := ordinal - int64(sp.Spec.OrdinalStart)
 	if offset < 0 {
-		return nil, fmt.Errorf("ordinal %d is below SubsetPlacement %s ordinalStart %d", ordinal, key, sp.Spec.OrdinalStart)
+		return nil, &UserError{Err: fmt.Errorf("ordinal %d is below SubsetPlacement %s ordinalStart %d", ordinal, key, sp.Spec.OrdinalStart)}
 	}
-	domain, err := c.m.DomainOf(offset)
-	if err != nil {
-		return nil, fmt.Errorf("SubsetPlacement %s: %w", key, err)
-	}
-	return &Target{
+	t := &Target{
 		Placement:    sp,
 		Ordinal:      ordinal,
 		TopologyKey:  c.topologyKey,
-		Domain:       domain,
 		Domains:      c.domains,
-		Strict:       sp.Spec.WhenUnsatisfiable != fleetv1.ScheduleAnyway,
 		NodeSelector: c.nodeSelector,
-	}, nil
+	}
+	if c.seats != nil {
+		if t.Domain, err = c.seats.NameOf(offset); err != nil {
+			return nil, &UserError{Err: fmt.Errorf("SubsetPlacement %s: ordinal %d: %w", key, ordinal, err)}
+		}
+		t.Strict = sp.Spec.WhenUnsatisfiable != fleetv1.ScheduleAnyway
+	}
+	return t, nil
 }
 
 // compile returns the derived form of sp, rebuilding it only when the
@@ -209,7 +213,7 @@ func (r *Resolver) compile(sp *fleetv1.SubsetPlacement) *compiled {
 		}
 	}
 	c := &compiled{generation: sp.Generation, resourceVer: sp.ResourceVersion}
-	c.m, c.domains, c.err = Compile(&sp.Spec)
+	c.seats, c.domains, c.err = Compile(&sp.Spec)
 	c.topologyKey = sp.Spec.TopologyKey
 	if c.topologyKey == "" {
 		c.topologyKey = fleetv1.DefaultTopologyKey
@@ -221,42 +225,40 @@ func (r *Resolver) compile(sp *fleetv1.SubsetPlacement) *compiled {
 	return c
 }
 
-// Compile builds the ordinal map of a placement spec and the set of its
-// domain names. Weights are the domains' replicas when any domain sets them
-// (unset then counts as 0), else 1 each. Errors name the offending field.
-func Compile(spec *fleetv1.SubsetPlacementSpec) (*ordinalmap.Map, map[string]struct{}, error) {
+// Compile builds the ordinal map of a placement spec, the seat lookup of its
+// domain shares (seat k is the domain of ordinal offset k), and the set of
+// its domain names. The domains are taken by name, so their order in the
+// spec does not matter, and the shares mean what FleetSet domain shares mean:
+// the hub divides a subset with the same apportion.Sequence, so the first n
+// ordinals hold exactly the hub's division of n. A spec without domains
+// gives nil, nil (spread only). Errors name the offending field.
+func Compile(spec *fleetv1.SubsetPlacementSpec) (*apportion.Seats, map[string]struct{}, error) {
 	if len(spec.Domains) == 0 {
-		return nil, nil, fmt.Errorf("spec.domains: at least one domain is required")
+		return nil, nil, nil
 	}
-	counted := false
-	for _, d := range spec.Domains {
-		if d.Replicas != nil {
-			counted = true
-			break
-		}
-	}
-	ds := make([]ordinalmap.Domain, 0, len(spec.Domains))
+	shares := make([]apportion.Share, len(spec.Domains))
 	names := make(map[string]struct{}, len(spec.Domains))
 	for i, d := range spec.Domains {
-		if d.Name == "" {
-			return nil, nil, fmt.Errorf("spec.domains[%d].name: must not be empty", i)
-		}
-		if _, dup := names[d.Name]; dup {
-			return nil, nil, fmt.Errorf("spec.domains[%d].name: duplicate domain %q", i, d.Name)
-		}
+		shares[i] = apportion.Share{Name: d.Name, Replicas: d.Replicas}
 		names[d.Name] = struct{}{}
-		w := int64(1)
-		if counted {
-			w = 0
-			if d.Replicas != nil {
-				w = int64(*d.Replicas)
-			}
-		}
-		ds = append(ds, ordinalmap.Domain{Name: d.Name, Weight: w})
 	}
-	m, err := ordinalmap.New(ds)
+	seats, err := apportion.NewSeats("spec.domains", shares)
 	if err != nil {
-		return nil, nil, fmt.Errorf("spec.domains: %w", err)
+		return nil, nil, err
 	}
-	return m, names, nil
+	return seats, names, nil
 }
+
+// UserError is a Resolve error that describes the objects (an invalid
+// placement, a pod without a usable ordinal) rather than a failing API; the
+// plugins report it as unresolvable instead of retrying. Test with
+// errors.As.
+type UserError struct {
+	Err error
+}
+
+// Error returns the wrapped error's message.
+func (e *UserError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *UserError) Unwrap() error { return e.Err }

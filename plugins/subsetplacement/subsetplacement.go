@@ -7,6 +7,7 @@ package subsetplacement
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -100,7 +101,8 @@ func (pl *SubsetPlacement) PreFilter(ctx context.Context, state fwk.CycleState, 
 	}
 	t, err := pl.resolver.Resolve(ctx, pod)
 	if err != nil {
-		if !apierrors.IsNotFound(err) && !isUserError(err) {
+		var userErr *placement.UserError
+		if !apierrors.IsNotFound(err) && !errors.As(err, &userErr) {
 			return nil, fwk.AsStatus(err)
 		}
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %v", ErrReasonPlacement, err))
@@ -135,7 +137,7 @@ func allowedDomain(t *placement.Target, node *v1.Node) bool {
 	if t.Strict && domain != t.Domain {
 		return false
 	}
-	if _, allowed := t.Domains[domain]; !allowed {
+	if !inDomains(t, domain) {
 		return false
 	}
 	if t.NodeSelector != nil {
@@ -146,12 +148,14 @@ func allowedDomain(t *placement.Target, node *v1.Node) bool {
 	return true
 }
 
-// isUserError is true for resolver errors that describe the objects (bad
-// placement, bad ordinal) rather than a failing API.
-func isUserError(err error) bool {
-	return !apierrors.IsServiceUnavailable(err) && !apierrors.IsTimeout(err) &&
-		!apierrors.IsServerTimeout(err) && !apierrors.IsTooManyRequests(err) &&
-		!apierrors.IsInternalError(err) && !apierrors.IsUnexpectedServerError(err)
+// inDomains reports whether domain is one of the target's domains; a
+// placement without domains (spread only) allows every value.
+func inDomains(t *placement.Target, domain string) bool {
+	if t.Domains == nil {
+		return true
+	}
+	_, ok := t.Domains[domain]
+	return ok
 }
 
 // PreFilterExtensions returns nil: adding or removing other pods never
@@ -168,7 +172,7 @@ func (pl *SubsetPlacement) Filter(_ context.Context, state fwk.CycleState, _ *v1
 	node := nodeInfo.Node()
 	t := s.target
 	domain, ok := node.Labels[t.TopologyKey]
-	if _, allowed := t.Domains[domain]; !ok || !allowed {
+	if !ok || !inDomains(t, domain) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonDomainNotAllowed)
 	}
 	if t.Strict && domain != t.Domain {

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -31,9 +32,13 @@ func makePlacement(name string, mode fleetv1.WhenUnsatisfiable, start int32, ds 
 func dom(name string, replicas ...int32) fleetv1.PlacementDomain {
 	d := fleetv1.PlacementDomain{Name: name}
 	if len(replicas) > 0 {
-		d.Replicas = ptr.To(replicas[0])
+		d.Replicas = ptr.To(intstr.FromInt32(replicas[0]))
 	}
 	return d
+}
+
+func domPercent(name, percent string) fleetv1.PlacementDomain {
+	return fleetv1.PlacementDomain{Name: name, Replicas: ptr.To(intstr.FromString(percent))}
 }
 
 func pod(name, placementName string, ordinal string) *v1.Pod {
@@ -64,7 +69,9 @@ func TestFilter(t *testing.T) {
 	ssd.Spec.NodeSelector = &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
 		MatchExpressions: []v1.NodeSelectorRequirement{{Key: "disk", Operator: v1.NodeSelectorOpIn, Values: []string{"ssd"}}},
 	}}}
-	invalid := makePlacement("invalid", fleetv1.DoNotSchedule, 0, dom("zone-a", 0))
+	invalid := makePlacement("invalid", fleetv1.DoNotSchedule, 0, domPercent("zone-a", "70%"), domPercent("zone-b", "40%"))
+	unordered := makePlacement("unordered", fleetv1.DoNotSchedule, 0, dom("zone-c"), dom("zone-a"), dom("zone-b"))
+	spread := makePlacement("spread", fleetv1.DoNotSchedule, 0)
 	nozoneb := makePlacement("nozoneb", fleetv1.DoNotSchedule, 0, dom("zone-a"), dom("zone-e"))
 
 	tests := []struct {
@@ -78,16 +85,18 @@ func TestFilter(t *testing.T) {
 		{name: "ordinal 0 of 3 even domains: zone-a only", pod: pod("db-0", "abc", "0"), wantFeasible: []string{"a1"}},
 		{name: "ordinal 4 of 3 even domains: zone-b only", pod: pod("db-4", "abc", "4"), wantFeasible: []string{"b1"}},
 		{name: "ordinal from the name when the label is missing", pod: pod("db-2", "abc", ""), wantFeasible: []string{"c1"}},
+		{name: "domains taken by name, not in list order: ordinal 0 in zone-a", pod: pod("db-0", "unordered", "0"), wantFeasible: []string{"a1"}},
+		{name: "no domains: spread only, any node with the topology key", pod: pod("db-0", "spread", "0"), wantFeasible: []string{"a1", "b1", "c1", "d1"}},
 		{name: "ScheduleAnyway: any placement domain", pod: pod("db-0", "soft", "0"), wantFeasible: []string{"a1", "b1", "c1"}},
 		{name: "zero-count domain never used, ordinal start 100", pod: pod("kv-101", "weighted", "101"), wantFeasible: []string{"c1"}},
 		{name: "node selector ANDed with the domains", pod: pod("db-1", "ssd", "1"), wantFeasible: []string{"a1", "c1"}},
 		{name: "no node in the ordinal's domain", pod: pod("db-1", "nozoneb", "1"), wantPreFilter: "node(s) not in the domain of the pod's ordinal (topology.kubernetes.io/zone=zone-e)"},
 		{name: "missing placement names it", pod: pod("db-0", "nope", "0"), wantPreFilter: `SubsetPlacement default/nope: subsetplacements.fleetset.io "nope" not found`},
-		{name: "invalid placement names it", pod: pod("db-0", "invalid", "0"), wantPreFilter: "SubsetPlacement default/invalid is invalid"},
+		{name: "invalid placement names it and the field", pod: pod("db-0", "invalid", "0"), wantPreFilter: "SubsetPlacement default/invalid is invalid: spec.domains: percentages sum to 110%"},
 		{name: "ordinal below ordinalStart", pod: pod("kv-7", "weighted", "7"), wantPreFilter: "ordinal 7 is below SubsetPlacement default/weighted ordinalStart 100"},
 		{name: "garbled ordinal label", pod: pod("db-x", "abc", "x"), wantPreFilter: `label apps.kubernetes.io/pod-index="x" is not a non-negative integer`},
 	}
-	r := plugintest.Resolver(t, abc, soft, weighted, ssd, invalid, nozoneb)
+	r := plugintest.Resolver(t, abc, soft, weighted, ssd, invalid, nozoneb, unordered, spread)
 	pl := NewWithResolver(r)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package division
+package apportion
 
 import (
 	"fmt"
