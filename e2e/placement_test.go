@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
-	"github.com/fleetset/fleetset/federation/division"
+	"github.com/fleetset/fleetset/internal/apportion"
 )
 
 // expected is what division says a FleetSet's instances should be: per
@@ -30,11 +30,11 @@ type expected struct {
 // subsets and each subset's domains.
 func divide(t *testing.T, fs *fleetv1.FleetSet) map[string]expected {
 	t.Helper()
-	var shares []division.Share
+	var shares []apportion.Share
 	for _, s := range fs.Spec.Topology.Subsets {
-		shares = append(shares, division.Share{Name: s.Name, Replicas: s.Replicas, MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas})
+		shares = append(shares, apportion.Share{Name: s.Name, Replicas: s.Replicas, MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas})
 	}
-	res, err := division.Divide(fs.Spec.Replicas, shares)
+	res, err := apportion.Divide(fs.Spec.Replicas, shares)
 	if err != nil {
 		t.Fatalf("dividing %d over subsets: %v", fs.Spec.Replicas, err)
 	}
@@ -42,11 +42,11 @@ func divide(t *testing.T, fs *fleetv1.FleetSet) map[string]expected {
 	for i, s := range fs.Spec.Topology.Subsets {
 		e := expected{cluster: s.Cluster, count: res.Assignments[i].Replicas, domains: map[string]int32{}}
 		if len(s.Domains) > 0 {
-			var ds []division.Share
+			var ds []apportion.Share
 			for _, d := range s.Domains {
-				ds = append(ds, division.Share{Name: d.Name, Replicas: d.Replicas})
+				ds = append(ds, apportion.Share{Name: d.Name, Replicas: d.Replicas})
 			}
-			dr, err := division.Divide(e.count, ds)
+			dr, err := apportion.Divide(e.count, ds)
 			if err != nil {
 				t.Fatalf("dividing subset %s (%d) over its domains: %v", s.Name, e.count, err)
 			}
