@@ -82,8 +82,9 @@ test-integration: test-binaries ## Integration tests on a real kube-apiserver + 
 bench: bench-unit bench-scheduler bench-hub ## All benchmarks; print numbers.
 
 .PHONY: bench-unit
-bench-unit: ## Go benchmarks of the pure packages.
-	$(GO) test -run '^$$' -bench . -benchmem ./plugins/ordinalmap/ ./federation/division/
+bench-unit: ## Go benchmarks of the pure packages; the seat sequence's quota/Webster measurement.
+	$(GO) test -run '^TestSequencerQuotaAndWebster$$' -v ./internal/apportion/ | grep -E 'quota method|^(ok|FAIL)'
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/apportion/
 
 BENCH_NODES ?= 1000
 BENCH_ZONES ?= 3

@@ -212,9 +212,13 @@ func TestSampleFleetSet(t *testing.T) {
 	}
 	var got []string
 	for _, sp := range plan {
-		got = append(got, fmt.Sprintf("%s %d@%d %v", sp.Name, sp.Replicas, sp.OrdinalStart, sp.Domains))
+		var ds []string
+		for _, d := range sp.Domains {
+			ds = append(ds, fmt.Sprintf("%s:%d", d.Name, d.Replicas))
+		}
+		got = append(got, fmt.Sprintf("%s %d@%d %v", sp.Name, sp.Replicas, sp.OrdinalStart, ds))
 	}
-	want := []string{"east 5@0 [{zone-a 2} {zone-b 2} {zone-c 1}]", "west 4@1000 [{zone-a 2} {zone-b 1} {zone-c 1}]"}
+	want := []string{"east 5@0 [zone-a:2 zone-b:2 zone-c:1]", "west 4@1000 [zone-a:2 zone-b:1 zone-c:1]"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("sample division (-want,+got):\n%s", diff)
 	}

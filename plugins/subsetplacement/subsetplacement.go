@@ -1,8 +1,8 @@
 // Package subsetplacement is the SubsetPlacement scheduler plugin: a pod
 // labelled fleetset.io/placement=<name> may only land on nodes inside that
 // SubsetPlacement's domains and node selector, and with whenUnsatisfiable
-// DoNotSchedule only in the domain its ordinal maps to (see package
-// ordinalmap). Pods without the label are skipped.
+// DoNotSchedule only in the domain its ordinal maps to (the seat sequence of
+// package internal/apportion). Pods without the label are skipped.
 package subsetplacement
 
 import (
