@@ -11,6 +11,8 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -173,42 +175,122 @@ func TestScaleKeepsBalanceAndOrdinals(t *testing.T) {
 	ns := f.newNamespace(t, "e2e-scale")
 	fs := f.newFleetSet(ns, "db", 9)
 	f.createFleetSet(t, fs)
+	f.scaleThrough(t, fs, f.waitReady(t, ns, "db", 9), 5, 12)
+}
 
-	ins := f.waitReady(t, ns, "db", 9)
+// TestDomainSharesKeepOrdinalsInPlace proves that percent and unset domain
+// shares, listed out of name order, place each ordinal in its seat's zone:
+// the per-zone counts match division at every size of 1 → 12 → 5 → 12, a
+// surviving ordinal never moves, and a deleted pod comes back in its zone.
+func TestDomainSharesKeepOrdinalsInPlace(t *testing.T) {
+	f := theFleet
+	if len(f.zones) < 3 {
+		t.Skipf("needs 3 zones, the fleet has %v", f.zones)
+	}
+	za, zb, zc := f.zones[0], f.zones[1], f.zones[2]
+	ns := f.newNamespace(t, "e2e-shares")
+	fs := f.newFleetSet(ns, "db", 1)
+	subsets := fs.Spec.Topology.Subsets
+	subsets[0].Domains = []fleetv1.SubsetDomain{{Name: zb, Replicas: intOrPercent("60%")}, {Name: za, Replicas: intOrPercent("40%")}}
+	subsets[1].Domains = []fleetv1.SubsetDomain{{Name: zc}, {Name: za}, {Name: zb, Replicas: intOrPercent("20%")}}
+	f.createFleetSet(t, fs)
+	ins := f.scaleThrough(t, fs, f.waitReady(t, ns, "db", 1), 12, 5, 12)
+
+	// Delete a pod of the 60% domain: it must come back in that zone.
+	var victim instance
+	for _, in := range ins {
+		if in.subset == subsets[0].Name && in.zone == zb {
+			victim = in
+			break
+		}
+	}
+	if victim.pod == "" {
+		t.Fatalf("no instance of subset %s in zone %s", subsets[0].Name, zb)
+	}
+	if err := f.member(victim.cluster).c.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: victim.pod}}); err != nil {
+		t.Fatalf("deleting %s/%s: %v", victim.cluster, victim.pod, err)
+	}
+	var back instance
+	eventually(t, waitTimeout, "pod "+victim.pod+" re-created and ready", func(ctx context.Context) (bool, string, error) {
+		ins, err := f.instances(ctx, ns, "db")
+		if err != nil {
+			return false, "", err
+		}
+		for _, in := range ins {
+			if in.ordinal == victim.ordinal && in.uid != victim.uid {
+				back = in
+				return in.ready, fmt.Sprintf("%s on node %q, ready %v", in.pod, in.node, in.ready), nil
+			}
+		}
+		return false, "not re-created yet", nil
+	})
+	t.Logf("deleted %s/%s (ordinal %d, zone %s); re-created on %s in zone %s", victim.cluster, victim.pod, victim.ordinal, victim.zone, back.node, back.zone)
+	if back.cluster != victim.cluster || back.zone != victim.zone {
+		t.Errorf("ordinal %d came back in %s/%s, was in %s/%s", victim.ordinal, back.cluster, back.zone, victim.cluster, victim.zone)
+	}
+	f.checkPlacement(t, fs, f.waitReady(t, ns, "db", 12))
+}
+
+// scaleThrough checks the placement of ins, the instances of fs, then scales
+// fs to each of sizes in turn. At every size the placement must match
+// division (checkPlacement), no subset's ordinal start may move, and every
+// ordinal that survives must be the same pod in the same subset and zone. It
+// logs each size's per-zone counts and returns the last size's instances.
+func (f *fleet) scaleThrough(t *testing.T, fs *fleetv1.FleetSet, ins []instance, sizes ...int32) []instance {
+	t.Helper()
 	starts0 := f.checkPlacement(t, fs, ins)
-	prev := ins
-	for _, replicas := range []int32{5, 12} {
-		t.Logf("scaling %d -> %d", len(prev), replicas)
-		f.updateFleetSet(t, ns, "db", func(fs *fleetv1.FleetSet) { fs.Spec.Replicas = replicas })
+	t.Logf("%d replicas: %s", fs.Spec.Replicas, zoneCounts(ins))
+	for _, replicas := range sizes {
+		prev := ins
+		f.updateFleetSet(t, fs.Namespace, fs.Name, func(fs *fleetv1.FleetSet) { fs.Spec.Replicas = replicas })
 		fs.Spec.Replicas = replicas
-		ins := f.waitReady(t, ns, "db", int(replicas))
+		ins = f.waitReady(t, fs.Namespace, fs.Name, int(replicas))
 		starts := f.checkPlacement(t, fs, ins)
+		t.Logf("%d -> %d replicas: %s", len(prev), replicas, zoneCounts(ins))
 		for s, st := range starts {
 			if st != starts0[s] {
 				t.Errorf("subset %s: ordinal start moved from %d to %d", s, starts0[s], st)
 			}
 		}
-		// No instance is renumbered: an ordinal that survives is the same
-		// pod, in the same subset and zone.
 		byOrdinal := map[int]instance{}
 		for _, in := range prev {
 			byOrdinal[in.ordinal] = in
 		}
 		for _, in := range ins {
 			old, ok := byOrdinal[in.ordinal]
-			if !ok {
-				continue
-			}
-			if old.uid != in.uid || old.subset != in.subset || old.zone != in.zone {
+			if ok && (old.uid != in.uid || old.subset != in.subset || old.zone != in.zone) {
 				t.Errorf("ordinal %d changed: was %s/%s (subset %s, zone %s, uid %s), now %s/%s (subset %s, zone %s, uid %s)",
 					in.ordinal, old.cluster, old.pod, old.subset, old.zone, old.uid, in.cluster, in.pod, in.subset, in.zone, in.uid)
 			}
 		}
 		if t.Failed() {
-			return
+			t.FailNow()
 		}
-		prev = ins
 	}
+	return ins
+}
+
+// zoneCounts summarises instances as "subset{zone:n ...} ...", with each
+// zone's ordinals.
+func zoneCounts(ins []instance) string {
+	bySubset := map[string]map[string][]int{}
+	for _, in := range ins {
+		if bySubset[in.subset] == nil {
+			bySubset[in.subset] = map[string][]int{}
+		}
+		bySubset[in.subset][in.zone] = append(bySubset[in.subset][in.zone], in.ordinal)
+	}
+	var parts []string
+	for s, zones := range bySubset {
+		var zs []string
+		for z, ords := range zones {
+			zs = append(zs, fmt.Sprintf("%s:%d%v", z, len(ords), ords))
+		}
+		sort.Strings(zs)
+		parts = append(parts, s+"{"+strings.Join(zs, " ")+"}")
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
 }
 
 func TestManualPartitionsUpdateOnlyUnpartitioned(t *testing.T) {
