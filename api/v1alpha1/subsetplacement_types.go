@@ -46,7 +46,7 @@ type PlacementDomain struct {
 type SubsetPlacementSpec struct {
 	// TopologyKey is the node label whose values name the domains.
 	// +kubebuilder:default="topology.kubernetes.io/zone"
-	// +kubebuilder:validation:MaxLength=316
+	// +kubebuilder:validation:MaxLength=317
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')",message="topologyKey must be a qualified label key such as topology.kubernetes.io/zone"
 	// +kubebuilder:validation:XValidation:rule="self.indexOf('/') <= 253",message="topologyKey must be a qualified label key: its prefix must be at most 253 characters"
 	// +optional
