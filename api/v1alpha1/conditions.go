@@ -43,6 +43,20 @@ const (
 	// ReasonRollingOut: a subset's StatefulSet has not reached its desired
 	// replicas or revision.
 	ReasonRollingOut = "RollingOut"
+	// ReasonRolloutUpdating: a RollingUpdate is in progress; the message names
+	// the subsets being updated and the fleet counts.
+	ReasonRolloutUpdating = "RolloutUpdating"
+	// ReasonRolloutPaused: spec.updateStrategy.rollingUpdate.paused holds the
+	// rollout before its next instance.
+	ReasonRolloutPaused = "RolloutPaused"
+	// ReasonRolloutBlocked: the rollout cannot proceed: a subset being
+	// updated is on an unavailable cluster, or has made no progress for
+	// progressDeadlineSeconds. It waits; it never skips a subset.
+	ReasonRolloutBlocked = "RolloutBlocked"
+	// ReasonRolloutPartitioned: the rollout reached
+	// rollingUpdate.partition; the remaining instances stay on the old
+	// revision until the partition is lowered.
+	ReasonRolloutPartitioned = "RolloutPartitioned"
 	// ReasonComplete is the reason of Progressing=False.
 	ReasonComplete = "Complete"
 	// ReasonAllReplicasReady is the reason of Ready=True.

@@ -104,12 +104,18 @@ type FleetTopology struct {
 }
 
 // UpdateStrategyType names how a FleetSet rolls out a new template.
-// +kubebuilder:validation:Enum=Manual
+// +kubebuilder:validation:Enum=RollingUpdate;Manual
 type UpdateStrategyType string
 
-// ManualUpdateStrategyType forwards per-subset partitions to each subset's
-// StatefulSet (UnitedDeployment ManualUpdate semantics).
-const ManualUpdateStrategyType UpdateStrategyType = "Manual"
+const (
+	// RollingUpdateStrategyType: the hub rolls a new template (or a reverted
+	// one: a rollback) over the fleet subset by subset, in fleet order,
+	// computing each subset's StatefulSet partition from the fed-back status.
+	RollingUpdateStrategyType UpdateStrategyType = "RollingUpdate"
+	// ManualUpdateStrategyType forwards per-subset partitions to each subset's
+	// StatefulSet (UnitedDeployment ManualUpdate semantics).
+	ManualUpdateStrategyType UpdateStrategyType = "Manual"
+)
 
 // ManualUpdate holds the per-subset partitions.
 type ManualUpdate struct {
@@ -123,12 +129,68 @@ type ManualUpdate struct {
 	Partitions map[string]int32 `json:"partitions,omitempty"`
 }
 
+// RollingUpdateFleetSet says how the hub rolls a new revision over the fleet.
+// Fleet order is the subsets in subsetOrder, and inside a subset its ordinals
+// from the highest down (the order the StatefulSet controller updates in).
+type RollingUpdateFleetSet struct {
+	// MaxUnavailable is the most instances, fleet-wide, that may be
+	// unavailable while the rollout proceeds: an int, or a percent of
+	// spec.replicas rounded down (at least 1). The hub lets a subset's
+	// StatefulSet update its next instance only while the fleet stays within
+	// it. Default 1.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) in [int] ? self >= 1 : self.matches('^(100|[1-9][0-9]?)%$')",message="maxUnavailable must be an integer ≥ 1 or a percent between 1% and 100%"
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// Partition is how many instances, counted from the end of fleet order,
+	// stay on the old revision: the rollout stops after the first
+	// spec.replicas − partition instances in fleet order. partition:
+	// replicas − 1 updates exactly the first instance (a fleet-wide canary).
+	// Default 0.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Partition int32 `json:"partition,omitempty"`
+
+	// SubsetOrder names subsets in the order they are updated; subsets not
+	// named follow in spec order. Default: spec order.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=30
+	// +optional
+	SubsetOrder []string `json:"subsetOrder,omitempty"`
+
+	// MaxConcurrentSubsets is how many subsets may update at once. Default 1.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=32
+	// +optional
+	MaxConcurrentSubsets *int32 `json:"maxConcurrentSubsets,omitempty"`
+
+	// Paused stops the rollout before the next instance; instances already
+	// being replaced finish.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// ProgressDeadlineSeconds is how long, in seconds, the rollout may make no
+	// progress (no instance newly updated and available) before it is
+	// reported RolloutBlocked. It keeps waiting; it never skips a subset.
+	// Default 600.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+}
+
 // FleetSetUpdateStrategy says how a template change is rolled out.
+// +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'Manual' || !has(self.rollingUpdate)",message="rollingUpdate: only with type RollingUpdate"
 type FleetSetUpdateStrategy struct {
-	// Type of the update strategy.
-	// +kubebuilder:default=Manual
+	// Type of the update strategy: RollingUpdate (default) or Manual.
+	// +kubebuilder:default=RollingUpdate
 	// +optional
 	Type UpdateStrategyType `json:"type,omitempty"`
+
+	// RollingUpdate holds the parameters of the RollingUpdate strategy.
+	// +optional
+	RollingUpdate *RollingUpdateFleetSet `json:"rollingUpdate,omitempty"`
 
 	// ManualUpdate holds the partitions of the Manual strategy.
 	// +kubebuilder:validation:XValidation:rule="!has(self.partitions) || self.partitions.all(k, self.partitions[k] >= 0)",message="partitions must be non-negative"
@@ -137,6 +199,8 @@ type FleetSetUpdateStrategy struct {
 }
 
 // FleetSetSpec is the desired state of a FleetSet.
+// +kubebuilder:validation:XValidation:rule="has(self.podManagementPolicy) == has(oldSelf.podManagementPolicy) && (!has(self.podManagementPolicy) || self.podManagementPolicy == oldSelf.podManagementPolicy)",message="podManagementPolicy is immutable, as it is on a StatefulSet"
+// +kubebuilder:validation:XValidation:rule="!has(self.updateStrategy) || !has(self.updateStrategy.rollingUpdate) || !has(self.updateStrategy.rollingUpdate.subsetOrder) || self.updateStrategy.rollingUpdate.subsetOrder.all(n, self.topology.subsets.exists(s, s.name == n))",message="updateStrategy.rollingUpdate.subsetOrder: every entry must name a subset in topology.subsets"
 // +kubebuilder:validation:XValidation:rule="!has(self.updateStrategy) || !has(self.updateStrategy.manualUpdate) || !has(self.updateStrategy.manualUpdate.partitions) || self.updateStrategy.manualUpdate.partitions.all(k, self.topology.subsets.exists(s, s.name == k))",message="updateStrategy.manualUpdate.partitions: every key must name a subset in topology.subsets"
 // +kubebuilder:validation:XValidation:rule="self.topology.subsets.filter(s, has(s.replicas) && type(s.replicas) in [int]).map(s, int(s.replicas)).sum() <= self.replicas",message="topology.subsets: explicit integer replicas must not sum over spec.replicas"
 type FleetSetSpec struct {
@@ -175,6 +239,25 @@ type FleetSetSpec struct {
 	// UpdateStrategy says how a template change is rolled out.
 	// +optional
 	UpdateStrategy FleetSetUpdateStrategy `json:"updateStrategy,omitempty"`
+
+	// PodManagementPolicy is forwarded to every subset's StatefulSet.
+	// Default Parallel: a pod held Pending in a full domain must not block
+	// the other domains' instances, as OrderedReady would. Immutable, as it
+	// is on a StatefulSet.
+	// +kubebuilder:validation:Enum=OrderedReady;Parallel
+	// +optional
+	PodManagementPolicy appsv1.PodManagementPolicyType `json:"podManagementPolicy,omitempty"`
+
+	// MinReadySeconds is forwarded to every subset's StatefulSet: seconds a
+	// new pod must be ready before it counts as available.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
+
+	// RevisionHistoryLimit is forwarded to every subset's StatefulSet.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 }
 
 // SubsetStatus is the observed state of one subset.
@@ -214,7 +297,30 @@ type SubsetStatus struct {
 	// UpdateRevision is the member StatefulSet's status.updateRevision.
 	// +optional
 	UpdateRevision string `json:"updateRevision,omitempty"`
+	// FleetRevision is the fleet revision (FleetSet status.updateRevision)
+	// whose template the member StatefulSet last reported running with.
+	// +optional
+	FleetRevision string `json:"fleetRevision,omitempty"`
+	// Rollout is the subset's place in a RollingUpdate: Waiting (not its
+	// turn), Updating, or Updated (every instance it must update is updated
+	// and available).
+	// +optional
+	Rollout SubsetRolloutPhase `json:"rollout,omitempty"`
 }
+
+// SubsetRolloutPhase is a subset's place in a fleet rollout.
+type SubsetRolloutPhase string
+
+const (
+	// SubsetWaiting: the subset's turn has not come; its partition holds
+	// every instance on the old revision.
+	SubsetWaiting SubsetRolloutPhase = "Waiting"
+	// SubsetUpdating: the subset's StatefulSet is updating its instances.
+	SubsetUpdating SubsetRolloutPhase = "Updating"
+	// SubsetUpdated: every instance the subset must update is updated and
+	// available.
+	SubsetUpdated SubsetRolloutPhase = "Updated"
+)
 
 // DomainStatus is the desired replicas of one domain of a subset.
 type DomainStatus struct {
@@ -238,9 +344,25 @@ type FleetSetStatus struct {
 	// AvailableReplicas is the sum of the subsets' available replicas.
 	// +optional
 	AvailableReplicas int32 `json:"availableReplicas"`
-	// UpdatedReplicas is the sum of the subsets' updated replicas.
+	// UpdatedReplicas is how many instances run the fleet's updateRevision.
 	// +optional
 	UpdatedReplicas int32 `json:"updatedReplicas"`
+	// UpdatedReadyReplicas is how many instances run updateRevision and are
+	// ready (a lower bound from the subsets' fed-back counts).
+	// +optional
+	UpdatedReadyReplicas int32 `json:"updatedReadyReplicas"`
+	// UpdateRevision is the fleet revision of the current spec: a hash of
+	// spec.template and spec.volumeClaimTemplates.
+	// +optional
+	UpdateRevision string `json:"updateRevision,omitempty"`
+	// CurrentRevision is the fleet revision every instance ran when the last
+	// rollout completed; it becomes updateRevision when a rollout completes.
+	// +optional
+	CurrentRevision string `json:"currentRevision,omitempty"`
+	// RolloutProgressTime is when the rollout last made progress (an
+	// instance newly updated and available), for progressDeadlineSeconds.
+	// +optional
+	RolloutProgressTime *metav1.Time `json:"rolloutProgressTime,omitempty"`
 	// SubsetCount is the number of subsets (printer column).
 	// +optional
 	SubsetCount int32 `json:"subsetCount,omitempty"`
@@ -270,6 +392,8 @@ type FleetSetStatus struct {
 // +kubebuilder:printcolumn:name="READY",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="UPDATED",type=integer,JSONPath=`.status.updatedReplicas`
 // +kubebuilder:printcolumn:name="SUBSETS",type=integer,JSONPath=`.status.subsetCount`
+// +kubebuilder:printcolumn:name="ROLLOUT",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].reason`
+// +kubebuilder:printcolumn:name="REVISION",type=string,JSONPath=`.status.updateRevision`,priority=1
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS label of at most 40 characters: it prefixes StatefulSet, pod and ManifestWork names"
 // +kubebuilder:validation:XValidation:rule="self.spec.topology.subsets.all(s, size(self.metadata.name) + size(s.name) <= 51)",message="spec.topology.subsets[].name: <fleetset>-<subset> must be at most 52 characters (a StatefulSet name)"

@@ -38,6 +38,12 @@ const (
 	// AnnotationSpecHash is the hash of the ManifestWork's rendered spec and
 	// labels; the hub rewrites a ManifestWork only when it differs.
 	AnnotationSpecHash = "fleetset.io/spec-hash"
+	// AnnotationRevision is set by fleetset-hub on every subset's StatefulSet
+	// (not its pod template, so it never restarts a pod): the fleet revision,
+	// FleetSet status.updateRevision, whose template the StatefulSet
+	// carries. It is fed back to the hub, which counts an instance as updated
+	// only on that revision.
+	AnnotationRevision = "fleetset.io/revision"
 	// AnnotationOrdinalStarts records, on a FleetSet's ManifestWork, the
 	// ordinalStart of each subset it carries ("east=0,west=1000"), so that the
 	// hub recovers the sticky ordinal blocks if status.subsets was lost.

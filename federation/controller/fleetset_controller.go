@@ -29,6 +29,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/manifestwork"
+	"github.com/fleetset/fleetset/federation/rollout"
 )
 
 // Event reasons of the FleetSet controller (Warning events use the
@@ -37,7 +38,15 @@ const (
 	EventWorkCreated = "ManifestWorkCreated"
 	EventWorkUpdated = "ManifestWorkUpdated"
 	EventWorkDeleted = "ManifestWorkDeleted"
+	// EventSubsetUpdating: a RollingUpdate reached a subset.
+	EventSubsetUpdating = "SubsetUpdating"
+	// EventSubsetUpdated: a subset finished its part of a RollingUpdate.
+	EventSubsetUpdated = "SubsetUpdated"
 )
+
+// DefaultProgressDeadlineSeconds is rollingUpdate.progressDeadlineSeconds
+// when unset.
+const DefaultProgressDeadlineSeconds = 600
 
 // maxConditionMessage is the longest metav1.Condition message.
 const maxConditionMessage = 32768
@@ -123,7 +132,9 @@ func (r *FleetSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	return r.reconcile(ctx, fs)
 }
 
-// pendingEvent is an event to emit once the status write succeeded.
+// pendingEvent is an event about status (a condition or rollout step) to emit
+// once the status write succeeded; events about ManifestWork writes are
+// emitted as each write succeeds.
 type pendingEvent struct {
 	eventType, reason, message string
 }
@@ -135,12 +146,20 @@ type state struct {
 	plan     []subsetPlan
 	problems []Problem
 	events   []pendingEvent
+	// rollout is the rollout decision (nil when the spec cannot be planned).
+	rollout *rollout.Decision
+	// revision is the fleet revision of the spec.
+	revision string
+	// now is the reconcile's clock reading.
+	now metav1.Time
 }
 
-// subsetPlan is a subset's plan and whether its cluster exists.
+// subsetPlan is a subset's plan and whether its cluster exists and is
+// Available.
 type subsetPlan struct {
-	plan          manifestwork.SubsetPlan
-	clusterExists bool
+	plan             manifestwork.SubsetPlan
+	clusterExists    bool
+	clusterAvailable bool
 }
 
 // reconcile runs the steps: finalize a deleted FleetSet; add the finalizer;
@@ -156,7 +175,7 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 			return ctrl.Result{}, err
 		}
 	}
-	st := &state{fs: fs}
+	st := &state{fs: fs, now: metav1.Now()}
 	var err error
 	if st.works, err = r.ownedWorks(ctx, fs); err != nil {
 		return ctrl.Result{}, err
@@ -171,10 +190,14 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		if err := r.checkClusters(ctx, st, plan); err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.writeWorks(ctx, st); err != nil {
+		if err := planRollout(st); err != nil {
+			st.problems = append(st.problems, Problem{Reason: fleetv1.ReasonInvalidSpec, Message: err.Error()})
+		}
+		if err := r.writeWorks(ctx, fs, st); err != nil {
 			return ctrl.Result{}, err
 		}
 		foldSubsets(st, status)
+		foldRollout(st, status)
 	}
 	if err := r.validateSelector(fs, status); err != nil {
 		st.problems = append(st.problems, Problem{Reason: fleetv1.ReasonInvalidSpec, Message: err.Error()})
@@ -187,11 +210,12 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 			return ctrl.Result{}, err
 		}
 		st.events = append(st.events, problemEvents(old, status)...)
+		st.events = append(st.events, rolloutEvents(old, status)...)
 	}
 	for _, e := range st.events {
 		r.Recorder.Event(fs, e.eventType, e.reason, e.message)
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: rolloutRequeue(st, status)}, nil
 }
 
 // ownedWorks lists the FleetSet's ManifestWorks in every cluster namespace.
@@ -253,7 +277,7 @@ func (r *FleetSetReconciler) checkClusters(ctx context.Context, st *state, plan 
 			st.problems = append(st.problems, Problem{Reason: fleetv1.ReasonClusterUnavailable, Subset: sp.Name, Cluster: sp.Cluster,
 				Message: "ManagedCluster is not Available"})
 		}
-		st.plan = append(st.plan, subsetPlan{plan: sp, clusterExists: in.exists})
+		st.plan = append(st.plan, subsetPlan{plan: sp, clusterExists: in.exists, clusterAvailable: in.available})
 	}
 	return nil
 }
@@ -263,7 +287,7 @@ func (r *FleetSetReconciler) checkClusters(ctx context.Context, st *state, plan 
 // in clusters it no longer uses. A ManifestWork in a cluster that is named
 // but not found is left as it is. Write failures become ApplyFailed problems;
 // conflicts are returned, to retry.
-func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
+func (r *FleetSetReconciler) writeWorks(ctx context.Context, fs *fleetv1.FleetSet, st *state) error {
 	all := make([]manifestwork.SubsetPlan, len(st.plan))
 	named := map[string]bool{}
 	for i, sp := range st.plan {
@@ -293,7 +317,7 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 			if err == nil {
 				workWrites.WithLabelValues("create").Inc()
 				st.works[key] = w
-				st.events = append(st.events, pendingEvent{corev1.EventTypeNormal, EventWorkCreated, "Created ManifestWork " + key.String()})
+				r.Recorder.Event(fs, corev1.EventTypeNormal, EventWorkCreated, "Created ManifestWork "+key.String())
 			}
 		case !manifestwork.UpToDate(existing, w):
 			upd := existing.DeepCopy()
@@ -304,7 +328,7 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 			if err == nil {
 				workWrites.WithLabelValues("update").Inc()
 				st.works[key] = upd
-				st.events = append(st.events, pendingEvent{corev1.EventTypeNormal, EventWorkUpdated, "Updated ManifestWork " + key.String()})
+				r.Recorder.Event(fs, corev1.EventTypeNormal, EventWorkUpdated, "Updated ManifestWork "+key.String())
 			}
 		default:
 			continue
@@ -332,7 +356,7 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 		}
 		workWrites.WithLabelValues("delete").Inc()
 		delete(st.works, key)
-		st.events = append(st.events, pendingEvent{corev1.EventTypeNormal, EventWorkDeleted, "Deleted ManifestWork " + key.String()})
+		r.Recorder.Event(fs, corev1.EventTypeNormal, EventWorkDeleted, "Deleted ManifestWork "+key.String())
 	}
 	return nil
 }
@@ -342,7 +366,7 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 // ApplyFailed problem.
 func foldSubsets(st *state, status *fleetv1.FleetSetStatus) {
 	status.Subsets = nil
-	status.Replicas, status.ReadyReplicas, status.AvailableReplicas, status.UpdatedReplicas = 0, 0, 0, 0
+	status.Replicas, status.ReadyReplicas, status.AvailableReplicas = 0, 0, 0
 	workName := manifestwork.WorkName(st.fs.Namespace, st.fs.Name)
 	for _, sp := range st.plan {
 		p := sp.plan
@@ -359,12 +383,15 @@ func foldSubsets(st *state, status *fleetv1.FleetSetStatus) {
 				ss.ObservedReplicas, ss.ReadyReplicas = f.Replicas, f.ReadyReplicas
 				ss.AvailableReplicas, ss.UpdatedReplicas = f.AvailableReplicas, f.UpdatedReplicas
 				ss.CurrentRevision, ss.UpdateRevision = f.CurrentRevision, f.UpdateRevision
+				ss.FleetRevision = f.FleetRevision
 			}
+		}
+		if st.rollout != nil && rollingUpdate(st.fs) != nil {
+			ss.Rollout = fleetv1.SubsetRolloutPhase(st.rollout.Phases[p.Name])
 		}
 		status.Replicas += ss.ObservedReplicas
 		status.ReadyReplicas += ss.ReadyReplicas
 		status.AvailableReplicas += ss.AvailableReplicas
-		status.UpdatedReplicas += ss.UpdatedReplicas
 		status.Subsets = append(status.Subsets, ss)
 	}
 }
@@ -431,11 +458,15 @@ func setConditions(st *state, status *fleetv1.FleetSetStatus) {
 			notReady = append(notReady, fmt.Sprintf("subset %s on cluster %s: %d/%d ready", ss.Name, ss.Cluster, ss.ReadyReplicas, ss.Replicas))
 		}
 	}
-	switch {
+	switch reason, msg, rollingOut := rolloutProgress(st, status); {
+	case rollingOut:
+		set(fleetv1.ConditionProgressing, metav1.ConditionTrue, reason, msg)
 	case len(rolling) > 0:
 		set(fleetv1.ConditionProgressing, metav1.ConditionTrue, fleetv1.ReasonRollingOut, strings.Join(append(rolling, waiting...), "; "))
 	case len(waiting) > 0:
 		set(fleetv1.ConditionProgressing, metav1.ConditionTrue, fleetv1.ReasonWaitingForFeedback, "no status from "+strings.Join(waiting, ", "))
+	case reason != "":
+		set(fleetv1.ConditionProgressing, metav1.ConditionFalse, reason, msg)
 	default:
 		set(fleetv1.ConditionProgressing, metav1.ConditionFalse, fleetv1.ReasonComplete, "")
 	}

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -207,13 +208,14 @@ func TestDelivery(t *testing.T) {
 		return fs.Status.ReadyReplicas == 13, nil
 	})
 	got = getFleetSet(t, "delivery", "mydb")
+	rev := got.Status.UpdateRevision
 	wantStatus := []fleetv1.SubsetStatus{
 		{Name: "east", Cluster: "d-east", OrdinalStart: 0, Replicas: 9, Partition: 4,
 			Domains:          []fleetv1.DomainStatus{{Name: "zone-a", Replicas: 3}, {Name: "zone-b", Replicas: 3}, {Name: "zone-c", Replicas: 3}},
-			ObservedReplicas: 9, ReadyReplicas: 9, UpdatedReplicas: 5, AvailableReplicas: 9, CurrentRevision: "mydb-east-1", UpdateRevision: "mydb-east-2"},
+			ObservedReplicas: 9, ReadyReplicas: 9, UpdatedReplicas: 5, AvailableReplicas: 9, CurrentRevision: "mydb-east-1", UpdateRevision: "mydb-east-2", FleetRevision: rev},
 		{Name: "west", Cluster: "d-west", OrdinalStart: 1000, Replicas: 6, Partition: 1,
 			Domains:          []fleetv1.DomainStatus{{Name: "zone-a", Replicas: 2}, {Name: "zone-b", Replicas: 2}, {Name: "zone-c", Replicas: 2}},
-			ObservedReplicas: 6, ReadyReplicas: 4, UpdatedReplicas: 5, AvailableReplicas: 4, CurrentRevision: "mydb-west-1", UpdateRevision: "mydb-west-2"},
+			ObservedReplicas: 6, ReadyReplicas: 4, UpdatedReplicas: 5, AvailableReplicas: 4, CurrentRevision: "mydb-west-1", UpdateRevision: "mydb-west-2", FleetRevision: rev},
 	}
 	if diff := cmp.Diff(wantStatus, got.Status.Subsets); diff != "" {
 		t.Errorf("status.subsets (-want,+got):\n%s", diff)
@@ -290,20 +292,34 @@ func TestClusterProblems(t *testing.T) {
 	})
 }
 
-// reportFeedback writes, as a work agent would, statusFeedback for the
-// StatefulSet <fleetset>-<subset> into the work's status.
+// reportFeedback writes, as a work agent would after applying the work's
+// current spec, statusFeedback for the StatefulSet <fleetset>-<subset> into
+// the work's status: replicas, readyReplicas, updatedReplicas,
+// availableReplicas, currentRevision, updateRevision from v, and the fleet
+// revision annotation of the StatefulSet as rendered, with observedGeneration
+// = generation.
 func reportFeedback(t testing.TB, cluster, ns, name, subset string, v [6]any) {
 	t.Helper()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error { return writeFeedback(t, cluster, ns, name, subset, v) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeFeedback(t testing.TB, cluster, ns, name, subset string, v [6]any) error {
 	ctx := context.Background()
 	w := &workv1.ManifestWork{}
 	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: cluster, Name: manifestwork.WorkName(ns, name)}, w); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	names := []string{manifestwork.FeedbackReplicas, manifestwork.FeedbackReadyReplicas, manifestwork.FeedbackUpdatedReplicas, manifestwork.FeedbackAvailableReplicas, manifestwork.FeedbackCurrentRevision, manifestwork.FeedbackUpdateRevision}
+	var sts appsv1.StatefulSet
+	manifest(t, w, "StatefulSet", manifestwork.StatefulSetName(name, subset), &sts)
+	names := []string{manifestwork.FeedbackReplicas, manifestwork.FeedbackReadyReplicas, manifestwork.FeedbackUpdatedReplicas, manifestwork.FeedbackAvailableReplicas, manifestwork.FeedbackCurrentRevision, manifestwork.FeedbackUpdateRevision,
+		manifestwork.FeedbackFleetRevision, manifestwork.FeedbackGeneration, manifestwork.FeedbackObservedGeneration}
+	v9 := []any{v[0], v[1], v[2], v[3], v[4], v[5], sts.Annotations[fleetv1.AnnotationRevision], int64(1), int64(1)}
 	var values []workv1.FeedbackValue
 	for i, n := range names {
 		fv := workv1.FeedbackValue{Name: n}
-		switch x := v[i].(type) {
+		switch x := v9[i].(type) {
 		case int64:
 			fv.Value = workv1.FieldValue{Type: workv1.Integer, Integer: ptr.To(x)}
 		case string:
@@ -318,9 +334,7 @@ func reportFeedback(t testing.TB, cluster, ns, name, subset string, v [6]any) {
 		Conditions:      []metav1.Condition{{Type: workv1.ManifestApplied, Status: metav1.ConditionTrue, Reason: "AppliedManifestComplete", Message: "applied", LastTransitionTime: now}},
 	}}
 	apimeta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, Reason: "AppliedManifestWorkComplete", Message: "applied"})
-	if err := k8sClient.Status().Update(ctx, w); err != nil {
-		t.Fatal(err)
-	}
+	return k8sClient.Status().Update(ctx, w)
 }
 
 func setWorkCondition(t testing.TB, cluster, name string, c metav1.Condition) {

@@ -15,6 +15,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/manifestwork"
+	"github.com/fleetset/fleetset/federation/rollout"
 )
 
 // resyncLease returns the Lease in a cluster's resync work, or ok=false if
@@ -201,6 +202,13 @@ func TestHubRestart(t *testing.T) {
 			plan, _, err := Plan(fs, previousStarts(fs, nil))
 			if err != nil {
 				return false, err
+			}
+			rev, err := rollout.Revision(fs.Spec.Template, fs.Spec.VolumeClaimTemplates)
+			if err != nil {
+				return false, err
+			}
+			for i := range plan {
+				plan[i].Revision = rev
 			}
 			desired, err := manifestwork.Works(fs, plan)
 			if err != nil {

@@ -56,6 +56,12 @@ const (
 	FeedbackAvailableReplicas = "availableReplicas"
 	FeedbackCurrentRevision   = "currentRevision"
 	FeedbackUpdateRevision    = "updateRevision"
+	// FeedbackFleetRevision is the StatefulSet's fleetset.io/revision
+	// annotation; FeedbackGeneration and FeedbackObservedGeneration tell
+	// whether the other values are of its current spec.
+	FeedbackFleetRevision      = "fleetRevision"
+	FeedbackGeneration         = "generation"
+	FeedbackObservedGeneration = "observedGeneration"
 )
 
 // maxNameLength is the longest ManifestWork name (a DNS subdomain).
@@ -88,6 +94,10 @@ type SubsetPlan struct {
 	Replicas int32
 	// Partition is how many of its lowest instances stay on the old revision.
 	Partition int32
+	// Revision is the fleet revision of the template (FleetSet
+	// status.updateRevision), stamped on the StatefulSet as
+	// v1alpha1.AnnotationRevision; empty: no annotation.
+	Revision string
 	// Domains in spec order; empty when the subset names no domain.
 	Domains []DomainPlan
 }
@@ -235,6 +245,9 @@ func statefulSetConfig(namespace, name string) workv1.ManifestConfigOption {
 			{Name: FeedbackAvailableReplicas, Path: ".status.availableReplicas"},
 			{Name: FeedbackCurrentRevision, Path: ".status.currentRevision"},
 			{Name: FeedbackUpdateRevision, Path: ".status.updateRevision"},
+			{Name: FeedbackFleetRevision, Path: `.metadata.annotations.fleetset\.io/revision`},
+			{Name: FeedbackGeneration, Path: ".metadata.generation"},
+			{Name: FeedbackObservedGeneration, Path: ".status.observedGeneration"},
 		},
 	}}
 	return c
@@ -280,19 +293,30 @@ func StatefulSet(fs *fleetv1.FleetSet, sp SubsetPlan) (*appsv1.StatefulSet, erro
 		c.Status = corev1.PersistentVolumeClaimStatus{}
 		claims = append(claims, c)
 	}
+	policy := fs.Spec.PodManagementPolicy
+	if policy == "" {
+		policy = appsv1.ParallelPodManagement
+	}
+	var annotations map[string]string
+	if sp.Revision != "" {
+		annotations = map[string]string{fleetv1.AnnotationRevision: sp.Revision}
+	}
 	sts := &appsv1.StatefulSet{
 		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      name,
-			Namespace: fs.Namespace,
-			Labels:    labels,
+			Name:        name,
+			Namespace:   fs.Namespace,
+			Labels:      labels,
+			Annotations: annotations,
 		},
 		Spec: appsv1.StatefulSetSpec{
-			Replicas:            ptr.To(sp.Replicas),
-			Selector:            sel,
-			Template:            *tmpl,
-			ServiceName:         ServiceName(fs),
-			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Replicas:             ptr.To(sp.Replicas),
+			Selector:             sel,
+			Template:             *tmpl,
+			ServiceName:          ServiceName(fs),
+			PodManagementPolicy:  policy,
+			MinReadySeconds:      fs.Spec.MinReadySeconds,
+			RevisionHistoryLimit: fs.Spec.RevisionHistoryLimit,
 			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{
 				Type:          appsv1.RollingUpdateStatefulSetStrategyType,
 				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To(sp.Partition)},
@@ -489,6 +513,17 @@ type StatefulSetFeedback struct {
 	AvailableReplicas int32
 	CurrentRevision   string
 	UpdateRevision    string
+	// FleetRevision is the StatefulSet's fleetset.io/revision annotation.
+	FleetRevision string
+	// Generation and ObservedGeneration are the StatefulSet's
+	// metadata.generation and status.observedGeneration.
+	Generation, ObservedGeneration int64
+}
+
+// Current reports whether the fed-back status is of the StatefulSet's
+// current spec: observedGeneration = generation, both reported.
+func (f StatefulSetFeedback) Current() bool {
+	return f.Generation > 0 && f.ObservedGeneration == f.Generation
 }
 
 // Feedback returns, by StatefulSet name, the statusFeedback values the work
@@ -525,6 +560,16 @@ func Feedback(w *workv1.ManifestWork) map[string]StatefulSetFeedback {
 				s(&f.CurrentRevision)
 			case FeedbackUpdateRevision:
 				s(&f.UpdateRevision)
+			case FeedbackFleetRevision:
+				s(&f.FleetRevision)
+			case FeedbackGeneration:
+				if v.Value.Integer != nil {
+					f.Generation = *v.Value.Integer
+				}
+			case FeedbackObservedGeneration:
+				if v.Value.Integer != nil {
+					f.ObservedGeneration = *v.Value.Integer
+				}
 			}
 		}
 		out[m.ResourceMeta.Name] = f

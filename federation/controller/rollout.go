@@ -1,0 +1,210 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/manifestwork"
+	"github.com/fleetset/fleetset/federation/rollout"
+)
+
+// rollingUpdate returns the FleetSet's RollingUpdate parameters, or nil for
+// the Manual strategy.
+func rollingUpdate(fs *fleetv1.FleetSet) *fleetv1.RollingUpdateFleetSet {
+	us := fs.Spec.UpdateStrategy
+	if us.Type == fleetv1.ManualUpdateStrategyType {
+		return nil
+	}
+	if us.RollingUpdate == nil {
+		return &fleetv1.RollingUpdateFleetSet{}
+	}
+	return us.RollingUpdate
+}
+
+// fleetOrder returns the indices of st.plan in fleet order: the subsets named
+// in subsetOrder first, then the others in spec order.
+func fleetOrder(st *state, ru *fleetv1.RollingUpdateFleetSet) []int {
+	var order []int
+	if ru != nil {
+		for _, name := range ru.SubsetOrder {
+			for i, sp := range st.plan {
+				if sp.plan.Name == name && !slices.Contains(order, i) {
+					order = append(order, i)
+				}
+			}
+		}
+	}
+	for i := range st.plan {
+		if !slices.Contains(order, i) {
+			order = append(order, i)
+		}
+	}
+	return order
+}
+
+// planRollout stamps the fleet revision on every subset's plan and, under
+// RollingUpdate, sets each subset's partition from the rollout planner (see
+// package rollout) fed with the works' statusFeedback. Under Manual the
+// partitions stay manualUpdate's; the decision still counts updated
+// instances. It returns an error naming the field when the revision or
+// maxUnavailable cannot be computed.
+func planRollout(st *state) error {
+	fs := st.fs
+	rev, err := rollout.Revision(fs.Spec.Template, fs.Spec.VolumeClaimTemplates)
+	if err != nil {
+		return err
+	}
+	st.revision = rev
+	ru := rollingUpdate(fs)
+	spec := rollout.Spec{Revision: rev, MaxUnavailable: 1, MaxConcurrent: 1}
+	if ru != nil {
+		if spec.MaxUnavailable, err = rollout.ResolveMaxUnavailable(ru.MaxUnavailable, fs.Spec.Replicas); err != nil {
+			return err
+		}
+		if ru.MaxConcurrentSubsets != nil {
+			spec.MaxConcurrent = *ru.MaxConcurrentSubsets
+		}
+		spec.Partition, spec.Paused = ru.Partition, ru.Paused
+	}
+	workName := manifestwork.WorkName(fs.Namespace, fs.Name)
+	order := fleetOrder(st, ru)
+	subsets := make([]rollout.Subset, len(order))
+	for k, i := range order {
+		sp := &st.plan[i]
+		sp.plan.Revision = rev
+		s := rollout.Subset{Name: sp.plan.Name, Cluster: sp.plan.Cluster, Replicas: sp.plan.Replicas, ClusterAvailable: sp.clusterAvailable}
+		if w, ok := st.works[types.NamespacedName{Namespace: sp.plan.Cluster, Name: workName}]; ok {
+			if f, ok := manifestwork.Feedback(w)[manifestwork.StatefulSetName(fs.Name, sp.plan.Name)]; ok {
+				s.Revision, s.Current = f.FleetRevision, f.Current()
+				s.Observed, s.Updated, s.Ready, s.Available = f.Replicas, f.UpdatedReplicas, f.ReadyReplicas, f.AvailableReplicas
+			}
+		}
+		subsets[k] = s
+	}
+	d := rollout.Plan(spec, subsets)
+	st.rollout = &d
+	if ru != nil {
+		for i := range st.plan {
+			st.plan[i].plan.Partition = d.Partitions[st.plan[i].plan.Name]
+		}
+	}
+	return nil
+}
+
+// rollingOut reports whether a rollout of a changed template is in progress:
+// the spec's revision differs from the one every instance ran when the last
+// rollout (or the creation) completed.
+func rollingOut(st *state, status *fleetv1.FleetSetStatus) bool {
+	return st.rollout != nil && !st.rollout.Complete && status.CurrentRevision != "" && status.CurrentRevision != st.revision
+}
+
+// foldRollout writes the fleet's revisions, updated counts and the rollout's
+// progress time into status.
+func foldRollout(st *state, status *fleetv1.FleetSetStatus) {
+	if st.rollout == nil {
+		return
+	}
+	d := st.rollout
+	progressed := status.UpdateRevision != st.revision || d.Updated > status.UpdatedReplicas || d.UpdatedReady > status.UpdatedReadyReplicas
+	status.UpdateRevision = st.revision
+	status.UpdatedReplicas, status.UpdatedReadyReplicas = d.Updated, d.UpdatedReady
+	partition := int32(0)
+	if ru := rollingUpdate(st.fs); ru != nil {
+		partition = ru.Partition
+	}
+	switch {
+	case d.Complete && partition == 0:
+		status.CurrentRevision = st.revision
+		status.RolloutProgressTime = nil
+	case !rollingOut(st, status):
+		status.RolloutProgressTime = nil
+	case progressed || status.RolloutProgressTime == nil:
+		status.RolloutProgressTime = st.now.DeepCopy()
+	}
+}
+
+// progressDeadline returns rollingUpdate.progressDeadlineSeconds as a
+// duration.
+func progressDeadline(fs *fleetv1.FleetSet) time.Duration {
+	secs := int32(DefaultProgressDeadlineSeconds)
+	if ru := rollingUpdate(fs); ru != nil && ru.ProgressDeadlineSeconds != nil {
+		secs = *ru.ProgressDeadlineSeconds
+	}
+	return time.Duration(secs) * time.Second
+}
+
+// rolloutProgress returns the Progressing reason and message of a rollout:
+// ok is true while one is in progress (RolloutBlocked, RolloutPaused or
+// RolloutUpdating); when a rollout stopped at its partition it returns
+// RolloutPartitioned with ok false; otherwise "", "", false.
+func rolloutProgress(st *state, status *fleetv1.FleetSetStatus) (string, string, bool) {
+	if st.rollout == nil {
+		return "", "", false
+	}
+	d := st.rollout
+	fleet := fmt.Sprintf("revision %s: %d/%d instances updated, %d updated and ready", st.revision, d.Updated, st.fs.Spec.Replicas, d.UpdatedReady)
+	if !rollingOut(st, status) {
+		if ru := rollingUpdate(st.fs); ru != nil && d.Complete && ru.Partition > 0 && status.CurrentRevision != st.revision {
+			return fleetv1.ReasonRolloutPartitioned, fmt.Sprintf("stopped at rollingUpdate.partition %d; %s", ru.Partition, fleet), false
+		}
+		return "", "", false
+	}
+	var updating []string
+	for _, name := range d.Updating {
+		for _, ss := range status.Subsets {
+			if ss.Name == name {
+				updating = append(updating, fmt.Sprintf("subset %s on cluster %s (%d/%d updated, %d/%d available)",
+					ss.Name, ss.Cluster, ss.UpdatedReplicas, ss.Replicas, ss.AvailableReplicas, ss.Replicas))
+			}
+		}
+	}
+	ru := rollingUpdate(st.fs)
+	switch {
+	case len(d.Blocked) > 0:
+		return fleetv1.ReasonRolloutBlocked, strings.Join(d.Blocked, "; ") + "; waiting; " + fleet, true
+	case ru != nil && status.RolloutProgressTime != nil && !ru.Paused && st.now.Sub(status.RolloutProgressTime.Time) > progressDeadline(st.fs):
+		return fleetv1.ReasonRolloutBlocked, fmt.Sprintf("no progress for more than %s: %s; waiting; %s",
+			progressDeadline(st.fs), strings.Join(updating, ", "), fleet), true
+	case ru != nil && ru.Paused:
+		return fleetv1.ReasonRolloutPaused, "rollingUpdate.paused; at " + strings.Join(updating, ", ") + "; " + fleet, true
+	}
+	return fleetv1.ReasonRolloutUpdating, "updating " + strings.Join(updating, ", ") + "; " + fleet, true
+}
+
+// rolloutEvents returns one Normal event per subset step of a rollout: a
+// subset that became Updating, or that became Updated after Updating.
+func rolloutEvents(old, cur *fleetv1.FleetSetStatus) []pendingEvent {
+	was := map[string]fleetv1.SubsetRolloutPhase{}
+	for _, ss := range old.Subsets {
+		was[ss.Name] = ss.Rollout
+	}
+	var out []pendingEvent
+	for _, ss := range cur.Subsets {
+		switch {
+		case ss.Rollout == fleetv1.SubsetUpdating && was[ss.Name] != fleetv1.SubsetUpdating:
+			out = append(out, pendingEvent{corev1.EventTypeNormal, EventSubsetUpdating,
+				fmt.Sprintf("Updating subset %s on cluster %s to revision %s", ss.Name, ss.Cluster, cur.UpdateRevision)})
+		case ss.Rollout == fleetv1.SubsetUpdated && was[ss.Name] == fleetv1.SubsetUpdating:
+			out = append(out, pendingEvent{corev1.EventTypeNormal, EventSubsetUpdated,
+				fmt.Sprintf("Subset %s on cluster %s updated to revision %s", ss.Name, ss.Cluster, cur.UpdateRevision)})
+		}
+	}
+	return out
+}
+
+// rolloutRequeue returns when to reconcile again without an event: when an
+// unpaused rollout's progress deadline passes, so RolloutBlocked is set on
+// time; 0 otherwise.
+func rolloutRequeue(st *state, status *fleetv1.FleetSetStatus) time.Duration {
+	ru := rollingUpdate(st.fs)
+	if ru == nil || ru.Paused || status.RolloutProgressTime == nil || !rollingOut(st, status) {
+		return 0
+	}
+	return max(time.Second, time.Until(status.RolloutProgressTime.Add(progressDeadline(st.fs)))+time.Second)
+}

@@ -1,0 +1,215 @@
+// Package rollout plans a FleetSet's RollingUpdate: from the fleet's spec and
+// what each subset's StatefulSet reports, it computes every subset's
+// StatefulSet partition so that a new revision goes over the fleet subset by
+// subset, in fleet order, within a fleet-wide maxUnavailable.
+//
+// Fleet order is the subsets in their update order and, inside a subset, its
+// ordinals from the highest down: the order in which the StatefulSet
+// controller updates a StatefulSet whose partition is lowered (Kubernetes
+// StatefulSet RollingUpdate with partitions). The per-pod work stays the
+// StatefulSet controller's; the planner only decides how far each subset's
+// partition may go. It is a pure function: the caller reads status and
+// writes partitions.
+package rollout
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Spec is the fleet-wide input.
+type Spec struct {
+	// Revision is the fleet's update revision (a hash of the template).
+	Revision string
+	// MaxUnavailable is the most instances that may be unavailable
+	// fleet-wide while the rollout proceeds (≥ 1).
+	MaxUnavailable int32
+	// Partition is how many instances, from the end of fleet order, stay on
+	// the old revision.
+	Partition int32
+	// MaxConcurrent is how many subsets may update at once (≥ 1).
+	MaxConcurrent int32
+	// Paused holds every subset before its next instance.
+	Paused bool
+}
+
+// Subset is one subset as the hub plans and observes it, in fleet order.
+type Subset struct {
+	// Name of the subset; Cluster its ManagedCluster.
+	Name, Cluster string
+	// Replicas is the subset's desired replicas.
+	Replicas int32
+	// ClusterAvailable is whether its ManagedCluster is Available.
+	ClusterAvailable bool
+	// Revision is the fleet revision the member StatefulSet carries, as fed
+	// back ("" before any report).
+	Revision string
+	// Current is whether the fed-back status is of the StatefulSet's current
+	// spec (status.observedGeneration = metadata.generation).
+	Current bool
+	// Observed, Updated, Ready and Available are the StatefulSet's
+	// status.replicas, updatedReplicas, readyReplicas and availableReplicas.
+	Observed, Updated, Ready, Available int32
+}
+
+// Decision is the plan for one reconcile.
+type Decision struct {
+	// Partitions is each subset's StatefulSet partition, by name: how many
+	// of its lowest instances stay on the old revision.
+	Partitions map[string]int32
+	// Phases is each subset's place in the rollout, by name.
+	Phases map[string]Phase
+	// Updating names the subsets being updated, in fleet order.
+	Updating []string
+	// Blocked describes, in fleet order, each updating subset that cannot
+	// proceed because its cluster is unavailable.
+	Blocked []string
+	// Held is true when some updating subset was held back by
+	// MaxUnavailable or Paused.
+	Held bool
+	// Complete is true when every instance before the partition in fleet
+	// order runs Revision and the subsets holding them are available.
+	Complete bool
+	// Updated counts the instances that run Revision; UpdatedReady those of
+	// them that are ready (a lower bound: the fed-back counts do not say
+	// which instances are ready).
+	Updated, UpdatedReady int32
+}
+
+// Phase is a subset's place in the rollout.
+type Phase string
+
+const (
+	// Waiting: not the subset's turn (or nothing of it to update, because of
+	// the partition); its partition holds every instance.
+	Waiting Phase = "Waiting"
+	// Updating: the subset is in the window of subsets being updated.
+	Updating Phase = "Updating"
+	// Updated: every instance the subset must update runs Revision, and all
+	// its instances are available.
+	Updated Phase = "Updated"
+)
+
+// Plan returns the partitions and phases for subsets, given in fleet order.
+//
+// A subset's target partition comes from spec.Partition counted from the end
+// of fleet order. A subset is Updated when its StatefulSet reports Revision
+// with a current status, all its replicas, at least replicas − target
+// updated, and all available. The window is the first MaxConcurrent subsets,
+// in fleet order, that are neither Updated nor left out by the partition;
+// subsets after it hold at partition = replicas. A subset in the window is
+// released (partition = target) while the fleet stays within MaxUnavailable:
+// it costs max(1, its unavailable instances), since its StatefulSet replaces
+// one instance at a time, and the instances unavailable outside the window
+// count first (replicas not yet created do not count). A subset not released, or paused, or on an unavailable
+// cluster, is held at max(target, replicas − updated): no further instance
+// starts.
+func Plan(spec Spec, subsets []Subset) Decision {
+	d := Decision{Partitions: map[string]int32{}, Phases: map[string]Phase{}, Complete: true}
+	var total int32
+	for _, s := range subsets {
+		total += s.Replicas
+	}
+	toUpdate := max(0, total-spec.Partition)
+	target := make([]int32, len(subsets))
+	updated := make([]int32, len(subsets))
+	done := make([]bool, len(subsets))
+	for i, s := range subsets {
+		k := min(s.Replicas, toUpdate)
+		toUpdate -= k
+		target[i] = s.Replicas - k
+		if s.Revision == spec.Revision && s.Current {
+			updated[i] = min(s.Updated, s.Replicas)
+		}
+		d.Updated += updated[i]
+		d.UpdatedReady += max(0, updated[i]-(s.Replicas-min(s.Ready, s.Replicas)))
+		done[i] = s.Revision == spec.Revision && s.Current && s.Observed == s.Replicas &&
+			updated[i] >= s.Replicas-target[i] && s.Available >= s.Replicas
+	}
+	window := make([]int, 0, spec.MaxConcurrent)
+	for i, s := range subsets {
+		switch {
+		case target[i] == s.Replicas && s.Replicas > 0:
+			// Left out by the partition: nothing of it to update.
+			d.Phases[s.Name] = Waiting
+			d.Partitions[s.Name] = s.Replicas
+		case done[i]:
+			d.Phases[s.Name] = Updated
+			d.Partitions[s.Name] = target[i]
+		case len(window) < int(max(spec.MaxConcurrent, 1)):
+			window = append(window, i)
+			d.Complete = false
+		default:
+			d.Phases[s.Name] = Waiting
+			d.Partitions[s.Name] = s.Replicas
+			d.Complete = false
+		}
+	}
+	budget := max(spec.MaxUnavailable, 1)
+	for i, s := range subsets {
+		if !slices.Contains(window, i) {
+			budget -= unavailable(s)
+		}
+	}
+	for _, i := range window {
+		s := subsets[i]
+		d.Phases[s.Name] = Updating
+		d.Updating = append(d.Updating, s.Name)
+		cost := max(1, unavailable(s))
+		hold := max(target[i], s.Replicas-updated[i])
+		switch {
+		case !s.ClusterAvailable:
+			d.Blocked = append(d.Blocked, fmt.Sprintf("subset %s: cluster %s is unavailable", s.Name, s.Cluster))
+			d.Partitions[s.Name] = hold
+		case spec.Paused || budget < cost:
+			d.Held = true
+			d.Partitions[s.Name] = hold
+		default:
+			budget -= cost
+			d.Partitions[s.Name] = target[i]
+		}
+	}
+	return d
+}
+
+// unavailable returns how many of the subset's existing instances are not
+// available; replicas not yet created (a scale-up) do not count.
+func unavailable(s Subset) int32 {
+	return max(0, min(s.Observed, s.Replicas)-s.Available)
+}
+
+// ResolveMaxUnavailable returns maxUnavailable in instances: an int as is,
+// a percent of replicas rounded down, never below 1; nil gives 1. It
+// returns an error naming the value if it is neither.
+func ResolveMaxUnavailable(v *intstr.IntOrString, replicas int32) (int32, error) {
+	if v == nil {
+		return 1, nil
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(v, int(replicas), false)
+	if err != nil {
+		return 0, fmt.Errorf("spec.updateStrategy.rollingUpdate.maxUnavailable: %w", err)
+	}
+	return max(int32(n), 1), nil
+}
+
+// Revision returns the fleet revision of a FleetSet spec: the first 10 hex
+// digits of the SHA-256 of the JSON of its pod template and volume claim
+// templates, the two things a StatefulSet rollout changes. It returns an
+// error only if they cannot be encoded.
+func Revision(template corev1.PodTemplateSpec, claims []corev1.PersistentVolumeClaim) (string, error) {
+	b, err := json.Marshal(struct {
+		Template corev1.PodTemplateSpec         `json:"template"`
+		Claims   []corev1.PersistentVolumeClaim `json:"volumeClaimTemplates,omitempty"`
+	}{template, claims})
+	if err != nil {
+		return "", fmt.Errorf("hashing spec.template: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:10], nil
+}

@@ -1,0 +1,160 @@
+package rollout
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+const (
+	oldRev = "r1"
+	newRev = "r2"
+)
+
+// settled is a subset whose StatefulSet reports n replicas, all available,
+// with `updated` of them on revision rev.
+func settled(name string, n, updated int32, rev string) Subset {
+	return Subset{Name: name, Cluster: name, Replicas: n, ClusterAvailable: true, Revision: rev, Current: true,
+		Observed: n, Updated: updated, Ready: n, Available: n}
+}
+
+func TestPlan(t *testing.T) {
+	spec := Spec{Revision: newRev, MaxUnavailable: 1, MaxConcurrent: 1}
+	tests := []struct {
+		name    string
+		spec    Spec
+		subsets []Subset
+		want    Decision
+	}{
+		{
+			name:    "new template: first subset released, the others held whole",
+			spec:    spec,
+			subsets: []Subset{settled("east", 5, 0, newRev), settled("west", 4, 4, oldRev)},
+			want: Decision{Partitions: map[string]int32{"east": 0, "west": 4}, Phases: map[string]Phase{"east": Updating, "west": Waiting},
+				Updating: []string{"east"}},
+		},
+		{
+			name: "first subset updated and available: the next one is released",
+			spec: spec,
+			subsets: []Subset{settled("east", 5, 5, newRev),
+				settled("west", 4, 0, newRev)},
+			want: Decision{Partitions: map[string]int32{"east": 0, "west": 0}, Phases: map[string]Phase{"east": Updated, "west": Updating},
+				Updating: []string{"west"}, Updated: 5, UpdatedReady: 5},
+		},
+		{
+			name: "first subset updated but one instance not yet available: it stays in the window",
+			spec: spec,
+			subsets: []Subset{{Name: "east", Cluster: "east", Replicas: 5, ClusterAvailable: true, Revision: newRev, Current: true,
+				Observed: 5, Updated: 5, Ready: 4, Available: 4}, settled("west", 4, 0, newRev)},
+			want: Decision{Partitions: map[string]int32{"east": 0, "west": 4}, Phases: map[string]Phase{"east": Updating, "west": Waiting},
+				Updating: []string{"east"}, Updated: 5, UpdatedReady: 4},
+		},
+		{
+			name: "member unavailable mid-rollout: blocked, held, not skipped",
+			spec: spec,
+			subsets: []Subset{{Name: "east", Cluster: "east", Replicas: 5, ClusterAvailable: false, Revision: newRev, Current: true,
+				Observed: 5, Updated: 2, Ready: 5, Available: 5}, settled("west", 4, 0, newRev)},
+			want: Decision{Partitions: map[string]int32{"east": 3, "west": 4}, Phases: map[string]Phase{"east": Updating, "west": Waiting},
+				Updating: []string{"east"}, Blocked: []string{"subset east: cluster east is unavailable"}, Updated: 2, UpdatedReady: 2},
+		},
+		{
+			name: "paused mid-subset: held after the instances already updated",
+			spec: Spec{Revision: newRev, MaxUnavailable: 1, MaxConcurrent: 1, Paused: true},
+			subsets: []Subset{settled("east", 5, 2, newRev),
+				settled("west", 4, 0, newRev)},
+			want: Decision{Partitions: map[string]int32{"east": 3, "west": 4}, Phases: map[string]Phase{"east": Updating, "west": Waiting},
+				Updating: []string{"east"}, Held: true, Updated: 2, UpdatedReady: 2},
+		},
+		{
+			name: "canary partition replicas-1: only the first instance in fleet order",
+			spec: Spec{Revision: newRev, MaxUnavailable: 1, MaxConcurrent: 1, Partition: 8},
+			subsets: []Subset{settled("east", 5, 0, newRev),
+				settled("west", 4, 0, newRev)},
+			want: Decision{Partitions: map[string]int32{"east": 4, "west": 4}, Phases: map[string]Phase{"east": Updating, "west": Waiting},
+				Updating: []string{"east"}},
+		},
+		{
+			name: "canary reached: complete up to the partition",
+			spec: Spec{Revision: newRev, MaxUnavailable: 1, MaxConcurrent: 1, Partition: 8},
+			subsets: []Subset{settled("east", 5, 1, newRev),
+				settled("west", 4, 0, newRev)},
+			want: Decision{Partitions: map[string]int32{"east": 4, "west": 4}, Phases: map[string]Phase{"east": Updated, "west": Waiting},
+				Complete: true, Updated: 1, UpdatedReady: 1},
+		},
+		{
+			name: "scale during a rollout: the new replicas of the updated subset must update too",
+			spec: spec,
+			subsets: []Subset{{Name: "east", Cluster: "east", Replicas: 7, ClusterAvailable: true, Revision: newRev, Current: true,
+				Observed: 5, Updated: 5, Ready: 5, Available: 5}, settled("west", 4, 0, newRev)},
+			want: Decision{Partitions: map[string]int32{"east": 0, "west": 4}, Phases: map[string]Phase{"east": Updating, "west": Waiting},
+				Updating: []string{"east"}, Updated: 5, UpdatedReady: 3},
+		},
+		{
+			name: "another subset has an unavailable instance: maxUnavailable 1 holds the window",
+			spec: spec,
+			subsets: []Subset{settled("east", 5, 1, newRev), {Name: "west", Cluster: "west", Replicas: 4, ClusterAvailable: true,
+				Revision: newRev, Current: true, Observed: 4, Updated: 0, Ready: 3, Available: 3}},
+			want: Decision{Partitions: map[string]int32{"east": 4, "west": 4}, Phases: map[string]Phase{"east": Updating, "west": Waiting},
+				Updating: []string{"east"}, Held: true, Updated: 1, UpdatedReady: 1},
+		},
+		{
+			name: "two concurrent subsets with maxUnavailable 2: both released",
+			spec: Spec{Revision: newRev, MaxUnavailable: 2, MaxConcurrent: 2},
+			subsets: []Subset{settled("east", 5, 0, newRev), settled("west", 4, 0, newRev),
+				settled("north", 3, 0, newRev)},
+			want: Decision{Partitions: map[string]int32{"east": 0, "west": 0, "north": 3}, Phases: map[string]Phase{"east": Updating, "west": Updating, "north": Waiting},
+				Updating: []string{"east", "west"}},
+		},
+		{
+			name:    "two concurrent subsets with maxUnavailable 1: the second waits for budget",
+			spec:    Spec{Revision: newRev, MaxUnavailable: 1, MaxConcurrent: 2},
+			subsets: []Subset{settled("east", 5, 0, newRev), settled("west", 4, 0, newRev)},
+			want: Decision{Partitions: map[string]int32{"east": 0, "west": 4}, Phases: map[string]Phase{"east": Updating, "west": Updating},
+				Updating: []string{"east", "west"}, Held: true},
+		},
+		{
+			name: "status not yet of the new spec: nothing counts as updated",
+			spec: spec,
+			subsets: []Subset{{Name: "east", Cluster: "east", Replicas: 5, ClusterAvailable: true, Revision: oldRev, Current: true,
+				Observed: 5, Updated: 5, Ready: 5, Available: 5}},
+			want: Decision{Partitions: map[string]int32{"east": 0}, Phases: map[string]Phase{"east": Updating}, Updating: []string{"east"}},
+		},
+		{
+			name:    "steady state: everything updated, complete",
+			spec:    spec,
+			subsets: []Subset{settled("east", 5, 5, newRev), settled("west", 4, 4, newRev)},
+			want: Decision{Partitions: map[string]int32{"east": 0, "west": 0}, Phases: map[string]Phase{"east": Updated, "west": Updated},
+				Complete: true, Updated: 9, UpdatedReady: 9},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, Plan(tt.spec, tt.subsets)); diff != "" {
+				t.Errorf("Plan (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestResolveMaxUnavailable(t *testing.T) {
+	for _, tt := range []struct {
+		v        *intstr.IntOrString
+		replicas int32
+		want     int32
+	}{
+		{nil, 9, 1},
+		{&intstr.IntOrString{Type: intstr.Int, IntVal: 3}, 9, 3},
+		{&intstr.IntOrString{Type: intstr.String, StrVal: "25%"}, 9, 2},
+		{&intstr.IntOrString{Type: intstr.String, StrVal: "10%"}, 9, 1},
+		{&intstr.IntOrString{Type: intstr.String, StrVal: "100%"}, 12, 12},
+	} {
+		got, err := ResolveMaxUnavailable(tt.v, tt.replicas)
+		if err != nil || got != tt.want {
+			t.Errorf("ResolveMaxUnavailable(%v, %d) = %d, %v; want %d", tt.v, tt.replicas, got, err, tt.want)
+		}
+	}
+	if _, err := ResolveMaxUnavailable(&intstr.IntOrString{Type: intstr.String, StrVal: "x"}, 9); err == nil {
+		t.Error("ResolveMaxUnavailable(x) succeeded, want an error")
+	}
+}
