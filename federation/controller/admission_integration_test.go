@@ -47,6 +47,13 @@ func sampleFleetSet(ns, name string) *fleetv1.FleetSet {
 	}
 }
 
+// rolling switches fs to the RollingUpdate strategy and returns its
+// parameters.
+func rolling(fs *fleetv1.FleetSet) *fleetv1.RollingUpdateFleetSet {
+	fs.Spec.UpdateStrategy = fleetv1.FleetSetUpdateStrategy{Type: fleetv1.RollingUpdateStrategyType, RollingUpdate: &fleetv1.RollingUpdateFleetSet{}}
+	return fs.Spec.UpdateStrategy.RollingUpdate
+}
+
 func TestAdmission(t *testing.T) {
 	ctx := context.Background()
 	createNamespace(t, "admission")
@@ -116,6 +123,21 @@ func TestAdmission(t *testing.T) {
 			fs.Name = strings.Repeat("a", 30)
 			fs.Spec.Topology.Subsets[0].Name = strings.Repeat("e", 25)
 		}, "", "spec.topology.subsets[].name: <fleetset>-<subset> must be at most 52 characters"},
+		{"rollingUpdate with type Manual", func(fs *fleetv1.FleetSet) {
+			fs.Spec.UpdateStrategy.RollingUpdate = &fleetv1.RollingUpdateFleetSet{}
+		}, "spec.updateStrategy", "rollingUpdate: only with type RollingUpdate"},
+		{"maxUnavailable 0", func(fs *fleetv1.FleetSet) { rolling(fs).MaxUnavailable = num(0) },
+			"spec.updateStrategy.rollingUpdate.maxUnavailable", "integer ≥ 1 or a percent"},
+		{"maxUnavailable 0%", func(fs *fleetv1.FleetSet) { rolling(fs).MaxUnavailable = pct("0%") },
+			"spec.updateStrategy.rollingUpdate.maxUnavailable", "integer ≥ 1 or a percent"},
+		{"subsetOrder names an unknown subset", func(fs *fleetv1.FleetSet) { rolling(fs).SubsetOrder = []string{"west", "south"} },
+			"", "subsetOrder: every entry must name a subset"},
+		{"maxConcurrentSubsets 0", func(fs *fleetv1.FleetSet) { rolling(fs).MaxConcurrentSubsets = ptr.To[int32](0) },
+			"spec.updateStrategy.rollingUpdate.maxConcurrentSubsets", "greater than or equal to 1"},
+		{"negative rollout partition", func(fs *fleetv1.FleetSet) { rolling(fs).Partition = -1 },
+			"spec.updateStrategy.rollingUpdate.partition", "greater than or equal to 0"},
+		{"unknown podManagementPolicy", func(fs *fleetv1.FleetSet) { fs.Spec.PodManagementPolicy = "Serial" },
+			"spec.podManagementPolicy", "Unsupported value"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -146,6 +168,11 @@ func TestAdmission(t *testing.T) {
 			fs.Spec.Topology.Subsets[0].Domains, fs.Spec.Topology.Subsets[1].Domains = nil, nil
 		},
 		func(fs *fleetv1.FleetSet) {
+			ru := rolling(fs)
+			ru.MaxUnavailable, ru.SubsetOrder, ru.MaxConcurrentSubsets, ru.Partition = pct("25%"), []string{"west"}, ptr.To[int32](2), 8
+			fs.Spec.PodManagementPolicy, fs.Spec.MinReadySeconds, fs.Spec.RevisionHistoryLimit = "OrderedReady", 5, ptr.To[int32](3)
+		},
+		func(fs *fleetv1.FleetSet) {
 			fs.Spec.Topology.Subsets[0].Replicas, fs.Spec.Topology.Subsets[1].Replicas = num(5), nil
 			fs.Spec.Topology.Subsets[1].MinReplicas, fs.Spec.Topology.Subsets[1].MaxReplicas = ptr.To[int32](1), ptr.To[int32](4)
 			fs.Spec.Topology.Subsets[0].Domains[0].Replicas = pct("50%")
@@ -173,6 +200,7 @@ func TestAdmission(t *testing.T) {
 	}{
 		{"spec.selector", func(fs *fleetv1.FleetSet) { fs.Spec.Selector.MatchLabels["tier"] = "db" }},
 		{"spec.topology.ordinalBlockSize", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.OrdinalBlockSize = 10 }},
+		{"podManagementPolicy", func(fs *fleetv1.FleetSet) { fs.Spec.PodManagementPolicy = "OrderedReady" }},
 	} {
 		upd := fs.DeepCopy()
 		tc.mutate(upd)
