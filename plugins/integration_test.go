@@ -28,7 +28,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/e2e/controlplane"
-	"github.com/fleetset/fleetset/plugins/placement"
+	"github.com/fleetset/fleetset/plugins/ordinaltarget"
 )
 
 var (
@@ -199,7 +199,7 @@ func podsOf(t *testing.T, ns, app string) map[int64]*v1.Pod {
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		o, err := placement.Ordinal(p)
+		o, err := ordinaltarget.Ordinal(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,7 +244,7 @@ func describe(pods map[int64]*v1.Pod) string {
 // placement's ordinal map gives each.
 func expectedDomains(t *testing.T, sp *fleetv1.SubsetPlacement, n int) map[int64]string {
 	t.Helper()
-	m, _, err := placement.Compile(&sp.Spec)
+	m, _, err := ordinaltarget.Compile(&sp.Spec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/plugins/apis/config"
 	"github.com/fleetset/fleetset/plugins/apis/config/validation"
-	"github.com/fleetset/fleetset/plugins/placement"
+	"github.com/fleetset/fleetset/plugins/ordinaltarget"
 )
 
 // Name is the name of the plugin in the registry and in configurations.
@@ -29,7 +29,7 @@ const preScoreStateKey fwk.StateKey = "PreScore" + Name
 
 // OrdinalSpread is the plugin.
 type OrdinalSpread struct {
-	resolver     *placement.Resolver
+	resolver     *ordinaltarget.Resolver
 	domainWeight int64
 	// nodes lists every node of the cycle's snapshot, for counting a
 	// spread-only set per domain; nil: count over the nodes PreScore gets.
@@ -53,10 +53,7 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 	if err := validation.ValidateOrdinalSpreadArgs(nil, args); err != nil {
 		return nil, err
 	}
-	if h.KubeConfig() == nil {
-		return nil, fmt.Errorf("%s needs the scheduler's kubeconfig", Name)
-	}
-	r, err := placement.ForConfig(ctx, h.KubeConfig())
+	r, err := ordinaltarget.ForHandle(ctx, Name, h)
 	if err != nil {
 		return nil, err
 	}
@@ -68,13 +65,13 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 
 // NewWithResolver builds the plugin over an existing resolver; domainWeight
 // is OrdinalSpreadArgs.DomainWeight (0–100).
-func NewWithResolver(r *placement.Resolver, domainWeight int32) *OrdinalSpread {
+func NewWithResolver(r *ordinaltarget.Resolver, domainWeight int32) *OrdinalSpread {
 	return &OrdinalSpread{resolver: r, domainWeight: int64(domainWeight)}
 }
 
 // preScoreState is computed once per cycle by PreScore.
 type preScoreState struct {
-	target *placement.Target
+	target *ordinaltarget.Target
 	// setKey, setValue select the pods counted as "of the same set".
 	setKey, setValue string
 	// perDomain counts the set's pods in each value of the topology key;
@@ -96,7 +93,7 @@ const mismatch int64 = 1 << 32
 // pods whose placement cannot be resolved (SubsetPlacement's PreFilter
 // already rejects those when it is enabled).
 func (pl *OrdinalSpread) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, filtered []fwk.NodeInfo) *fwk.Status {
-	if !placement.Managed(pod) {
+	if !ordinaltarget.Managed(pod) {
 		return fwk.NewStatus(fwk.Skip)
 	}
 	t, err := pl.resolver.Resolve(ctx, pod)

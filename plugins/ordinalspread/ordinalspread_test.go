@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
@@ -102,5 +103,24 @@ func TestScore(t *testing.T) {
 				t.Errorf("scores (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// foreignState is cycle state some other plugin wrote under our key.
+type foreignState struct{}
+
+func (foreignState) Clone() fwk.StateData { return foreignState{} }
+
+// TestScoreRejectsForeignState: cycle state of the wrong type under the
+// PreScore key is an error status, never a panic of the scheduler.
+func TestScoreRejectsForeignState(t *testing.T) {
+	pl := NewWithResolver(nil, 60)
+	state := framework.NewCycleState()
+	state.Write(preScoreStateKey, foreignState{})
+	ni := framework.NewNodeInfo()
+	ni.SetNode(st.MakeNode().Name("a1").Label(v1.LabelTopologyZone, "zone-a").Obj())
+	_, status := pl.Score(context.Background(), state, st.MakePod().Name("db-0").Obj(), ni)
+	if status.IsSuccess() {
+		t.Fatalf("Score with foreign cycle state succeeded, want an error status")
 	}
 }

@@ -21,7 +21,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/util"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
-	"github.com/fleetset/fleetset/plugins/placement"
+	"github.com/fleetset/fleetset/plugins/ordinaltarget"
 )
 
 // Name is the name of the plugin in the registry and in configurations.
@@ -43,13 +43,13 @@ const (
 	ErrReasonNodeSelector = "node(s) didn't match the SubsetPlacement's nodeSelector"
 )
 
-// subsetPlacementGVK is the resource of SubsetPlacement events in the
+// subsetPlacementEvents names SubsetPlacement events in the
 // scheduler's dynamic informer: <plural>.<version>.<group>.
-var subsetPlacementGVK = fwk.EventResource("subsetplacements." + fleetv1.GroupVersion.Version + "." + fleetv1.GroupVersion.Group)
+var subsetPlacementEvents = fwk.EventResource("subsetplacements." + fleetv1.GroupVersion.Version + "." + fleetv1.GroupVersion.Group)
 
 // SubsetPlacement is the plugin.
 type SubsetPlacement struct {
-	resolver *placement.Resolver
+	resolver *ordinaltarget.Resolver
 }
 
 var _ framework.PreFilterPlugin = &SubsetPlacement{}
@@ -60,14 +60,11 @@ var _ framework.EnqueueExtensions = &SubsetPlacement{}
 func (pl *SubsetPlacement) Name() string { return Name }
 
 // New builds the plugin. It takes no args; it reads SubsetPlacements through
-// the informer shared with OrdinalSpread (see placement.ForConfig). Errors
+// the informer shared with OrdinalSpread (see ordinaltarget.ForConfig). Errors
 // come from building that informer.
 func New(ctx context.Context, _ runtime.Object, h framework.Handle) (framework.Plugin, error) {
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
-	if h.KubeConfig() == nil {
-		return nil, fmt.Errorf("%s needs the scheduler's kubeconfig", Name)
-	}
-	r, err := placement.ForConfig(ctx, h.KubeConfig())
+	r, err := ordinaltarget.ForHandle(ctx, Name, h)
 	if err != nil {
 		return nil, err
 	}
@@ -76,13 +73,13 @@ func New(ctx context.Context, _ runtime.Object, h framework.Handle) (framework.P
 }
 
 // NewWithResolver builds the plugin over an existing resolver (tests, embedding).
-func NewWithResolver(r *placement.Resolver) *SubsetPlacement {
+func NewWithResolver(r *ordinaltarget.Resolver) *SubsetPlacement {
 	return &SubsetPlacement{resolver: r}
 }
 
 // preFilterState is the pod's Target for one cycle.
 type preFilterState struct {
-	target *placement.Target
+	target *ordinaltarget.Target
 }
 
 // Clone returns the same state: it is never modified after PreFilter, and the
@@ -96,12 +93,12 @@ func (s *preFilterState) Clone() fwk.StateData { return s }
 // unusable placement, or no node in the allowed domains, makes the pod
 // UnschedulableAndUnresolvable with the reason naming the placement or domain.
 func (pl *SubsetPlacement) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
-	if !placement.Managed(pod) {
+	if !ordinaltarget.Managed(pod) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	t, err := pl.resolver.Resolve(ctx, pod)
 	if err != nil {
-		var userErr *placement.UserError
+		var userErr *ordinaltarget.UserError
 		if !apierrors.IsNotFound(err) && !errors.As(err, &userErr) {
 			return nil, fwk.AsStatus(err)
 		}
@@ -112,7 +109,7 @@ func (pl *SubsetPlacement) PreFilter(ctx context.Context, state fwk.CycleState, 
 	state.Write(preFilterStateKey, &preFilterState{target: t})
 	names := sets.New[string]()
 	for _, ni := range nodes {
-		if allowedDomain(t, ni.Node()) {
+		if nodeMismatch(t, ni.Node()) == "" {
 			names.Insert(ni.Node().Name)
 		}
 	}
@@ -126,31 +123,29 @@ func (pl *SubsetPlacement) PreFilter(ctx context.Context, state fwk.CycleState, 
 	return &framework.PreFilterResult{NodeNames: names}, nil
 }
 
-// allowedDomain reports whether the node is in a domain the target allows
-// (the ordinal's domain when strict, else any of the placement's domains) and
-// matches the placement's nodeSelector.
-func allowedDomain(t *placement.Target, node *v1.Node) bool {
+// nodeMismatch returns why the node is not allowed for t ("" when it is):
+// outside the placement's domains (or without the topology key), outside
+// the ordinal's domain when strict, or not matching the nodeSelector.
+// PreFilter and Filter share it.
+func nodeMismatch(t *ordinaltarget.Target, node *v1.Node) string {
 	domain, ok := node.Labels[t.TopologyKey]
-	if !ok {
-		return false
+	if !ok || !inDomains(t, domain) {
+		return ErrReasonDomainNotAllowed
 	}
 	if t.Strict && domain != t.Domain {
-		return false
-	}
-	if !inDomains(t, domain) {
-		return false
+		return ErrReasonOrdinalDomain
 	}
 	if t.NodeSelector != nil {
 		if match, err := t.NodeSelector.Match(node); err != nil || !match {
-			return false
+			return ErrReasonNodeSelector
 		}
 	}
-	return true
+	return ""
 }
 
 // inDomains reports whether domain is one of the target's domains; a
 // placement without domains (spread only) allows every value.
-func inDomains(t *placement.Target, domain string) bool {
+func inDomains(t *ordinaltarget.Target, domain string) bool {
 	if t.Domains == nil {
 		return true
 	}
@@ -169,19 +164,8 @@ func (pl *SubsetPlacement) Filter(_ context.Context, state fwk.CycleState, _ *v1
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	node := nodeInfo.Node()
-	t := s.target
-	domain, ok := node.Labels[t.TopologyKey]
-	if !ok || !inDomains(t, domain) {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonDomainNotAllowed)
-	}
-	if t.Strict && domain != t.Domain {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonOrdinalDomain)
-	}
-	if t.NodeSelector != nil {
-		if match, err := t.NodeSelector.Match(node); err != nil || !match {
-			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonNodeSelector)
-		}
+	if reason := nodeMismatch(s.target, nodeInfo.Node()); reason != "" {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
 	}
 	return nil
 }
@@ -204,7 +188,7 @@ func (pl *SubsetPlacement) EventsToRegister(_ context.Context) ([]fwk.ClusterEve
 	return []fwk.ClusterEventWithHint{
 		// A missing or invalid placement is fixed by creating or updating it;
 		// an update may also widen the domains or change the ordinal map.
-		{Event: fwk.ClusterEvent{Resource: subsetPlacementGVK, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: isSchedulableAfterPlacementChange},
+		{Event: fwk.ClusterEvent{Resource: subsetPlacementEvents, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: isSchedulableAfterPlacementChange},
 		// A new node, or a node relabelled into a domain, may be the one the
 		// pod's ordinal needs.
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel}, QueueingHintFn: isSchedulableAfterNodeChange},
@@ -214,7 +198,7 @@ func (pl *SubsetPlacement) EventsToRegister(_ context.Context) ([]fwk.ClusterEve
 // isSchedulableAfterPlacementChange queues the pod only when the changed
 // placement is the one it names, in its namespace.
 func isSchedulableAfterPlacementChange(logger klog.Logger, pod *v1.Pod, _, newObj interface{}) (fwk.QueueingHint, error) {
-	if !placement.Managed(pod) {
+	if !ordinaltarget.Managed(pod) {
 		return fwk.QueueSkip, nil
 	}
 	var ns, name string
@@ -237,7 +221,7 @@ func isSchedulableAfterPlacementChange(logger klog.Logger, pod *v1.Pod, _, newOb
 // its labels changed; which label is the topology key is only known from the
 // placement, so any label change counts.
 func isSchedulableAfterNodeChange(_ klog.Logger, pod *v1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
-	if !placement.Managed(pod) {
+	if !ordinaltarget.Managed(pod) {
 		return fwk.QueueSkip, nil
 	}
 	if _, _, err := util.As[*v1.Node](oldObj, newObj); err != nil {

@@ -21,12 +21,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
-	"github.com/fleetset/fleetset/plugins/placement"
+	"github.com/fleetset/fleetset/plugins/ordinaltarget"
 )
 
-// Resolver returns a placement.Resolver reading the given SubsetPlacements
+// Resolver returns a ordinaltarget.Resolver reading the given SubsetPlacements
 // from memory.
-func Resolver(t *testing.T, placements ...*fleetv1.SubsetPlacement) *placement.Resolver {
+func Resolver(t *testing.T, placements ...*fleetv1.SubsetPlacement) *ordinaltarget.Resolver {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := fleetv1.AddToScheme(scheme); err != nil {
@@ -40,7 +40,7 @@ func Resolver(t *testing.T, placements ...*fleetv1.SubsetPlacement) *placement.R
 		placements[i] = sp
 		objs = append(objs, sp)
 	}
-	return placement.NewResolver(fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build(), nil)
+	return ordinaltarget.NewResolver(fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build(), nil)
 }
 
 // Framework returns a framework with PrioritySort, DefaultBinder and the

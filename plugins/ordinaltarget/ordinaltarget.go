@@ -1,13 +1,14 @@
-// Package placement resolves, for a pod managed by fleetset-scheduler, its
+// Package ordinaltarget resolves, for a pod managed by fleetset-scheduler, its
 // SubsetPlacement, its ordinal and the domain that ordinal maps to. It is the
 // part the SubsetPlacement and OrdinalSpread plugins share: one informer-backed
 // reader of SubsetPlacements per scheduler and one ordinal map per placement
 // generation, so a scheduling cycle does no API call and no map rebuild.
-package placement
+package ordinaltarget
 
 import (
 	"context"
 	"fmt"
+	"time"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -50,6 +53,7 @@ type Target struct {
 
 // compiled is everything derived from one generation of a placement.
 type compiled struct {
+	uid          types.UID
 	generation   int64
 	resourceVer  string
 	seats        *apportion.Seats // nil when the placement lists no domains
@@ -64,7 +68,7 @@ type compiled struct {
 type Resolver struct {
 	cache     client.Reader
 	apiReader client.Reader
-	compiled  sync.Map // types.UID → *compiled
+	compiled  sync.Map // types.NamespacedName → *compiled
 }
 
 var (
@@ -72,10 +76,33 @@ var (
 	resolvers   = map[*rest.Config]*Resolver{}
 )
 
-// ForConfig returns the Resolver for a scheduler's kubeconfig, starting its
-// SubsetPlacement informer on first use; the plugins of all profiles of one
-// scheduler share it. The informer stops when ctx is done. Errors come from
-// building the cache or the uncached client.
+// SyncTimeout bounds how long ForConfig waits for the SubsetPlacement
+// informer's first sync.
+var SyncTimeout = time.Minute
+
+// ForHandle returns the Resolver of the scheduler that built h (see
+// ForConfig), for a plugin named plugin; the error names the plugin.
+func ForHandle(ctx context.Context, plugin string, h framework.Handle) (*Resolver, error) {
+	if h.KubeConfig() == nil {
+		return nil, fmt.Errorf("%s needs the scheduler's kubeconfig", plugin)
+	}
+	r, err := ForConfig(ctx, h.KubeConfig())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", plugin, err)
+	}
+	return r, nil
+}
+
+// ForConfig returns the Resolver for a scheduler's kubeconfig: the plugins of
+// all profiles of one scheduler get the same kubeconfig and share one
+// SubsetPlacement informer. On first use it starts the informer and waits,
+// at most SyncTimeout, for its first sync, as scheduler-plugins'
+// NewClientWithCachedReader does; the informer stops when ctx is done.
+//
+// It returns an error if the cache or client cannot be built, or the
+// informer stops or does not sync in time (the SubsetPlacement CRD missing,
+// or the scheduler not allowed to list subsetplacements); the scheduler then
+// fails to start with that error rather than leave pods Pending.
 func ForConfig(ctx context.Context, cfg *rest.Config) (*Resolver, error) {
 	resolversMu.Lock()
 	defer resolversMu.Unlock()
@@ -94,9 +121,9 @@ func ForConfig(ctx context.Context, cfg *rest.Config) (*Resolver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building SubsetPlacement client: %w", err)
 	}
-	// Register the informer now so it syncs while the scheduler starts
-	// instead of on the first pod.
-	inf, err := c.GetInformer(ctx, &fleetv1.SubsetPlacement{}, cache.BlockUntilSynced(false))
+	syncCtx, cancel := context.WithTimeout(ctx, SyncTimeout)
+	defer cancel()
+	inf, err := c.GetInformer(syncCtx, &fleetv1.SubsetPlacement{}, cache.BlockUntilSynced(false))
 	if err != nil {
 		return nil, fmt.Errorf("starting SubsetPlacement informer: %w", err)
 	}
@@ -108,13 +135,27 @@ func ForConfig(ctx context.Context, cfg *rest.Config) (*Resolver, error) {
 				obj = d.Obj
 			}
 			if sp, ok := obj.(*fleetv1.SubsetPlacement); ok {
-				r.compiled.Delete(sp.UID)
+				r.compiled.Delete(client.ObjectKeyFromObject(sp))
 			}
 		},
 	}); err != nil {
 		return nil, err
 	}
-	go func() { _ = c.Start(ctx) }()
+	stopped := make(chan error, 1)
+	go func() { stopped <- c.Start(ctx) }()
+	if !c.WaitForCacheSync(syncCtx) {
+		select {
+		case err := <-stopped:
+			return nil, fmt.Errorf("SubsetPlacement informer stopped before its first sync: %v", err)
+		default:
+			return nil, fmt.Errorf("SubsetPlacement informer did not sync within %s: is the SubsetPlacement CRD installed, and may the scheduler list subsetplacements.fleetset.io?", SyncTimeout)
+		}
+	}
+	go func() {
+		if err := <-stopped; err != nil {
+			klog.FromContext(ctx).Error(err, "SubsetPlacement informer stopped")
+		}
+	}()
 	resolvers[cfg] = r
 	go func() {
 		<-ctx.Done()
@@ -207,12 +248,13 @@ func (r *Resolver) Resolve(ctx context.Context, pod *v1.Pod) (*Target, error) {
 // compile returns the derived form of sp, rebuilding it only when the
 // placement's resourceVersion changed since the last call.
 func (r *Resolver) compile(sp *fleetv1.SubsetPlacement) *compiled {
-	if v, ok := r.compiled.Load(sp.UID); ok {
-		if c := v.(*compiled); c.resourceVer == sp.ResourceVersion && c.generation == sp.Generation {
+	key := client.ObjectKeyFromObject(sp)
+	if v, ok := r.compiled.Load(key); ok {
+		if c := v.(*compiled); c.uid == sp.UID && c.resourceVer == sp.ResourceVersion && c.generation == sp.Generation {
 			return c
 		}
 	}
-	c := &compiled{generation: sp.Generation, resourceVer: sp.ResourceVersion}
+	c := &compiled{uid: sp.UID, generation: sp.Generation, resourceVer: sp.ResourceVersion}
 	c.seats, c.domains, c.err = Compile(&sp.Spec)
 	c.topologyKey = sp.Spec.TopologyKey
 	if c.topologyKey == "" {
@@ -221,7 +263,7 @@ func (r *Resolver) compile(sp *fleetv1.SubsetPlacement) *compiled {
 	if c.err == nil && sp.Spec.NodeSelector != nil {
 		c.nodeSelector = nodeaffinity.NewLazyErrorNodeSelector(sp.Spec.NodeSelector)
 	}
-	r.compiled.Store(sp.UID, c)
+	r.compiled.Store(key, c)
 	return c
 }
 
