@@ -12,7 +12,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/manifestwork"
-	"github.com/fleetset/fleetset/plugins/placement"
+	"github.com/fleetset/fleetset/plugins/ordinaltarget"
 )
 
 // randomDomains returns 1–6 domains in random order, each with an int
@@ -71,7 +71,7 @@ func TestHubAndMemberAgree(t *testing.T) {
 			} else if diff := cmp.Diff(first, &sp.Spec); diff != "" {
 				t.Fatalf("domains %s: SubsetPlacement changed between 0 and %d replicas (-0,+%d):\n%s", format(domains), n, n, diff)
 			}
-			seats, _, err := placement.Compile(&sp.Spec)
+			seats, _, err := ordinaltarget.Compile(&sp.Spec)
 			if err != nil {
 				t.Fatalf("domains %s: member cannot compile the hub's placement: %v", format(domains), err)
 			}
