@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
@@ -310,28 +309,21 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, fs *fleetv1.FleetSe
 			continue
 		}
 		key := client.ObjectKeyFromObject(w)
-		existing, ok := st.works[key]
-		switch {
-		case !ok:
-			err = r.Create(ctx, w)
-			if err == nil {
-				workWrites.WithLabelValues("create").Inc()
-				st.works[key] = w
-				r.Recorder.Event(fs, corev1.EventTypeNormal, EventWorkCreated, "Created ManifestWork "+key.String())
-			}
-		case !manifestwork.UpToDate(existing, w):
-			upd := existing.DeepCopy()
-			upd.Labels = labels.Merge(upd.Labels, w.Labels)
-			upd.Annotations = labels.Merge(upd.Annotations, w.Annotations)
-			upd.Spec = w.Spec
-			err = r.Update(ctx, upd)
-			if err == nil {
-				workWrites.WithLabelValues("update").Inc()
-				st.works[key] = upd
-				r.Recorder.Event(fs, corev1.EventTypeNormal, EventWorkUpdated, "Updated ManifestWork "+key.String())
-			}
-		default:
+		if existing, ok := st.works[key]; ok && manifestwork.UpToDate(existing, w) {
 			continue
+		}
+		var op controllerutil.OperationResult
+		op, err = manifestwork.Apply(ctx, r.Client, w)
+		switch op {
+		case controllerutil.OperationResultCreated:
+			workWrites.WithLabelValues("create").Inc()
+			r.Recorder.Event(fs, corev1.EventTypeNormal, EventWorkCreated, "Created ManifestWork "+key.String())
+		case controllerutil.OperationResultUpdated:
+			workWrites.WithLabelValues("update").Inc()
+			r.Recorder.Event(fs, corev1.EventTypeNormal, EventWorkUpdated, "Updated ManifestWork "+key.String())
+		}
+		if err == nil {
+			st.works[key] = w
 		}
 		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 			return err // the cache is behind; retry with fresh objects

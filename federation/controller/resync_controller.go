@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -60,26 +59,17 @@ func (r *ResyncReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// clustersOfFleetSet maps a FleetSet to the clusters in its spec and in its
-// status, so a cluster it stopped using is reconciled too.
+// clustersOfFleetSet maps a FleetSet to the resync leases of every cluster
+// it uses now or used before (spec and status), so a lease is renewed, or
+// deleted once no FleetSet uses its cluster.
 func clustersOfFleetSet(_ context.Context, o client.Object) []reconcile.Request {
 	fs, ok := o.(*fleetv1.FleetSet)
 	if !ok {
 		return nil
 	}
-	seen := map[string]bool{}
 	var out []reconcile.Request
-	add := func(c string) {
-		if c != "" && !seen[c] {
-			seen[c] = true
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: c}})
-		}
-	}
-	for _, c := range clustersOf(fs) {
-		add(c)
-	}
-	for _, s := range fs.Status.Subsets {
-		add(s.Cluster)
+	for _, c := range fleetSetClusters(fs, true) {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: c}})
 	}
 	return out
 }
@@ -146,8 +136,8 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.Create(ctx, w); err != nil {
-			return ctrl.Result{}, fmt.Errorf("creating resync lease work in %s: %w", cluster, err)
+		if _, err := manifestwork.Apply(ctx, r.Client, w); err != nil {
+			return ctrl.Result{}, err
 		}
 		leaseRenewals.WithLabelValues(cluster).Inc()
 		r.Recorder.Event(mc, corev1.EventTypeNormal, EventLeaseCreated, "Created ManifestWork "+fleetv1.ResyncWorkName)
@@ -171,10 +161,7 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	upd := work.DeepCopy()
-	upd.Labels = labels.Merge(upd.Labels, w.Labels)
-	upd.Spec = w.Spec
-	if err := r.Update(ctx, upd); err != nil {
+	if _, err := manifestwork.Apply(ctx, r.Client, w); err != nil {
 		return ctrl.Result{}, fmt.Errorf("renewing resync lease in %s: %w", cluster, err)
 	}
 	leaseRenewals.WithLabelValues(cluster).Inc()

@@ -87,18 +87,33 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	return rr.SetupWithManager(mgr)
 }
 
-// clustersOf returns the distinct clusters of a FleetSet's subsets.
+// clustersOf is the ClusterIndex function: the clusters a FleetSet's spec
+// names.
 func clustersOf(o client.Object) []string {
 	fs, ok := o.(*fleetv1.FleetSet)
 	if !ok {
 		return nil
 	}
+	return fleetSetClusters(fs, false)
+}
+
+// fleetSetClusters returns, once each and in order, the clusters of fs's
+// subsets in its spec and, with withStatus, in its status.
+func fleetSetClusters(fs *fleetv1.FleetSet, withStatus bool) []string {
 	seen := map[string]bool{}
 	var out []string
+	add := func(c string) {
+		if c != "" && !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
 	for _, s := range fs.Spec.Topology.Subsets {
-		if s.Cluster != "" && !seen[s.Cluster] {
-			seen[s.Cluster] = true
-			out = append(out, s.Cluster)
+		add(s.Cluster)
+	}
+	if withStatus {
+		for _, s := range fs.Status.Subsets {
+			add(s.Cluster)
 		}
 	}
 	return out

@@ -36,6 +36,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -459,7 +460,7 @@ func ResyncWork(cluster string, l Lease) (*workv1.ManifestWork, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &workv1.ManifestWork{
+	w := &workv1.ManifestWork{
 		TypeMeta: metav1.TypeMeta{APIVersion: workv1.GroupVersion.String(), Kind: "ManifestWork"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      fleetv1.ResyncWorkName,
@@ -477,7 +478,11 @@ func ResyncWork(cluster string, l Lease) (*workv1.ManifestWork, error) {
 				applyConfig("coordination.k8s.io", "leases", fleetv1.ResyncLeaseNamespace, fleetv1.ResyncLeaseName),
 			},
 		},
-	}, nil
+	}
+	if err := stampHash(w); err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 // LeaseOf returns the resync Lease a ManifestWork carries. It returns an error
@@ -627,41 +632,34 @@ func stampHash(w *workv1.ManifestWork) error {
 	return nil
 }
 
-// encode turns objects into manifests: JSON without status and without the
-// null creationTimestamp typed objects carry, keys sorted.
+// encode turns objects into manifests: each converted to unstructured by
+// apimachinery's converter, without status and without the null
+// creationTimestamps typed objects carry (the fields OCM sdk-go's
+// ManifestWorkEqual also drops), encoded with sorted keys as the apiserver
+// returns them.
 func encode(objs []runtime.Object) ([]workv1.Manifest, error) {
 	out := make([]workv1.Manifest, 0, len(objs))
 	for _, o := range objs {
-		b, err := json.Marshal(o)
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 		if err != nil {
-			return nil, fmt.Errorf("encoding %T: %w", o, err)
+			return nil, fmt.Errorf("converting %T: %w", o, err)
 		}
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("decoding %T: %w", o, err)
-		}
-		delete(m, "status")
-		if md, ok := m["metadata"].(map[string]any); ok {
-			delete(md, "creationTimestamp")
-		}
-		if t, ok := m["spec"].(map[string]any); ok {
-			if tm, ok := t["template"].(map[string]any); ok {
-				if md, ok := tm["metadata"].(map[string]any); ok {
-					delete(md, "creationTimestamp")
+		u := &unstructured.Unstructured{Object: m}
+		unstructured.RemoveNestedField(u.Object, "status")
+		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+		unstructured.RemoveNestedField(u.Object, "spec", "template", "metadata", "creationTimestamp")
+		if claims, ok, _ := unstructured.NestedSlice(u.Object, "spec", "volumeClaimTemplates"); ok {
+			for i := range claims {
+				if c, ok := claims[i].(map[string]any); ok {
+					unstructured.RemoveNestedField(c, "status")
+					unstructured.RemoveNestedField(c, "metadata", "creationTimestamp")
 				}
 			}
-			if vcts, ok := t["volumeClaimTemplates"].([]any); ok {
-				for _, v := range vcts {
-					if vm, ok := v.(map[string]any); ok {
-						delete(vm, "status")
-						if md, ok := vm["metadata"].(map[string]any); ok {
-							delete(md, "creationTimestamp")
-						}
-					}
-				}
+			if err := unstructured.SetNestedSlice(u.Object, claims, "spec", "volumeClaimTemplates"); err != nil {
+				return nil, fmt.Errorf("encoding %T: %w", o, err)
 			}
 		}
-		b, err = json.Marshal(m)
+		b, err := u.MarshalJSON()
 		if err != nil {
 			return nil, fmt.Errorf("encoding %T: %w", o, err)
 		}

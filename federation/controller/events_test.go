@@ -1,0 +1,76 @@
+package controller
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/record"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+)
+
+// TestWorkEventsSurviveStatusConflict: the ManifestWorks written in a
+// reconcile get their events even when the status write that follows fails
+// with a conflict (events used to wait for the status write and were lost).
+func TestWorkEventsSurviveStatusConflict(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{fleetv1.AddToScheme, workv1.Install, clusterv1.Install, corev1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs := &fleetv1.FleetSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "mydb"},
+		Spec: fleetv1.FleetSetSpec{
+			Replicas: 3,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "mydb"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "mydb"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "db:1"}}}},
+			Topology: fleetv1.FleetTopology{Subsets: []fleetv1.Subset{{Name: "east", Cluster: "east"}, {Name: "west", Cluster: "west"}}},
+		},
+	}
+	available := []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "Available"}}
+	objs := []client.Object{fs,
+		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "east"}, Status: clusterv1.ManagedClusterStatus{Conditions: available}},
+		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "west"}, Status: clusterv1.ManagedClusterStatus{Conditions: available}},
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(fs).
+		WithIndex(&fleetv1.FleetSet{}, ClusterIndex, clustersOf).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				return apierrors.NewConflict(schema.GroupResource{Group: "fleetset.io", Resource: "fleetsets"}, obj.GetName(), nil)
+			},
+		}).Build()
+	rec := record.NewFakeRecorder(20)
+	r := &FleetSetReconciler{Client: c, Recorder: rec}
+	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(fs)})
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("Reconcile error = %v, want the status conflict", err)
+	}
+	close(rec.Events)
+	var created []string
+	for e := range rec.Events {
+		if strings.Contains(e, EventWorkCreated) {
+			created = append(created, e)
+		}
+	}
+	if len(created) != 2 {
+		t.Errorf("ManifestWorkCreated events = %q, want one per cluster (east, west)", created)
+	}
+	var works workv1.ManifestWorkList
+	if err := c.List(context.Background(), &works); err != nil || len(works.Items) != 2 {
+		t.Errorf("works = %d (%v), want 2 written", len(works.Items), err)
+	}
+}
