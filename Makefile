@@ -7,6 +7,9 @@ LOCALBIN ?= $(CURDIR)/bin
 GO ?= go
 CONTROLLER_GEN_VERSION ?= v0.19.0
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
+CODE_GENERATOR_VERSION ?= v0.34.4
+CONVERSION_GEN ?= $(LOCALBIN)/conversion-gen
+DEFAULTER_GEN ?= $(LOCALBIN)/defaulter-gen
 GOTESTFLAGS ?=
 export KUBEBUILDER_ASSETS ?= $(LOCALBIN)
 
@@ -42,14 +45,22 @@ test-binaries: $(LOCALBIN)/kube-apiserver $(LOCALBIN)/etcd ## Build what integra
 $(CONTROLLER_GEN):
 	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 
+$(CONVERSION_GEN):
+	GOBIN=$(LOCALBIN) $(GO) install k8s.io/code-generator/cmd/conversion-gen@$(CODE_GENERATOR_VERSION)
+
+$(DEFAULTER_GEN):
+	GOBIN=$(LOCALBIN) $(GO) install k8s.io/code-generator/cmd/defaulter-gen@$(CODE_GENERATOR_VERSION)
+
 .PHONY: .FORCE
 .FORCE:
 
 ##@ Generate
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy functions.
+generate: $(CONTROLLER_GEN) $(CONVERSION_GEN) $(DEFAULTER_GEN) ## Generate deepcopy, and the plugin args' conversion and defaulting functions.
 	$(CONTROLLER_GEN) object:headerFile=/dev/null paths=./api/... paths=./plugins/apis/...
+	$(CONVERSION_GEN) --go-header-file /dev/null --output-file zz_generated.conversion.go ./plugins/apis/config/v1
+	$(DEFAULTER_GEN) --go-header-file /dev/null --output-file zz_generated.defaults.go ./plugins/apis/config/v1
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs into manifests/crds.
@@ -99,7 +110,7 @@ BENCH_CLUSTERS ?= 10
 BENCH_STEADY_SECONDS ?= 60
 .PHONY: bench-hub
 bench-hub: test-binaries ## Hub: division+rendering per subset; FleetSets × ManagedClusters on a real apiserver.
-	$(GO) test -run '^$$' -bench . -benchmem ./federation/controller/
+	$(GO) test -run '^$$' -bench . -benchmem ./federation/plan/
 	BENCH_HUB=1 BENCH_FLEETSETS=$(BENCH_FLEETSETS) BENCH_CLUSTERS=$(BENCH_CLUSTERS) BENCH_STEADY_SECONDS=$(BENCH_STEADY_SECONDS) \
 	  $(GO) test -tags integration -count=1 -timeout 60m -run '^TestHubThroughput$$' -v ./federation/controller/ | grep -E '^(BENCH|---|ok|FAIL|PASS)'
 

@@ -27,7 +27,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
-	"github.com/fleetset/fleetset/e2e/controlplane"
+	"github.com/fleetset/fleetset/internal/testing/controlplane"
 	"github.com/fleetset/fleetset/plugins/ordinaltarget"
 )
 

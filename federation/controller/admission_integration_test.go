@@ -19,7 +19,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
-	"github.com/fleetset/fleetset/e2e/controlplane"
+	"github.com/fleetset/fleetset/federation/plan"
+	"github.com/fleetset/fleetset/internal/testing/controlplane"
 )
 
 // sampleFleetSet is the README's example: 9 replicas, east 60% and west 40%,
@@ -191,8 +192,8 @@ func TestAdmission(t *testing.T) {
 	if err := k8sClient.Get(ctx, clientKey("admission", "good-a"), fs); err != nil {
 		t.Fatal(err)
 	}
-	if fs.Spec.Topology.OrdinalBlockSize != DefaultOrdinalBlockSize || fs.Spec.Topology.TopologyKey != fleetv1.DefaultTopologyKey {
-		t.Errorf("defaults: ordinalBlockSize %d, topologyKey %q; want %d, %q", fs.Spec.Topology.OrdinalBlockSize, fs.Spec.Topology.TopologyKey, DefaultOrdinalBlockSize, fleetv1.DefaultTopologyKey)
+	if fs.Spec.Topology.OrdinalBlockSize != fleetv1.DefaultOrdinalBlockSize || fs.Spec.Topology.TopologyKey != fleetv1.DefaultTopologyKey {
+		t.Errorf("defaults: ordinalBlockSize %d, topologyKey %q; want %d, %q", fs.Spec.Topology.OrdinalBlockSize, fs.Spec.Topology.TopologyKey, fleetv1.DefaultOrdinalBlockSize, fleetv1.DefaultTopologyKey)
 	}
 	for _, tc := range []struct {
 		field  string
@@ -234,12 +235,12 @@ func TestSampleFleetSet(t *testing.T) {
 	if err := k8sClient.Create(context.Background(), fs); err != nil {
 		t.Fatalf("sample refused: %v", err)
 	}
-	plan, problems, err := Plan(fs, nil)
+	subsets, problems, err := plan.For(fs, nil)
 	if err != nil || len(problems) > 0 {
-		t.Fatalf("Plan(sample) = %v, %v", problems, err)
+		t.Fatalf("plan.For(sample) = %v, %v", problems, err)
 	}
 	var got []string
-	for _, sp := range plan {
+	for _, sp := range subsets {
 		var ds []string
 		for _, d := range sp.Domains {
 			ds = append(ds, fmt.Sprintf("%s:%d", d.Name, d.Replicas))

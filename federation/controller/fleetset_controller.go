@@ -28,6 +28,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/manifestwork"
+	"github.com/fleetset/fleetset/federation/plan"
 	"github.com/fleetset/fleetset/federation/rollout"
 )
 
@@ -143,7 +144,7 @@ type state struct {
 	fs       *fleetv1.FleetSet
 	works    map[types.NamespacedName]*workv1.ManifestWork // existing, by namespace/name
 	plan     []subsetPlan
-	problems []Problem
+	problems []plan.Problem
 	events   []pendingEvent
 	// rollout is the rollout decision (nil when the spec cannot be planned).
 	rollout *rollout.Decision
@@ -156,7 +157,7 @@ type state struct {
 // subsetPlan is a subset's plan and whether its cluster exists and is
 // Available.
 type subsetPlan struct {
-	plan             manifestwork.SubsetPlan
+	plan             plan.Subset
 	clusterExists    bool
 	clusterAvailable bool
 }
@@ -180,17 +181,17 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		return ctrl.Result{}, err
 	}
 	status := fs.Status.DeepCopy()
-	plan, problems, err := Plan(fs, previousStarts(fs, st.works))
+	planned, problems, err := plan.For(fs, previousStarts(fs, st.works))
 	if err != nil {
 		// Leave the ManifestWorks and the ordinal record as they are.
-		st.problems = append(st.problems, Problem{Reason: fleetv1.ReasonInvalidSpec, Message: err.Error()})
+		st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonInvalidSpec, Message: err.Error()})
 	} else {
 		st.problems = append(st.problems, problems...)
-		if err := r.checkClusters(ctx, st, plan); err != nil {
+		if err := r.checkClusters(ctx, st, planned); err != nil {
 			return ctrl.Result{}, err
 		}
 		if err := planRollout(st); err != nil {
-			st.problems = append(st.problems, Problem{Reason: fleetv1.ReasonInvalidSpec, Message: err.Error()})
+			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonInvalidSpec, Message: err.Error()})
 		}
 		if err := r.writeWorks(ctx, fs, st); err != nil {
 			return ctrl.Result{}, err
@@ -199,7 +200,7 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		foldRollout(st, status)
 	}
 	if err := r.validateSelector(fs, status); err != nil {
-		st.problems = append(st.problems, Problem{Reason: fleetv1.ReasonInvalidSpec, Message: err.Error()})
+		st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonInvalidSpec, Message: err.Error()})
 	}
 	setConditions(st, status)
 	if !equality.Semantic.DeepEqual(&fs.Status, status) {
@@ -251,10 +252,10 @@ func previousStarts(fs *fleetv1.FleetSet, works map[types.NamespacedName]*workv1
 }
 
 // checkClusters records which subsets' clusters exist and are available.
-func (r *FleetSetReconciler) checkClusters(ctx context.Context, st *state, plan []manifestwork.SubsetPlan) error {
+func (r *FleetSetReconciler) checkClusters(ctx context.Context, st *state, planned []plan.Subset) error {
 	type info struct{ exists, available bool }
 	clusters := map[string]info{}
-	for _, sp := range plan {
+	for _, sp := range planned {
 		in, ok := clusters[sp.Cluster]
 		if !ok {
 			mc := &clusterv1.ManagedCluster{}
@@ -270,10 +271,10 @@ func (r *FleetSetReconciler) checkClusters(ctx context.Context, st *state, plan 
 		}
 		switch {
 		case !in.exists:
-			st.problems = append(st.problems, Problem{Reason: fleetv1.ReasonClusterNotFound, Subset: sp.Name, Cluster: sp.Cluster,
+			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonClusterNotFound, Subset: sp.Name, Cluster: sp.Cluster,
 				Message: "spec.topology.subsets.cluster: ManagedCluster not found; its ManifestWork is not written"})
 		case !in.available:
-			st.problems = append(st.problems, Problem{Reason: fleetv1.ReasonClusterUnavailable, Subset: sp.Name, Cluster: sp.Cluster,
+			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonClusterUnavailable, Subset: sp.Name, Cluster: sp.Cluster,
 				Message: "ManagedCluster is not Available"})
 		}
 		st.plan = append(st.plan, subsetPlan{plan: sp, clusterExists: in.exists, clusterAvailable: in.available})
@@ -287,7 +288,7 @@ func (r *FleetSetReconciler) checkClusters(ctx context.Context, st *state, plan 
 // but not found is left as it is. Write failures become ApplyFailed problems;
 // conflicts are returned, to retry.
 func (r *FleetSetReconciler) writeWorks(ctx context.Context, fs *fleetv1.FleetSet, st *state) error {
-	all := make([]manifestwork.SubsetPlan, len(st.plan))
+	all := make([]plan.Subset, len(st.plan))
 	named := map[string]bool{}
 	for i, sp := range st.plan {
 		all[i] = sp.plan
@@ -295,7 +296,7 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, fs *fleetv1.FleetSe
 	}
 	desired, err := manifestwork.Works(st.fs, all)
 	if err != nil {
-		st.problems = append(st.problems, Problem{Reason: fleetv1.ReasonInvalidSpec, Message: err.Error()})
+		st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonInvalidSpec, Message: err.Error()})
 		return nil
 	}
 	missing := map[string]bool{}
@@ -331,7 +332,7 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, fs *fleetv1.FleetSe
 		if err != nil {
 			for _, sp := range st.plan {
 				if sp.plan.Cluster == w.Namespace {
-					st.problems = append(st.problems, Problem{Reason: fleetv1.ReasonApplyFailed, Subset: sp.plan.Name, Cluster: sp.plan.Cluster,
+					st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonApplyFailed, Subset: sp.plan.Name, Cluster: sp.plan.Cluster,
 						Message: fmt.Sprintf("writing ManifestWork %s: %v", key, err)})
 				}
 			}
@@ -342,7 +343,7 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, fs *fleetv1.FleetSe
 			continue
 		}
 		if err := r.Delete(ctx, w); client.IgnoreNotFound(err) != nil {
-			st.problems = append(st.problems, Problem{Reason: fleetv1.ReasonApplyFailed, Cluster: w.Namespace,
+			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonApplyFailed, Cluster: w.Namespace,
 				Message: fmt.Sprintf("deleting ManifestWork %s: %v", key, err)})
 			continue
 		}
@@ -368,7 +369,7 @@ func foldSubsets(st *state, status *fleetv1.FleetSetStatus) {
 		}
 		if w, ok := st.works[types.NamespacedName{Namespace: p.Cluster, Name: workName}]; ok {
 			if c := apimeta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied); c != nil && c.Status == metav1.ConditionFalse {
-				st.problems = append(st.problems, Problem{Reason: fleetv1.ReasonApplyFailed, Subset: p.Name, Cluster: p.Cluster,
+				st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonApplyFailed, Subset: p.Name, Cluster: p.Cluster,
 					Message: fmt.Sprintf("work agent reports ManifestWork not applied: %s: %s", c.Reason, c.Message)})
 			}
 			if f, ok := manifestwork.Feedback(w)[manifestwork.StatefulSetName(st.fs.Name, p.Name)]; ok {
@@ -423,7 +424,7 @@ func setConditions(st *state, status *fleetv1.FleetSetStatus) {
 		}
 		apimeta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
 	}
-	problems := append([]Problem(nil), st.problems...)
+	problems := append([]plan.Problem(nil), st.problems...)
 	sort.SliceStable(problems, func(i, j int) bool { return reasonRank[problems[i].Reason] < reasonRank[problems[j].Reason] })
 	if len(problems) > 0 {
 		msgs := make([]string, len(problems))

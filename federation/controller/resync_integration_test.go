@@ -15,6 +15,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/manifestwork"
+	"github.com/fleetset/fleetset/federation/plan"
 	"github.com/fleetset/fleetset/federation/rollout"
 )
 
@@ -199,7 +200,7 @@ func TestHubRestart(t *testing.T) {
 			if fs.Status.ObservedGeneration != fs.Generation {
 				return false, fmt.Errorf("%s: status not observed", name)
 			}
-			plan, _, err := Plan(fs, previousStarts(fs, nil))
+			subsets, _, err := plan.For(fs, previousStarts(fs, nil))
 			if err != nil {
 				return false, err
 			}
@@ -207,10 +208,10 @@ func TestHubRestart(t *testing.T) {
 			if err != nil {
 				return false, err
 			}
-			for i := range plan {
-				plan[i].Revision = rev
+			for i := range subsets {
+				subsets[i].Revision = rev
 			}
-			desired, err := manifestwork.Works(fs, plan)
+			desired, err := manifestwork.Works(fs, subsets)
 			if err != nil {
 				return false, err
 			}

@@ -12,6 +12,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/manifestwork"
+	"github.com/fleetset/fleetset/federation/plan"
 	"github.com/fleetset/fleetset/plugins/ordinaltarget"
 )
 
@@ -61,11 +62,11 @@ func TestHubAndMemberAgree(t *testing.T) {
 		var first *fleetv1.SubsetPlacementSpec
 		for n := int32(0); n <= 200; n++ {
 			fs.Spec.Replicas = n
-			plan, _, err := Plan(fs, nil)
+			subsets, _, err := plan.For(fs, nil)
 			if err != nil {
 				t.Fatalf("domains %s, %d replicas: Plan: %v", format(domains), n, err)
 			}
-			sp := manifestwork.SubsetPlacement(fs, plan[0])
+			sp := manifestwork.SubsetPlacement(fs, subsets[0])
 			if first == nil {
 				first = &sp.Spec
 			} else if diff := cmp.Diff(first, &sp.Spec); diff != "" {
@@ -84,7 +85,7 @@ func TestHubAndMemberAgree(t *testing.T) {
 				member[d]++
 			}
 			hub := map[string]int32{}
-			for _, d := range plan[0].Domains {
+			for _, d := range subsets[0].Domains {
 				if d.Replicas > 0 {
 					hub[d.Name] = d.Replicas
 				}

@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/fleetset/fleetset/e2e/controlplane"
+	"github.com/fleetset/fleetset/internal/testing/controlplane"
 )
 
 var (

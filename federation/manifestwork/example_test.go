@@ -10,6 +10,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/manifestwork"
+	"github.com/fleetset/fleetset/federation/plan"
 )
 
 // The README's example after division: east holds 5 instances (ordinals 0-4,
@@ -28,11 +29,11 @@ func ExampleWorks() {
 			}},
 		},
 	}
-	plan := []manifestwork.SubsetPlan{
+	plan := []plan.Subset{
 		{Name: "east", Cluster: "east", OrdinalStart: 0, BlockSize: 1000, Replicas: 5, Partition: 2,
-			Domains: []manifestwork.DomainPlan{{Name: "zone-a", Replicas: 2}, {Name: "zone-b", Replicas: 2}, {Name: "zone-c", Replicas: 1}}},
+			Domains: []plan.Domain{{Name: "zone-a", Replicas: 2}, {Name: "zone-b", Replicas: 2}, {Name: "zone-c", Replicas: 1}}},
 		{Name: "west", Cluster: "west", OrdinalStart: 1000, BlockSize: 1000, Replicas: 4,
-			Domains: []manifestwork.DomainPlan{{Name: "zone-a", Replicas: 2}, {Name: "zone-b", Replicas: 1}, {Name: "zone-c", Replicas: 1}}},
+			Domains: []plan.Domain{{Name: "zone-a", Replicas: 2}, {Name: "zone-b", Replicas: 1}, {Name: "zone-c", Replicas: 1}}},
 	}
 	works, err := manifestwork.Works(fs, plan)
 	if err != nil {

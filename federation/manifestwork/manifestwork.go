@@ -38,11 +38,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/plan"
 )
 
 // FieldManager is the server-side-apply field manager the work agent uses
@@ -67,41 +67,6 @@ const (
 
 // maxNameLength is the longest ManifestWork name (a DNS subdomain).
 const maxNameLength = 253
-
-// DomainPlan is one domain of a subset: its share, as the FleetSet gives it,
-// and the replicas division gives it at the subset's current size.
-type DomainPlan struct {
-	// Name of the domain (a value of the topology key).
-	Name string
-	// Share is the domain's spec.topology.subsets[].domains[].replicas (nil:
-	// an even share of the rest); the SubsetPlacement carries it unchanged.
-	Share *intstr.IntOrString
-	// Replicas division gave the domain (for status).
-	Replicas int32
-}
-
-// SubsetPlan is the hub's decision for one subset: where it runs, its ordinal
-// block and how many replicas each of its domains holds.
-type SubsetPlan struct {
-	// Name of the subset.
-	Name string
-	// Cluster is the ManagedCluster running it.
-	Cluster string
-	// OrdinalStart is the first ordinal of its block; BlockSize the block's
-	// length, in ordinals.
-	OrdinalStart int32
-	BlockSize    int32
-	// Replicas is the subset's desired replicas (≤ BlockSize).
-	Replicas int32
-	// Partition is how many of its lowest instances stay on the old revision.
-	Partition int32
-	// Revision is the fleet revision of the template (FleetSet
-	// status.updateRevision), stamped on the StatefulSet as
-	// v1alpha1.AnnotationRevision; empty: no annotation.
-	Revision string
-	// Domains in spec order; empty when the subset names no domain.
-	Domains []DomainPlan
-}
 
 // WorkName returns the name of the ManifestWork of FleetSet namespace/name in
 // every member cluster: "<namespace>.<name>" (OCM style; namespaces hold no
@@ -145,23 +110,23 @@ func OwnerLabels(namespace, name string) map[string]string {
 	}
 }
 
-// Works renders one ManifestWork per cluster named in plan, sorted by
-// cluster. plan holds every subset of fs in spec order (the fleet view lists
+// Works renders one ManifestWork per cluster named in subsets, sorted by
+// cluster. subsets holds every subset of fs in spec order (the fleet view lists
 // them all; each work carries only its cluster's subsets).
 //
 // It returns an error if fs.Spec.Selector is not a valid label selector or an
 // object cannot be encoded.
-func Works(fs *fleetv1.FleetSet, plan []SubsetPlan) ([]*workv1.ManifestWork, error) {
+func Works(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]*workv1.ManifestWork, error) {
 	var clusters []string
-	byCluster := map[string][]SubsetPlan{}
-	for _, sp := range plan {
+	byCluster := map[string][]plan.Subset{}
+	for _, sp := range subsets {
 		if _, ok := byCluster[sp.Cluster]; !ok {
 			clusters = append(clusters, sp.Cluster)
 		}
 		byCluster[sp.Cluster] = append(byCluster[sp.Cluster], sp)
 	}
 	sort.Strings(clusters)
-	view, err := FleetView(fs, plan)
+	view, err := FleetView(fs, subsets)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +141,7 @@ func Works(fs *fleetv1.FleetSet, plan []SubsetPlan) ([]*workv1.ManifestWork, err
 	return works, nil
 }
 
-func work(fs *fleetv1.FleetSet, cluster string, subsets []SubsetPlan, view *corev1.ConfigMap) (*workv1.ManifestWork, error) {
+func work(fs *fleetv1.FleetSet, cluster string, subsets []plan.Subset, view *corev1.ConfigMap) (*workv1.ManifestWork, error) {
 	ns := &corev1.Namespace{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 		ObjectMeta: metav1.ObjectMeta{Name: fs.Namespace},
@@ -267,7 +232,7 @@ func statefulSetConfig(namespace, name string) workv1.ManifestConfigOption {
 // block the other domains' instances, as OrderedReady would.
 //
 // It returns an error if fs.Spec.Selector is nil.
-func StatefulSet(fs *fleetv1.FleetSet, sp SubsetPlan) (*appsv1.StatefulSet, error) {
+func StatefulSet(fs *fleetv1.FleetSet, sp plan.Subset) (*appsv1.StatefulSet, error) {
 	if fs.Spec.Selector == nil {
 		return nil, fmt.Errorf("spec.selector: required")
 	}
@@ -358,11 +323,8 @@ func Service(fs *fleetv1.FleetSet) *corev1.Service {
 // DoNotSchedule so a re-created instance returns to its volume's domain. A
 // subset without domains gets no domain list; fleetset-scheduler then only
 // spreads it over the cluster's values of the topology key.
-func SubsetPlacement(fs *fleetv1.FleetSet, sp SubsetPlan) *fleetv1.SubsetPlacement {
-	key := fs.Spec.Topology.TopologyKey
-	if key == "" {
-		key = fleetv1.DefaultTopologyKey
-	}
+func SubsetPlacement(fs *fleetv1.FleetSet, sp plan.Subset) *fleetv1.SubsetPlacement {
+	key := fleetv1.TopologyKeyOrDefault(fs.Spec.Topology.TopologyKey)
 	var domains []fleetv1.PlacementDomain
 	for _, d := range sp.Domains {
 		pd := fleetv1.PlacementDomain{Name: d.Name}
@@ -372,12 +334,7 @@ func SubsetPlacement(fs *fleetv1.FleetSet, sp SubsetPlan) *fleetv1.SubsetPlaceme
 		domains = append(domains, pd)
 	}
 	slices.SortFunc(domains, func(a, b fleetv1.PlacementDomain) int { return strings.Compare(a.Name, b.Name) })
-	var sel *corev1.NodeSelector
-	for _, s := range fs.Spec.Topology.Subsets {
-		if s.Name == sp.Name && s.NodeSelector != nil {
-			sel = s.NodeSelector.DeepCopy()
-		}
-	}
+	sel := sp.NodeSelector.DeepCopy()
 	return &fleetv1.SubsetPlacement{
 		TypeMeta: metav1.TypeMeta{APIVersion: fleetv1.GroupVersion.String(), Kind: "SubsetPlacement"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -396,10 +353,10 @@ func SubsetPlacement(fs *fleetv1.FleetSet, sp SubsetPlan) *fleetv1.SubsetPlaceme
 }
 
 // FleetView renders the ConfigMap <fleetset>-fleet holding v1alpha1.FleetView
-// for every subset in plan, under key v1alpha1.FleetViewKey.
-func FleetView(fs *fleetv1.FleetSet, plan []SubsetPlan) (*corev1.ConfigMap, error) {
+// for every subset in subsets, under key v1alpha1.FleetViewKey.
+func FleetView(fs *fleetv1.FleetSet, subsets []plan.Subset) (*corev1.ConfigMap, error) {
 	v := fleetv1.FleetView{FleetSet: fs.Name, Namespace: fs.Namespace, Replicas: fs.Spec.Replicas, Subsets: []fleetv1.FleetViewSubset{}}
-	for _, sp := range plan {
+	for _, sp := range subsets {
 		v.Subsets = append(v.Subsets, fleetv1.FleetViewSubset{
 			Name:         sp.Name,
 			Cluster:      sp.Cluster,

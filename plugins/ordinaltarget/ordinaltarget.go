@@ -8,10 +8,10 @@ package ordinaltarget
 import (
 	"context"
 	"fmt"
-	"time"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -256,10 +256,7 @@ func (r *Resolver) compile(sp *fleetv1.SubsetPlacement) *compiled {
 	}
 	c := &compiled{uid: sp.UID, generation: sp.Generation, resourceVer: sp.ResourceVersion}
 	c.seats, c.domains, c.err = Compile(&sp.Spec)
-	c.topologyKey = sp.Spec.TopologyKey
-	if c.topologyKey == "" {
-		c.topologyKey = fleetv1.DefaultTopologyKey
-	}
+	c.topologyKey = fleetv1.TopologyKeyOrDefault(sp.Spec.TopologyKey)
 	if c.err == nil && sp.Spec.NodeSelector != nil {
 		c.nodeSelector = nodeaffinity.NewLazyErrorNodeSelector(sp.Spec.NodeSelector)
 	}

@@ -1,11 +1,23 @@
 package v1
 
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
 // DefaultDomainWeight is OrdinalSpreadArgs.DomainWeight when unset: above 50,
 // so the ordinal's domain always outranks the spread.
 const DefaultDomainWeight int32 = 60
 
-// SetDefaults_OrdinalSpreadArgs fills unset OrdinalSpreadArgs fields.
-func SetDefaults_OrdinalSpreadArgs(obj *OrdinalSpreadArgs) { //nolint:revive,staticcheck // name required by the scheme convention
+// addDefaultingFuncs registers the generated defaulters (zz_generated.defaults.go),
+// which call the SetDefaults_* functions below.
+func addDefaultingFuncs(scheme *runtime.Scheme) error {
+	return RegisterDefaults(scheme)
+}
+
+// SetDefaults_OrdinalSpreadArgs sets the defaults of OrdinalSpreadArgs:
+// DomainWeight, when unset, is DefaultDomainWeight (60). defaulter-gen calls it
+// from SetObjectDefaults_OrdinalSpreadArgs.
+func SetDefaults_OrdinalSpreadArgs(obj *OrdinalSpreadArgs) { //nolint:revive,staticcheck // name required by defaulter-gen
 	if obj.DomainWeight == nil {
 		w := DefaultDomainWeight
 		obj.DomainWeight = &w

@@ -1,19 +1,59 @@
-package controller
+// Package plan is the hub's pure decision for a FleetSet: the division of
+// its replicas over subsets and their domains (internal/apportion) and the
+// subsets' ordinal blocks (federation/ordinals), with the problems met. It
+// reads only the FleetSet; the renderer (federation/manifestwork) turns a
+// plan into ManifestWorks.
+package plan
 
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
 	"k8s.io/utils/ptr"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
-	"github.com/fleetset/fleetset/federation/manifestwork"
 	"github.com/fleetset/fleetset/federation/ordinals"
 	"github.com/fleetset/fleetset/internal/apportion"
 )
 
-// DefaultOrdinalBlockSize is the ordinal block size, in ordinals, of a
-// FleetSet that leaves spec.topology.ordinalBlockSize unset (the CRD default).
-const DefaultOrdinalBlockSize = 1000
+// Domain is one domain of a subset: its share, as the FleetSet gives it,
+// and the replicas division gives it at the subset's current size.
+type Domain struct {
+	// Name of the domain (a value of the topology key).
+	Name string
+	// Share is the domain's spec.topology.subsets[].domains[].replicas (nil:
+	// an even share of the rest); the SubsetPlacement carries it unchanged.
+	Share *intstr.IntOrString
+	// Replicas division gave the domain (for status).
+	Replicas int32
+}
+
+// Subset is the hub's decision for one subset: where it runs, its ordinal
+// block, its replicas and partition, and its domains.
+type Subset struct {
+	// Name of the subset.
+	Name string
+	// Cluster is the ManagedCluster running it.
+	Cluster string
+	// OrdinalStart is the first ordinal of its block; BlockSize the block's
+	// length, in ordinals.
+	OrdinalStart int32
+	BlockSize    int32
+	// Replicas is the subset's desired replicas (≤ BlockSize).
+	Replicas int32
+	// Partition is how many of its lowest instances stay on the old revision.
+	Partition int32
+	// Revision is the fleet revision of the template (FleetSet
+	// status.updateRevision), stamped on the StatefulSet as
+	// v1alpha1.AnnotationRevision; empty: no annotation.
+	Revision string
+	// Domains in spec order; empty when the subset names no domain.
+	Domains []Domain
+	// NodeSelector is the subset's spec.topology.subsets[].nodeSelector.
+	NodeSelector *corev1.NodeSelector
+}
 
 // Problem is one thing that keeps a FleetSet from being delivered as
 // specified; it becomes part of the Degraded condition and a Warning event.
@@ -39,21 +79,18 @@ func (p Problem) String() string {
 	return p.Message
 }
 
-// Plan divides fs over its subsets and their domains and assigns the ordinal
+// For divides fs over its subsets and their domains and assigns the ordinal
 // blocks. previous maps a subset name to the ordinalStart it held before
 // (status.subsets, or the ManifestWorks' record). It returns the subsets in
 // spec order, and the problems met: subsets cut to their block, infeasible
 // shares. It returns an error (an InvalidSpec problem naming the field) when
 // fs cannot be divided at all; then it returns no plan.
-func Plan(fs *fleetv1.FleetSet, previous map[string]int32) ([]manifestwork.SubsetPlan, []Problem, error) {
+func For(fs *fleetv1.FleetSet, previous map[string]int32) ([]Subset, []Problem, error) {
 	spec := &fs.Spec
 	if len(spec.Topology.Subsets) == 0 {
 		return nil, nil, fmt.Errorf("spec.topology.subsets: must not be empty")
 	}
-	block := spec.Topology.OrdinalBlockSize
-	if block == 0 {
-		block = DefaultOrdinalBlockSize
-	}
+	block := spec.Topology.OrdinalBlockSizeOrDefault()
 	in := make([]ordinals.Subset, len(spec.Topology.Subsets))
 	shares := make([]apportion.Share, len(spec.Topology.Subsets))
 	for i, s := range spec.Topology.Subsets {
@@ -84,7 +121,7 @@ func Plan(fs *fleetv1.FleetSet, previous map[string]int32) ([]manifestwork.Subse
 	if spec.UpdateStrategy.ManualUpdate != nil {
 		partitions = spec.UpdateStrategy.ManualUpdate.Partitions
 	}
-	plan := make([]manifestwork.SubsetPlan, len(spec.Topology.Subsets))
+	out := make([]Subset, len(spec.Topology.Subsets))
 	for i, s := range spec.Topology.Subsets {
 		replicas, cut := ordinals.Clamp(div.Assignments[i].Replicas, block)
 		if cut {
@@ -95,13 +132,14 @@ func Plan(fs *fleetv1.FleetSet, previous map[string]int32) ([]manifestwork.Subse
 			problems = append(problems, Problem{Reason: fleetv1.ReasonOrdinalBlockFull, Subset: s.Name, Cluster: s.Cluster,
 				Message: fmt.Sprintf("recorded ordinalStart %d is not a free block of %d; moved to %d", previous[s.Name], block, blocks[i].Start)})
 		}
-		sp := manifestwork.SubsetPlan{
+		sp := Subset{
 			Name:         s.Name,
 			Cluster:      s.Cluster,
 			OrdinalStart: blocks[i].Start,
 			BlockSize:    block,
 			Replicas:     replicas,
 			Partition:    partitions[s.Name],
+			NodeSelector: s.NodeSelector.DeepCopy(),
 		}
 		if len(s.Domains) > 0 {
 			ds := make([]apportion.Share, len(s.Domains))
@@ -117,10 +155,10 @@ func Plan(fs *fleetv1.FleetSet, previous map[string]int32) ([]manifestwork.Subse
 					Message: fmt.Sprintf("spec.topology.subsets[%d].domains: %s", i, u)})
 			}
 			for j, a := range dd.Assignments {
-				sp.Domains = append(sp.Domains, manifestwork.DomainPlan{Name: s.Domains[j].Name, Share: s.Domains[j].Replicas, Replicas: a.Replicas})
+				sp.Domains = append(sp.Domains, Domain{Name: s.Domains[j].Name, Share: s.Domains[j].Replicas, Replicas: a.Replicas})
 			}
 		}
-		plan[i] = sp
+		out[i] = sp
 	}
-	return plan, problems, nil
+	return out, problems, nil
 }

@@ -1,4 +1,4 @@
-package controller
+package plan
 
 import (
 	"strings"
@@ -10,7 +10,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
-	"github.com/fleetset/fleetset/federation/manifestwork"
 )
 
 func pct(s string) *intstr.IntOrString { return ptr.To(intstr.FromString(s)) }
@@ -39,16 +38,16 @@ func fleetSet(replicas int32, block int32, partitions map[string]int32, subsets 
 	return fs
 }
 
-func TestPlan(t *testing.T) {
+func TestFor(t *testing.T) {
 	abc := zones("zone-a", "zone-b", "zone-c")
-	d := func(a, b, c int32) []manifestwork.DomainPlan {
-		return []manifestwork.DomainPlan{{Name: "zone-a", Replicas: a}, {Name: "zone-b", Replicas: b}, {Name: "zone-c", Replicas: c}}
+	d := func(a, b, c int32) []Domain {
+		return []Domain{{Name: "zone-a", Replicas: a}, {Name: "zone-b", Replicas: b}, {Name: "zone-c", Replicas: c}}
 	}
 	cases := []struct {
 		name         string
 		fs           *fleetv1.FleetSet
 		previous     map[string]int32
-		want         []manifestwork.SubsetPlan
+		want         []Subset
 		wantProblems []string // reasons
 		wantErr      string   // field named in the error
 	}{
@@ -57,7 +56,7 @@ func TestPlan(t *testing.T) {
 			fs: fleetSet(9, 0, map[string]int32{"east": 2},
 				fleetv1.Subset{Name: "east", Cluster: "east", Replicas: pct("60%"), Domains: abc},
 				fleetv1.Subset{Name: "west", Cluster: "west", Replicas: pct("40%"), Domains: abc}),
-			want: []manifestwork.SubsetPlan{
+			want: []Subset{
 				{Name: "east", Cluster: "east", OrdinalStart: 0, BlockSize: 1000, Replicas: 5, Partition: 2, Domains: d(2, 2, 1)},
 				{Name: "west", Cluster: "west", OrdinalStart: 1000, BlockSize: 1000, Replicas: 4, Domains: d(2, 1, 1)},
 			},
@@ -68,7 +67,7 @@ func TestPlan(t *testing.T) {
 			fs: fleetSet(9, 0, nil,
 				fleetv1.Subset{Name: "east", Cluster: "east", Replicas: pct("60%")},
 				fleetv1.Subset{Name: "west", Cluster: "west", Replicas: pct("40%")}),
-			want: []manifestwork.SubsetPlan{
+			want: []Subset{
 				{Name: "east", Cluster: "east", OrdinalStart: 1000, BlockSize: 1000, Replicas: 5},
 				{Name: "west", Cluster: "west", OrdinalStart: 0, BlockSize: 1000, Replicas: 4},
 			},
@@ -78,7 +77,7 @@ func TestPlan(t *testing.T) {
 			fs: fleetSet(12, 5, nil,
 				fleetv1.Subset{Name: "east", Cluster: "east", Replicas: num(7)},
 				fleetv1.Subset{Name: "west", Cluster: "west", Replicas: num(5)}),
-			want: []manifestwork.SubsetPlan{
+			want: []Subset{
 				{Name: "east", Cluster: "east", OrdinalStart: 0, BlockSize: 5, Replicas: 5},
 				{Name: "west", Cluster: "west", OrdinalStart: 5, BlockSize: 5, Replicas: 5},
 			},
@@ -89,7 +88,7 @@ func TestPlan(t *testing.T) {
 			fs: fleetSet(2, 0, nil,
 				fleetv1.Subset{Name: "east", Cluster: "east", MinReplicas: ptr.To[int32](3)},
 				fleetv1.Subset{Name: "west", Cluster: "west"}),
-			want: []manifestwork.SubsetPlan{
+			want: []Subset{
 				{Name: "east", Cluster: "east", OrdinalStart: 0, BlockSize: 1000, Replicas: 2},
 				{Name: "west", Cluster: "west", OrdinalStart: 1000, BlockSize: 1000, Replicas: 0},
 			},
@@ -118,10 +117,10 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, problems, err := Plan(tc.fs, tc.previous)
+			got, problems, err := For(tc.fs, tc.previous)
 			if tc.wantErr != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
-					t.Fatalf("Plan() error = %v, want one starting with %q", err, tc.wantErr)
+					t.Fatalf("For() error = %v, want one starting with %q", err, tc.wantErr)
 				}
 				return
 			}
@@ -129,14 +128,14 @@ func TestPlan(t *testing.T) {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("Plan() (-want,+got):\n%s", diff)
+				t.Errorf("For() (-want,+got):\n%s", diff)
 			}
 			var reasons []string
 			for _, p := range problems {
 				reasons = append(reasons, p.Reason)
 			}
 			if diff := cmp.Diff(tc.wantProblems, reasons); diff != "" {
-				t.Errorf("Plan() problems (-want,+got):\n%s\n%v", diff, problems)
+				t.Errorf("For() problems (-want,+got):\n%s\n%v", diff, problems)
 			}
 		})
 	}

@@ -1,14 +1,16 @@
-package controller
+package plan_test
 
 import (
 	"fmt"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/manifestwork"
+	"github.com/fleetset/fleetset/federation/plan"
 )
 
 // BenchmarkPlan measures the hub's division of one FleetSet (ordinal blocks,
@@ -19,7 +21,7 @@ func BenchmarkPlan(b *testing.B) {
 		fs := benchFleetSet(n)
 		b.Run(fmt.Sprintf("subsets=%d", n), func(b *testing.B) {
 			for b.Loop() {
-				if _, _, err := Plan(fs, nil); err != nil {
+				if _, _, err := plan.For(fs, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -33,11 +35,11 @@ func BenchmarkRender(b *testing.B) {
 		fs := benchFleetSet(n)
 		b.Run(fmt.Sprintf("subsets=%d", n), func(b *testing.B) {
 			for b.Loop() {
-				plan, _, err := Plan(fs, nil)
+				subsets, _, err := plan.For(fs, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := manifestwork.Works(fs, plan); err != nil {
+				if _, err := manifestwork.Works(fs, subsets); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -61,5 +63,12 @@ func benchFleetSet(n int) *fleetv1.FleetSet {
 		}
 		subsets = append(subsets, s)
 	}
-	return fleetSet(int32(100*n), 0, nil, subsets...)
+	return &fleetv1.FleetSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "mydb"},
+		Spec: fleetv1.FleetSetSpec{
+			Replicas: int32(100 * n),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "mydb"}},
+			Topology: fleetv1.FleetTopology{Subsets: subsets},
+		},
+	}
 }

@@ -32,7 +32,7 @@ func SchedulerConfigFile() string {
 // DefaultProfileConfigFile is a KubeSchedulerConfiguration holding only
 // kube-scheduler's default profile.
 func DefaultProfileConfigFile() string {
-	return filepath.Join(RepoRoot(), "e2e", "controlplane", "testdata", "default-scheduler.yaml")
+	return filepath.Join(RepoRoot(), "internal", "testing", "controlplane", "testdata", "default-scheduler.yaml")
 }
 
 // StartScheduler runs kube-scheduler in-process with the fleetset plugins

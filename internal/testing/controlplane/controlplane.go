@@ -17,7 +17,7 @@ import (
 // RepoRoot returns the repository's top folder, found from this source file.
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 }
 
 // BinDir returns where the control-plane binaries are: $KUBEBUILDER_ASSETS,
