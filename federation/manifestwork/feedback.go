@@ -1,0 +1,117 @@
+package manifestwork
+
+import (
+	"strconv"
+	"strings"
+
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+)
+
+// Feedback names, as requested from the work agent for every StatefulSet.
+const (
+	FeedbackReplicas          = "replicas"
+	FeedbackReadyReplicas     = "readyReplicas"
+	FeedbackUpdatedReplicas   = "updatedReplicas"
+	FeedbackAvailableReplicas = "availableReplicas"
+	FeedbackCurrentRevision   = "currentRevision"
+	FeedbackUpdateRevision    = "updateRevision"
+	// FeedbackFleetRevision is the StatefulSet's fleetset.io/revision
+	// annotation; FeedbackGeneration and FeedbackObservedGeneration tell
+	// whether the other values are of its current spec.
+	FeedbackFleetRevision      = "fleetRevision"
+	FeedbackGeneration         = "generation"
+	FeedbackObservedGeneration = "observedGeneration"
+)
+
+// StatefulSetFeedback is what the work agent reported of one StatefulSet.
+type StatefulSetFeedback struct {
+	Replicas          int32
+	ReadyReplicas     int32
+	UpdatedReplicas   int32
+	AvailableReplicas int32
+	CurrentRevision   string
+	UpdateRevision    string
+	// FleetRevision is the StatefulSet's fleetset.io/revision annotation.
+	FleetRevision string
+	// Generation and ObservedGeneration are the StatefulSet's
+	// metadata.generation and status.observedGeneration.
+	Generation, ObservedGeneration int64
+}
+
+// Current reports whether the fed-back status is of the StatefulSet's
+// current spec: observedGeneration = generation, both reported.
+func (f StatefulSetFeedback) Current() bool {
+	return f.Generation > 0 && f.ObservedGeneration == f.Generation
+}
+
+// Feedback returns, by StatefulSet name, the statusFeedback values the work
+// agent wrote into w.status.resourceStatus.manifests[]. StatefulSets with no
+// value reported are absent; values of the wrong type are ignored.
+func Feedback(w *workv1.ManifestWork) map[string]StatefulSetFeedback {
+	out := map[string]StatefulSetFeedback{}
+	for _, m := range w.Status.ResourceStatus.Manifests {
+		if m.ResourceMeta.Kind != "StatefulSet" || m.ResourceMeta.Group != "apps" || len(m.StatusFeedbacks.Values) == 0 {
+			continue
+		}
+		var f StatefulSetFeedback
+		for _, v := range m.StatusFeedbacks.Values {
+			i := func(p *int32) {
+				if v.Value.Integer != nil {
+					*p = int32(*v.Value.Integer)
+				}
+			}
+			s := func(p *string) {
+				if v.Value.String != nil {
+					*p = *v.Value.String
+				}
+			}
+			switch v.Name {
+			case FeedbackReplicas:
+				i(&f.Replicas)
+			case FeedbackReadyReplicas:
+				i(&f.ReadyReplicas)
+			case FeedbackUpdatedReplicas:
+				i(&f.UpdatedReplicas)
+			case FeedbackAvailableReplicas:
+				i(&f.AvailableReplicas)
+			case FeedbackCurrentRevision:
+				s(&f.CurrentRevision)
+			case FeedbackUpdateRevision:
+				s(&f.UpdateRevision)
+			case FeedbackFleetRevision:
+				s(&f.FleetRevision)
+			case FeedbackGeneration:
+				if v.Value.Integer != nil {
+					f.Generation = *v.Value.Integer
+				}
+			case FeedbackObservedGeneration:
+				if v.Value.Integer != nil {
+					f.ObservedGeneration = *v.Value.Integer
+				}
+			}
+		}
+		out[m.ResourceMeta.Name] = f
+	}
+	return out
+}
+
+// OrdinalStarts returns the subset → ordinalStart record of a FleetSet's
+// ManifestWork (annotation v1alpha1.AnnotationOrdinalStarts); malformed
+// entries are skipped.
+func OrdinalStarts(w *workv1.ManifestWork) map[string]int32 {
+	out := map[string]int32{}
+	for _, kv := range strings.Split(w.Annotations[fleetv1.AnnotationOrdinalStarts], ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n < 0 {
+			continue
+		}
+		out[k] = int32(n)
+	}
+	return out
+}

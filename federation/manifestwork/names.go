@@ -1,0 +1,53 @@
+package manifestwork
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+)
+
+// maxNameLength is the longest ManifestWork name (a DNS subdomain).
+const maxNameLength = 253
+
+// WorkName returns the name of the ManifestWork of FleetSet namespace/name in
+// every member cluster: "<namespace>.<name>" (OCM style; namespaces hold no
+// dot, so it is unique), cut to 253 characters with a hash suffix if longer.
+func WorkName(namespace, name string) string {
+	n := namespace + "." + name
+	if len(n) <= maxNameLength {
+		return n
+	}
+	sum := sha256.Sum256([]byte(n))
+	return n[:maxNameLength-11] + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// StatefulSetName returns the name of the StatefulSet, SubsetPlacement and
+// placement label of a subset: "<fleetset>-<subset>".
+func StatefulSetName(fleetSet, subset string) string {
+	return fleetSet + "-" + subset
+}
+
+// FleetViewName returns the name of the fleet view ConfigMap: "<fleetset>-fleet".
+func FleetViewName(fleetSet string) string {
+	return fleetSet + "-fleet"
+}
+
+// ServiceName returns the headless Service of a FleetSet: spec.serviceName,
+// or the FleetSet's name when unset.
+func ServiceName(fs *fleetv1.FleetSet) string {
+	if fs.Spec.ServiceName != "" {
+		return fs.Spec.ServiceName
+	}
+	return fs.Name
+}
+
+// OwnerLabels returns the labels that mark a ManifestWork as belonging to
+// FleetSet namespace/name.
+func OwnerLabels(namespace, name string) map[string]string {
+	return map[string]string{
+		fleetv1.LabelManagedBy:      fleetv1.ManagedByHub,
+		fleetv1.LabelOwnerNamespace: namespace,
+		fleetv1.LabelOwnerName:      name,
+	}
+}
