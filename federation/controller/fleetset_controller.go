@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -199,7 +198,9 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		foldSubsets(st, status)
 		foldRollout(st, status)
 	}
-	if err := r.validateSelector(fs, status); err != nil {
+	status.SubsetCount = int32(len(fs.Spec.Topology.Subsets))
+	status.ObservedGeneration = fs.Generation
+	if err := setSelector(fs, status); err != nil {
 		st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonInvalidSpec, Message: err.Error()})
 	}
 	setConditions(st, status)
@@ -352,143 +353,6 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, fs *fleetv1.FleetSe
 		r.Recorder.Event(fs, corev1.EventTypeNormal, EventWorkDeleted, "Deleted ManifestWork "+key.String())
 	}
 	return nil
-}
-
-// foldSubsets writes status.subsets from the plan and the works' feedback,
-// and the totals; a subset whose work reports Applied=False becomes an
-// ApplyFailed problem.
-func foldSubsets(st *state, status *fleetv1.FleetSetStatus) {
-	status.Subsets = nil
-	status.Replicas, status.ReadyReplicas, status.AvailableReplicas = 0, 0, 0
-	workName := manifestwork.WorkName(st.fs.Namespace, st.fs.Name)
-	for _, sp := range st.plan {
-		p := sp.plan
-		ss := fleetv1.SubsetStatus{Name: p.Name, Cluster: p.Cluster, OrdinalStart: p.OrdinalStart, Replicas: p.Replicas, Partition: p.Partition}
-		for _, d := range p.Domains {
-			ss.Domains = append(ss.Domains, fleetv1.DomainStatus{Name: d.Name, Replicas: d.Replicas})
-		}
-		if w, ok := st.works[types.NamespacedName{Namespace: p.Cluster, Name: workName}]; ok {
-			if c := apimeta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied); c != nil && c.Status == metav1.ConditionFalse {
-				st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonApplyFailed, Subset: p.Name, Cluster: p.Cluster,
-					Message: fmt.Sprintf("work agent reports ManifestWork not applied: %s: %s", c.Reason, c.Message)})
-			}
-			if f, ok := manifestwork.Feedback(w)[manifestwork.StatefulSetName(st.fs.Name, p.Name)]; ok {
-				ss.ObservedReplicas, ss.ReadyReplicas = f.Replicas, f.ReadyReplicas
-				ss.AvailableReplicas, ss.UpdatedReplicas = f.AvailableReplicas, f.UpdatedReplicas
-				ss.CurrentRevision, ss.UpdateRevision = f.CurrentRevision, f.UpdateRevision
-				ss.FleetRevision = f.FleetRevision
-			}
-		}
-		if st.rollout != nil && rollingUpdate(st.fs) != nil {
-			ss.Rollout = fleetv1.SubsetRolloutPhase(st.rollout.Phases[p.Name])
-		}
-		status.Replicas += ss.ObservedReplicas
-		status.ReadyReplicas += ss.ReadyReplicas
-		status.AvailableReplicas += ss.AvailableReplicas
-		status.Subsets = append(status.Subsets, ss)
-	}
-}
-
-// validateSelector sets status.selector and subsetCount; it returns an error
-// naming spec.selector if the selector is invalid.
-func (r *FleetSetReconciler) validateSelector(fs *fleetv1.FleetSet, status *fleetv1.FleetSetStatus) error {
-	status.SubsetCount = int32(len(fs.Spec.Topology.Subsets))
-	status.ObservedGeneration = fs.Generation
-	if fs.Spec.Selector == nil {
-		return fmt.Errorf("spec.selector: required")
-	}
-	sel, err := metav1.LabelSelectorAsSelector(fs.Spec.Selector)
-	if err != nil {
-		return fmt.Errorf("spec.selector: %w", err)
-	}
-	status.Selector = sel.String()
-	return nil
-}
-
-// reasonRank orders the Degraded reasons, most severe first.
-var reasonRank = map[string]int{
-	fleetv1.ReasonInvalidSpec:        0,
-	fleetv1.ReasonClusterNotFound:    1,
-	fleetv1.ReasonApplyFailed:        2,
-	fleetv1.ReasonClusterUnavailable: 3,
-	fleetv1.ReasonOrdinalBlockFull:   4,
-	fleetv1.ReasonDivisionInfeasible: 5,
-}
-
-// setConditions sets Degraded, Progressing and Ready.
-func setConditions(st *state, status *fleetv1.FleetSetStatus) {
-	gen := st.fs.Generation
-	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
-		if len(msg) > maxConditionMessage {
-			msg = msg[:maxConditionMessage-3] + "..."
-		}
-		apimeta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
-	}
-	problems := append([]plan.Problem(nil), st.problems...)
-	sort.SliceStable(problems, func(i, j int) bool { return reasonRank[problems[i].Reason] < reasonRank[problems[j].Reason] })
-	if len(problems) > 0 {
-		msgs := make([]string, len(problems))
-		for i, p := range problems {
-			msgs[i] = p.String()
-		}
-		set(fleetv1.ConditionDegraded, metav1.ConditionTrue, problems[0].Reason, strings.Join(msgs, "; "))
-	} else {
-		set(fleetv1.ConditionDegraded, metav1.ConditionFalse, fleetv1.ReasonAsExpected, "")
-	}
-
-	var waiting, rolling, notReady []string
-	for _, ss := range status.Subsets {
-		w := st.works[types.NamespacedName{Namespace: ss.Cluster, Name: manifestwork.WorkName(st.fs.Namespace, st.fs.Name)}]
-		reported := w != nil && hasFeedback(w, manifestwork.StatefulSetName(st.fs.Name, ss.Name))
-		wantUpdated := ss.Replicas - min(ss.Partition, ss.Replicas)
-		switch {
-		case !reported:
-			waiting = append(waiting, fmt.Sprintf("subset %s on cluster %s", ss.Name, ss.Cluster))
-		case ss.ObservedReplicas != ss.Replicas || ss.UpdatedReplicas < wantUpdated:
-			rolling = append(rolling, fmt.Sprintf("subset %s on cluster %s: %d/%d replicas, %d/%d updated", ss.Name, ss.Cluster, ss.ObservedReplicas, ss.Replicas, ss.UpdatedReplicas, wantUpdated))
-		}
-		if ss.ReadyReplicas < ss.Replicas {
-			notReady = append(notReady, fmt.Sprintf("subset %s on cluster %s: %d/%d ready", ss.Name, ss.Cluster, ss.ReadyReplicas, ss.Replicas))
-		}
-	}
-	switch reason, msg, rollingOut := rolloutProgress(st, status); {
-	case rollingOut:
-		set(fleetv1.ConditionProgressing, metav1.ConditionTrue, reason, msg)
-	case len(rolling) > 0:
-		set(fleetv1.ConditionProgressing, metav1.ConditionTrue, fleetv1.ReasonRollingOut, strings.Join(append(rolling, waiting...), "; "))
-	case len(waiting) > 0:
-		set(fleetv1.ConditionProgressing, metav1.ConditionTrue, fleetv1.ReasonWaitingForFeedback, "no status from "+strings.Join(waiting, ", "))
-	case reason != "":
-		set(fleetv1.ConditionProgressing, metav1.ConditionFalse, reason, msg)
-	default:
-		set(fleetv1.ConditionProgressing, metav1.ConditionFalse, fleetv1.ReasonComplete, "")
-	}
-	switch {
-	case len(problems) > 0:
-		set(fleetv1.ConditionReady, metav1.ConditionFalse, fleetv1.ReasonDegraded, "see condition Degraded")
-	case len(notReady) > 0:
-		set(fleetv1.ConditionReady, metav1.ConditionFalse, fleetv1.ReasonReplicasNotReady, strings.Join(notReady, "; "))
-	default:
-		set(fleetv1.ConditionReady, metav1.ConditionTrue, fleetv1.ReasonAllReplicasReady, "")
-	}
-}
-
-func hasFeedback(w *workv1.ManifestWork, sts string) bool {
-	_, ok := manifestwork.Feedback(w)[sts]
-	return ok
-}
-
-// problemEvents returns a Warning event when Degraded became True or changed
-// its message, so a lasting problem is reported once, not per reconcile.
-func problemEvents(old, cur *fleetv1.FleetSetStatus) []pendingEvent {
-	c := apimeta.FindStatusCondition(cur.Conditions, fleetv1.ConditionDegraded)
-	if c == nil || c.Status != metav1.ConditionTrue {
-		return nil
-	}
-	if o := apimeta.FindStatusCondition(old.Conditions, fleetv1.ConditionDegraded); o != nil && o.Status == c.Status && o.Reason == c.Reason && o.Message == c.Message {
-		return nil
-	}
-	return []pendingEvent{{corev1.EventTypeWarning, c.Reason, c.Message}}
 }
 
 // finalize deletes the FleetSet's ManifestWorks and removes the finalizer
