@@ -7,6 +7,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
+// The percent rules in this file spell out the map {'0%':0, …, '100%':100}
+// in every CEL expression that needs it (four times, and once more in
+// subsetplacement_types.go): an int-or-string field cannot be parsed with
+// string functions within the apiserver's CEL cost budget, a map lookup has
+// constant cost, and CEL has no shared definitions. Keep the copies equal.
+
 // SubsetDomain is one domain (a value of the topology key) of a subset's
 // member cluster.
 type SubsetDomain struct {

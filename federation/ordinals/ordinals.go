@@ -19,6 +19,8 @@ package ordinals
 import (
 	"fmt"
 	"math"
+
+	"github.com/fleetset/fleetset/internal/names"
 )
 
 // Subset is one subset to place: its name and the ordinalStart recorded for it
@@ -62,16 +64,15 @@ func Assign(blockSize int32, subsets []Subset) ([]Block, error) {
 	}
 	maxSlot := int64(MaxOrdinal)/int64(blockSize) - 1 // slot s holds ordinals up to (s+1)·B−1 ≤ MaxOrdinal
 	taken := make(map[int64]bool, len(subsets))
-	seen := make(map[string]bool, len(subsets))
+	all := make([]string, len(subsets))
+	for i, s := range subsets {
+		all[i] = s.Name
+	}
+	if errs := names.Check("subsets", all); len(errs) > 0 {
+		return nil, errs[0]
+	}
 	out := make([]Block, len(subsets))
 	for i, s := range subsets {
-		switch {
-		case s.Name == "":
-			return nil, fmt.Errorf("subsets[%d].name: must not be empty", i)
-		case seen[s.Name]:
-			return nil, fmt.Errorf("subsets[%d].name: duplicate name %q", i, s.Name)
-		}
-		seen[s.Name] = true
 		out[i].Name = s.Name
 		out[i].Start = -1
 		if s.Previous == nil {

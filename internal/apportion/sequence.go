@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/fleetset/fleetset/internal/names"
 )
 
 // MaxTotal is the largest number of seats, in replicas, that Divide deals
@@ -227,18 +229,20 @@ func parse(field string, shares []Share) ([]share, error) {
 		errs = append(errs, fmt.Errorf("%s: must not be empty", field))
 	}
 	ss := make([]share, len(shares))
-	seen := make(map[string]bool, len(shares))
+	all := make([]string, len(shares))
+	for i, in := range shares {
+		all[i] = in.Name
+	}
+	nameErrs := names.Check(field, all)
 	var percents int64
 	for i, in := range shares {
 		path := fmt.Sprintf("%s[%d]", field, i)
 		s := share{name: in.Name, index: i, kind: kindRest, hi: math.MaxInt64}
-		switch {
-		case in.Name == "":
-			errs = append(errs, fmt.Errorf("%s.name: must not be empty", path))
-		case seen[in.Name]:
-			errs = append(errs, fmt.Errorf("%s.name: duplicate name %q", path, in.Name))
+		for _, err := range nameErrs {
+			if strings.HasPrefix(err.Error(), path+".name:") {
+				errs = append(errs, err)
+			}
 		}
-		seen[in.Name] = true
 		switch {
 		case in.MinReplicas == nil:
 		case *in.MinReplicas < 0:

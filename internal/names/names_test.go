@@ -1,0 +1,17 @@
+package names
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestCheck(t *testing.T) {
+	if errs := Check("shares", []string{"a", "b"}); errs != nil {
+		t.Errorf("Check(a, b) = %v, want nil", errs)
+	}
+	got := errors.Join(Check("spec.domains", []string{"a", "", "a", "b", "b"})...).Error()
+	want := "spec.domains[1].name: must not be empty\nspec.domains[2].name: duplicate name \"a\"\nspec.domains[4].name: duplicate name \"b\""
+	if got != want {
+		t.Errorf("Check = %q, want %q", got, want)
+	}
+}
