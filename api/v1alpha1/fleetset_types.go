@@ -76,6 +76,17 @@ type Subset struct {
 	// NodeSelector further restricts the subset's nodes, ANDed with the domains.
 	// +optional
 	NodeSelector *corev1.NodeSelector `json:"nodeSelector,omitempty"`
+
+	// FallbackClusters are the ManagedClusters the subset may be relocated
+	// to when its cluster is lost (spec.failover.policy Relocate), in order
+	// of preference. Default: the clusters of the other subsets, fewest
+	// replicas first.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	// +optional
+	FallbackClusters []string `json:"fallbackClusters,omitempty"`
 }
 
 // FleetTopology says how a FleetSet is divided over member clusters and domains.
@@ -204,7 +215,65 @@ type FleetSetUpdateStrategy struct {
 	ManualUpdate *ManualUpdate `json:"manualUpdate,omitempty"`
 }
 
+// FailoverPolicy says what the hub does when a subset's cluster is lost.
+// +kubebuilder:validation:Enum=None;Relocate
+type FailoverPolicy string
+
+const (
+	// FailoverNone leaves a lost cluster's subsets where they are: the
+	// FleetSet only reports them Degraded.
+	FailoverNone FailoverPolicy = "None"
+	// FailoverRelocate moves a lost cluster's subsets, with their identities
+	// (StatefulSet name, ordinal block, replicas), to a fallback cluster once
+	// the lost cluster is fenced: its resync lease has certainly expired.
+	FailoverRelocate FailoverPolicy = "Relocate"
+)
+
+// FailbackPolicy says when relocated subsets go home.
+// +kubebuilder:validation:Enum=Manual;Automatic
+type FailbackPolicy string
+
+const (
+	// FailbackManual: relocated subsets go home when the FleetSet is
+	// annotated fleetset.io/failback (any value), the home cluster being
+	// Available.
+	FailbackManual FailbackPolicy = "Manual"
+	// FailbackAutomatic: relocated subsets go home once their home cluster
+	// has been Available for tolerationSeconds.
+	FailbackAutomatic FailbackPolicy = "Automatic"
+)
+
+// Failover says how the hub reacts to a lost member cluster.
+type Failover struct {
+	// Policy: None (default) or Relocate.
+	// +kubebuilder:default=None
+	// +optional
+	Policy FailoverPolicy `json:"policy,omitempty"`
+
+	// TolerationSeconds is how long, in seconds, a ManagedCluster may be
+	// unavailable before its subsets are relocated (and, with failback
+	// Automatic, how long a home cluster must be Available again before they
+	// return). Default 300.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TolerationSeconds *int32 `json:"tolerationSeconds,omitempty"`
+
+	// Failback: Manual (default) or Automatic.
+	// +kubebuilder:default=Manual
+	// +optional
+	Failback FailbackPolicy `json:"failback,omitempty"`
+
+	// FenceGraceSeconds is how long, in seconds, a member cluster keeps
+	// running this FleetSet's pods after its resync lease expired, before
+	// fleetset-scheduler deletes them (their PVCs are kept). Default 0.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	// +optional
+	FenceGraceSeconds int32 `json:"fenceGraceSeconds,omitempty"`
+}
+
 // FleetSetSpec is the desired state of a FleetSet.
+// +kubebuilder:validation:XValidation:rule="!has(self.failover) || !has(self.failover.policy) || self.failover.policy != 'Relocate' || !has(self.persistentVolumeClaimRetentionPolicy) || !has(self.persistentVolumeClaimRetentionPolicy.whenDeleted) || self.persistentVolumeClaimRetentionPolicy.whenDeleted != 'Delete'",message="failover.policy Relocate needs persistentVolumeClaimRetentionPolicy.whenDeleted Retain: relocation removes a lost cluster's StatefulSets and must never delete their volumes"
 // +kubebuilder:validation:XValidation:rule="has(self.podManagementPolicy) == has(oldSelf.podManagementPolicy) && (!has(self.podManagementPolicy) || self.podManagementPolicy == oldSelf.podManagementPolicy)",message="podManagementPolicy is immutable, as it is on a StatefulSet"
 // +kubebuilder:validation:XValidation:rule="!has(self.updateStrategy) || !has(self.updateStrategy.rollingUpdate) || !has(self.updateStrategy.rollingUpdate.subsetOrder) || self.updateStrategy.rollingUpdate.subsetOrder.all(n, self.topology.subsets.exists(s, s.name == n))",message="updateStrategy.rollingUpdate.subsetOrder: every entry must name a subset in topology.subsets"
 // +kubebuilder:validation:XValidation:rule="!has(self.updateStrategy) || !has(self.updateStrategy.manualUpdate) || !has(self.updateStrategy.manualUpdate.partitions) || self.updateStrategy.manualUpdate.partitions.all(k, self.topology.subsets.exists(s, s.name == k))",message="updateStrategy.manualUpdate.partitions: every key must name a subset in topology.subsets"
@@ -264,13 +333,19 @@ type FleetSetSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
+
+	// Failover says how the hub reacts to a lost member cluster. Default:
+	// policy None.
+	// +optional
+	Failover *Failover `json:"failover,omitempty"`
 }
 
 // SubsetStatus is the observed state of one subset.
 type SubsetStatus struct {
 	// Name of the subset.
 	Name string `json:"name"`
-	// Cluster is the ManagedCluster hosting the subset.
+	// Cluster is the ManagedCluster hosting the subset now: its spec
+	// cluster, or a fallback cluster after a relocation.
 	Cluster string `json:"cluster"`
 	// OrdinalStart is the first ordinal of the subset's block; assigned once
 	// and never changed while the subset exists.
@@ -307,12 +382,38 @@ type SubsetStatus struct {
 	// whose template the member StatefulSet last reported running with.
 	// +optional
 	FleetRevision string `json:"fleetRevision,omitempty"`
+	// Epoch is the subset's fencing epoch: it grows by one at every move of
+	// the subset to another cluster (relocation or failback), for in-cluster
+	// actors to compare (see the fleet view ConfigMap).
+	// +optional
+	Epoch int64 `json:"epoch,omitempty"`
+	// Failover is where the subset is in a move: FailingOver (waiting for
+	// the lost cluster to be fenced), FailedOver (running on a fallback
+	// cluster), FailingBack (being removed from the fallback cluster before
+	// it is delivered home); empty at home.
+	// +optional
+	Failover SubsetFailoverPhase `json:"failover,omitempty"`
 	// Rollout is the subset's place in a RollingUpdate: Waiting (not its
 	// turn), Updating, or Updated (every instance it must update is updated
 	// and available).
 	// +optional
 	Rollout SubsetRolloutPhase `json:"rollout,omitempty"`
 }
+
+// SubsetFailoverPhase is a subset's place in a failover.
+type SubsetFailoverPhase string
+
+const (
+	// SubsetFailingOver: the subset's cluster is lost; the subset moves once
+	// the cluster's resync lease has certainly expired.
+	SubsetFailingOver SubsetFailoverPhase = "FailingOver"
+	// SubsetFailedOver: the subset runs on a fallback cluster
+	// (status.subsets[].cluster).
+	SubsetFailedOver SubsetFailoverPhase = "FailedOver"
+	// SubsetFailingBack: the subset is being removed from the fallback
+	// cluster; it is delivered home once that removal is applied.
+	SubsetFailingBack SubsetFailoverPhase = "FailingBack"
+)
 
 // SubsetRolloutPhase is a subset's place in a fleet rollout.
 type SubsetRolloutPhase string

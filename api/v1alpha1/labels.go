@@ -44,6 +44,10 @@ const (
 	// carries. It is fed back to the hub, which counts an instance as updated
 	// only on that revision.
 	AnnotationRevision = "fleetset.io/revision"
+	// AnnotationFailback on a FleetSet (any value) asks the hub to bring its
+	// relocated subsets home, with failover.failback Manual; the hub removes
+	// it once they are home.
+	AnnotationFailback = "fleetset.io/failback"
 	// AnnotationOrdinalStarts records, on a FleetSet's ManifestWork, the
 	// ordinalStart of each subset it carries ("east=0,west=1000"), so that the
 	// hub recovers the sticky ordinal blocks if status.subsets was lost.

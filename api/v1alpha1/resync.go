@@ -73,4 +73,8 @@ type FleetViewSubset struct {
 	// Partition is how many of the subset's lowest instances stay on the old
 	// revision.
 	Partition int32 `json:"partition"`
+	// Epoch is the subset's fencing epoch (FleetSet status.subsets[].epoch):
+	// it grows by one at every move to another cluster. An actor that saw a
+	// higher epoch for the subset elsewhere must stand down.
+	Epoch int64 `json:"epoch,omitempty"`
 }

@@ -73,12 +73,32 @@ type SubsetPlacementSpec struct {
 	// +optional
 	OrdinalStart int32 `json:"ordinalStart,omitempty"`
 
+	// Fencing, when set, makes fleetset-scheduler fence the placement's pods
+	// on the cluster's resync lease (fleetset-system/fleetset-resync, see
+	// the contract in api/v1alpha1/resync.go): while that Lease is expired
+	// (renewTime + leaseDurationSeconds in the past, by this cluster's clock)
+	// or missing, the pods are not scheduled, and running ones are deleted
+	// after graceSeconds; their PVCs are kept. The hub sets it for FleetSets
+	// with failover policy Relocate.
+	// +optional
+	Fencing *PlacementFencing `json:"fencing,omitempty"`
+
 	// WhenUnsatisfiable says whether a pod must land in its ordinal's domain
 	// (DoNotSchedule) or only prefers it (ScheduleAnyway). Without domains
 	// there is no ordinal domain and pods are only spread.
 	// +kubebuilder:default=DoNotSchedule
 	// +optional
 	WhenUnsatisfiable WhenUnsatisfiable `json:"whenUnsatisfiable,omitempty"`
+}
+
+// PlacementFencing is how a placement's pods are fenced on the resync lease.
+type PlacementFencing struct {
+	// GraceSeconds is how long, in seconds, running pods may keep running
+	// after the lease expired. Default 0.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	// +optional
+	GraceSeconds int32 `json:"graceSeconds,omitempty"`
 }
 
 // SubsetPlacement is the input of fleetset-scheduler for one StatefulSet: the
