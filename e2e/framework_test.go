@@ -289,6 +289,7 @@ type instance struct {
 	ready                            bool
 	uid                              string
 	revision                         string
+	version                          string // the first container's VERSION env
 }
 
 // instances lists the pods of FleetSet ns/name in every member, with their
@@ -320,6 +321,11 @@ func (f *fleet) instances(ctx context.Context, ns, name string) ([]instance, err
 				cluster: m.name, subset: p.Labels[fleetv1.LabelSubset], pod: p.Name,
 				node: p.Spec.NodeName, zone: zoneOf[p.Spec.NodeName], ordinal: ord,
 				uid: string(p.UID), revision: p.Labels[appsv1.ControllerRevisionHashLabelKey],
+			}
+			for _, e := range p.Spec.Containers[0].Env {
+				if e.Name == "VERSION" {
+					in.version = e.Value
+				}
 			}
 			for _, c := range p.Status.Conditions {
 				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
