@@ -29,6 +29,18 @@ const (
 	// ReasonClusterUnavailable: a subset's ManagedCluster is not Available; its
 	// ManifestWork is still written and its resync lease is not renewed.
 	ReasonClusterUnavailable = "ClusterUnavailable"
+	// ReasonFailingOver: a subset's cluster is lost and the subset will be
+	// relocated (failover policy Relocate) once the cluster has been
+	// unavailable for tolerationSeconds and its resync lease has certainly
+	// expired; the message says when, or that no fallback cluster is
+	// available.
+	ReasonFailingOver = "FailingOver"
+	// ReasonFailingBack: a relocated subset is being removed from its
+	// fallback cluster before it is delivered home.
+	ReasonFailingBack = "FailingBack"
+	// ReasonFailedOver: a subset runs on a fallback cluster, not its home;
+	// the message names both and the epoch.
+	ReasonFailedOver = "FailedOver"
 	// ReasonOrdinalBlockFull: division gave a subset more replicas than its
 	// ordinal block holds (spec.topology.ordinalBlockSize); it was cut.
 	ReasonOrdinalBlockFull = "OrdinalBlockFull"

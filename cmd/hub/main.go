@@ -37,6 +37,7 @@ func run() error {
 		leaderElectionNS  string
 		hubIdentity       string
 		leaseDuration     time.Duration
+		leaseSkew         time.Duration
 		kubeAPIQPS        float64
 		kubeAPIBurst      int
 		maxConcurrentRecs int
@@ -46,6 +47,7 @@ func run() error {
 	flag.BoolVar(&leaderElect, "leader-elect", true, "Elect a leader (Lease fleetset-hub) so only one replica writes.")
 	flag.StringVar(&leaderElectionNS, "leader-election-namespace", fleetv1.ResyncLeaseNamespace, "Namespace of the leader election Lease.")
 	flag.StringVar(&hubIdentity, "hub-identity", "fleetset-hub", "holderIdentity of the resync Lease in every member cluster.")
+	flag.DurationVar(&leaseSkew, "lease-skew", 10*time.Second, "clock-skew margin added to a lost cluster's resync lease expiry before its subsets are relocated (failover policy Relocate).")
 	flag.DurationVar(&leaseDuration, "lease-duration", fleetv1.DefaultResyncLeaseDurationSeconds*time.Second, "leaseDurationSeconds of the resync Lease (whole seconds, ≥ 3s); renewed every third of it while the cluster is Available.")
 	flag.Float64Var(&kubeAPIQPS, "kube-api-qps", 50, "Queries per second to the hub's kube-apiserver.")
 	flag.IntVar(&kubeAPIBurst, "kube-api-burst", 100, "Burst of queries to the hub's kube-apiserver.")
@@ -82,7 +84,7 @@ func run() error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := controller.Setup(ctx, mgr, controller.Options{HubIdentity: hubIdentity, LeaseDuration: leaseDuration}); err != nil {
+	if err := controller.Setup(ctx, mgr, controller.Options{HubIdentity: hubIdentity, LeaseDuration: leaseDuration, LeaseSkew: leaseSkew}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

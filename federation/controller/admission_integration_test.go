@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -139,6 +140,19 @@ func TestAdmission(t *testing.T) {
 			"spec.updateStrategy.rollingUpdate.partition", "greater than or equal to 0"},
 		{"unknown podManagementPolicy", func(fs *fleetv1.FleetSet) { fs.Spec.PodManagementPolicy = "Serial" },
 			"spec.podManagementPolicy", "Unsupported value"},
+		{"unknown failover policy", func(fs *fleetv1.FleetSet) { fs.Spec.Failover = &fleetv1.Failover{Policy: "Move"} },
+			"spec.failover.policy", "Unsupported value"},
+		{"negative tolerationSeconds", func(fs *fleetv1.FleetSet) {
+			fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](-1)}
+		}, "spec.failover.tolerationSeconds", "greater than or equal to 0"},
+		{"unknown failback", func(fs *fleetv1.FleetSet) { fs.Spec.Failover = &fleetv1.Failover{Failback: "Sometimes"} },
+			"spec.failover.failback", "Unsupported value"},
+		{"Relocate with PVCs deleted with the StatefulSet", func(fs *fleetv1.FleetSet) {
+			fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate}
+			fs.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType}
+		}, "", "failover.policy Relocate needs persistentVolumeClaimRetentionPolicy.whenDeleted Retain"},
+		{"empty fallback cluster", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[0].FallbackClusters = []string{""} },
+			"spec.topology.subsets[0].fallbackClusters[0]", "at least 1 chars long"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -172,6 +186,8 @@ func TestAdmission(t *testing.T) {
 			ru := rolling(fs)
 			ru.MaxUnavailable, ru.SubsetOrder, ru.MaxConcurrentSubsets, ru.Partition = pct("25%"), []string{"west"}, ptr.To[int32](2), 8
 			fs.Spec.PodManagementPolicy, fs.Spec.MinReadySeconds, fs.Spec.RevisionHistoryLimit = "OrderedReady", 5, ptr.To[int32](3)
+			fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](20), Failback: fleetv1.FailbackAutomatic, FenceGraceSeconds: 5}
+			fs.Spec.Topology.Subsets[0].FallbackClusters = []string{"west", "spare"}
 		},
 		func(fs *fleetv1.FleetSet) {
 			fs.Spec.Topology.Subsets[0].Replicas, fs.Spec.Topology.Subsets[1].Replicas = num(5), nil

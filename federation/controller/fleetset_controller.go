@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -55,16 +56,21 @@ const maxConditionMessage = 32768
 type FleetSetReconciler struct {
 	client.Client
 	Recorder record.EventRecorder
+	// LeaseSkew is the clock-skew margin of failover (see Options).
+	LeaseSkew time.Duration
+	// Clock reads the time of failover decisions; nil: the real clock.
+	Clock clock.Clock
 }
 
-// SetupWithManager watches FleetSets (spec changes), the hub's ManifestWorks
+// SetupWithManager watches FleetSets (spec and annotation changes: the
+// failback request), the hub's ManifestWorks
 // (mapped to their FleetSet by owner labels) and ManagedClusters (mapped to
 // the FleetSets with a subset there, on creation, deletion or a change of
 // availability).
 func (r *FleetSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("fleetset").
-		For(&fleetv1.FleetSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&fleetv1.FleetSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(workOwner)).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.fleetSetsOnCluster),
 			builder.WithPredicates(availabilityChanged())).
@@ -151,6 +157,14 @@ type state struct {
 	revision string
 	// now is the reconcile's clock reading.
 	now metav1.Time
+	// failoverEvents are the failover steps of this reconcile, emitted
+	// once the status holding them is written.
+	failoverEvents []pendingEvent
+	// failoverRetry is when a failover wait ends (0: none).
+	failoverRetry time.Duration
+	// undelivered and phases are, by subset name, the failover decision.
+	undelivered map[string]bool
+	phases      map[string]fleetv1.SubsetFailoverPhase
 }
 
 // subsetPlan is a subset's plan and whether its cluster exists and is
@@ -159,6 +173,10 @@ type subsetPlan struct {
 	plan             plan.Subset
 	clusterExists    bool
 	clusterAvailable bool
+	// undelivered is true while a failing-back subset runs nowhere.
+	undelivered bool
+	// failover is the subset's failover phase.
+	failover fleetv1.SubsetFailoverPhase
 }
 
 // reconcile runs the steps: finalize a deleted FleetSet; add the finalizer;
@@ -174,7 +192,10 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 			return ctrl.Result{}, err
 		}
 	}
-	st := &state{fs: fs, now: metav1.Now()}
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	st := &state{fs: fs, now: metav1.NewTime(r.Clock.Now())}
 	var err error
 	if st.works, err = r.ownedWorks(ctx, fs); err != nil {
 		return ctrl.Result{}, err
@@ -186,6 +207,9 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonInvalidSpec, Message: err.Error()})
 	} else {
 		st.problems = append(st.problems, problems...)
+		if err := r.planFailover(ctx, st, planned); err != nil {
+			return ctrl.Result{}, err
+		}
 		if err := r.checkClusters(ctx, st, planned); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -212,11 +236,15 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		}
 		st.events = append(st.events, problemEvents(old, status)...)
 		st.events = append(st.events, rolloutEvents(old, status)...)
+		st.events = append(st.events, st.failoverEvents...)
+	}
+	if err := r.clearFailbackRequest(ctx, st); err != nil {
+		return ctrl.Result{}, err
 	}
 	for _, e := range st.events {
 		r.Recorder.Event(fs, e.eventType, e.reason, e.message)
 	}
-	return ctrl.Result{RequeueAfter: rolloutRequeue(st, status)}, nil
+	return ctrl.Result{RequeueAfter: minPositive(rolloutRequeue(st, status), st.failoverRetry)}, nil
 }
 
 // ownedWorks lists the FleetSet's ManifestWorks in every cluster namespace.
@@ -278,7 +306,8 @@ func (r *FleetSetReconciler) checkClusters(ctx context.Context, st *state, plann
 			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonClusterUnavailable, Subset: sp.Name, Cluster: sp.Cluster,
 				Message: "ManagedCluster is not Available"})
 		}
-		st.plan = append(st.plan, subsetPlan{plan: sp, clusterExists: in.exists, clusterAvailable: in.available})
+		st.plan = append(st.plan, subsetPlan{plan: sp, clusterExists: in.exists, clusterAvailable: in.available,
+			undelivered: st.undelivered[sp.Name], failover: st.phases[sp.Name]})
 	}
 	return nil
 }
@@ -289,10 +318,13 @@ func (r *FleetSetReconciler) checkClusters(ctx context.Context, st *state, plann
 // but not found is left as it is. Write failures become ApplyFailed problems;
 // conflicts are returned, to retry.
 func (r *FleetSetReconciler) writeWorks(ctx context.Context, fs *fleetv1.FleetSet, st *state) error {
-	all := make([]plan.Subset, len(st.plan))
+	var all []plan.Subset
 	named := map[string]bool{}
-	for i, sp := range st.plan {
-		all[i] = sp.plan
+	for _, sp := range st.plan {
+		if sp.undelivered {
+			continue
+		}
+		all = append(all, sp.plan)
 		named[sp.plan.Cluster] = true
 	}
 	desired, err := manifestwork.Works(st.fs, all)

@@ -128,6 +128,14 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 		}
 		return ctrl.Result{}, nil
 	}
+	if reason, err := r.holdsMovedSubsets(ctx, cluster); err != nil {
+		return ctrl.Result{}, err
+	} else if reason != "" {
+		// Fencing: a returning cluster gets no fresh lease (its pods stay
+		// fenced) until it has removed what moved elsewhere.
+		logger.V(2).Info("Not renewing the resync lease until relocated subsets are removed", "reason", reason)
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
 	now := metav1.NewMicroTime(r.Clock.Now())
 	period := r.LeaseDuration / 3
 	durationSeconds := int32(r.LeaseDuration / time.Second)
@@ -136,8 +144,10 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if _, err := manifestwork.Apply(ctx, r.Client, w); err != nil {
-			return ctrl.Result{}, err
+		// Create, never overwrite: a work the cache has not seen yet holds
+		// the acquireTime to keep.
+		if err := r.Create(ctx, w); err != nil {
+			return ctrl.Result{}, fmt.Errorf("creating resync lease work in %s: %w", cluster, err)
 		}
 		leaseRenewals.WithLabelValues(cluster).Inc()
 		r.Recorder.Event(mc, corev1.EventTypeNormal, EventLeaseCreated, "Created ManifestWork "+fleetv1.ResyncWorkName)
@@ -167,6 +177,47 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 	leaseRenewals.WithLabelValues(cluster).Inc()
 	logger.V(4).Info("Renewed resync lease", "renewTime", now)
 	return ctrl.Result{RequeueAfter: period}, nil
+}
+
+// holdsMovedSubsets returns why the cluster may still run a subset that
+// was relocated away from it ("" when it cannot): one of the hub's
+// FleetSet ManifestWorks in the cluster is being deleted, or a FleetSet
+// whose subset has this cluster as home runs it elsewhere and its work here
+// is not yet applied at its latest generation (the one without the subset).
+func (r *ResyncReconciler) holdsMovedSubsets(ctx context.Context, cluster string) (string, error) {
+	var works workv1.ManifestWorkList
+	if err := r.List(ctx, &works, client.InNamespace(cluster), client.HasLabels{fleetv1.LabelOwnerName}); err != nil {
+		return "", fmt.Errorf("listing ManifestWorks in %s: %w", cluster, err)
+	}
+	byOwner := map[types.NamespacedName]*workv1.ManifestWork{}
+	for i := range works.Items {
+		w := &works.Items[i]
+		if !w.DeletionTimestamp.IsZero() {
+			return fmt.Sprintf("ManifestWork %s is being deleted", w.Name), nil
+		}
+		byOwner[types.NamespacedName{Namespace: w.Labels[fleetv1.LabelOwnerNamespace], Name: w.Labels[fleetv1.LabelOwnerName]}] = w
+	}
+	var list fleetv1.FleetSetList
+	if err := r.List(ctx, &list, client.MatchingFields{ClusterIndex: cluster}); err != nil {
+		return "", fmt.Errorf("listing FleetSets on cluster %s: %w", cluster, err)
+	}
+	for _, fs := range list.Items {
+		for _, ss := range fs.Status.Subsets {
+			home := ""
+			for _, s := range fs.Spec.Topology.Subsets {
+				if s.Name == ss.Name {
+					home = s.Cluster
+				}
+			}
+			if home != cluster || ss.Cluster == cluster || ss.Failover == "" {
+				continue
+			}
+			if w, ok := byOwner[client.ObjectKeyFromObject(&fs)]; ok && !appliedAtGeneration(w) {
+				return fmt.Sprintf("subset %s of FleetSet %s/%s moved to %s; ManifestWork %s not yet applied", ss.Name, fs.Namespace, fs.Name, ss.Cluster, w.Name), nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // hostsSubset reports whether a FleetSet that is not being deleted has a

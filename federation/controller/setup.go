@@ -7,6 +7,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -35,6 +36,9 @@ type Options struct {
 	LeaseDuration time.Duration
 	// Clock is the clock of the lease renewals; nil means the real clock.
 	Clock clock.Clock
+	// LeaseSkew is the clock-skew margin added to a lost cluster's lease
+	// expiry before its subsets are relocated (failover policy Relocate).
+	LeaseSkew time.Duration
 }
 
 // NewScheme returns a scheme with the types the hub reads and writes:
@@ -73,7 +77,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &fleetv1.FleetSet{}, ClusterIndex, clustersOf); err != nil {
 		return fmt.Errorf("indexing FleetSets by cluster: %w", err)
 	}
-	fr := &FleetSetReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("fleetset-hub")}
+	if opts.LeaseSkew < 0 {
+		return fmt.Errorf("lease skew: must not be negative, got %v", opts.LeaseSkew)
+	}
+	fr := &FleetSetReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("fleetset-hub"), LeaseSkew: opts.LeaseSkew, Clock: opts.Clock}
 	if err := fr.SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -87,14 +94,23 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	return rr.SetupWithManager(mgr)
 }
 
-// clustersOf is the ClusterIndex function: the clusters a FleetSet's spec
-// names.
+// clustersOf is the ClusterIndex function: the clusters a FleetSet's subsets
+// use (spec and status) or may be relocated to (fallbackClusters), so the
+// hub hears of their availability and keeps their resync leases.
 func clustersOf(o client.Object) []string {
 	fs, ok := o.(*fleetv1.FleetSet)
 	if !ok {
 		return nil
 	}
-	return fleetSetClusters(fs, false)
+	out := fleetSetClusters(fs, true)
+	for _, s := range fs.Spec.Topology.Subsets {
+		for _, c := range s.FallbackClusters {
+			if !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // fleetSetClusters returns, once each and in order, the clusters of fs's

@@ -28,7 +28,8 @@ func foldSubsets(st *state, status *fleetv1.FleetSetStatus) {
 	workName := manifestwork.WorkName(st.fs.Namespace, st.fs.Name)
 	for _, sp := range st.plan {
 		p := sp.plan
-		ss := fleetv1.SubsetStatus{Name: p.Name, Cluster: p.Cluster, OrdinalStart: p.OrdinalStart, Replicas: p.Replicas, Partition: p.Partition}
+		ss := fleetv1.SubsetStatus{Name: p.Name, Cluster: p.Cluster, OrdinalStart: p.OrdinalStart, Replicas: p.Replicas, Partition: p.Partition,
+			Epoch: p.Epoch, Failover: sp.failover}
 		for _, d := range p.Domains {
 			ss.Domains = append(ss.Domains, fleetv1.DomainStatus{Name: d.Name, Replicas: d.Replicas})
 		}
@@ -75,8 +76,11 @@ var reasonRank = map[string]int{
 	fleetv1.ReasonClusterNotFound:    1,
 	fleetv1.ReasonApplyFailed:        2,
 	fleetv1.ReasonClusterUnavailable: 3,
-	fleetv1.ReasonOrdinalBlockFull:   4,
-	fleetv1.ReasonDivisionInfeasible: 5,
+	fleetv1.ReasonFailingOver:        4,
+	fleetv1.ReasonFailingBack:        5,
+	fleetv1.ReasonFailedOver:         6,
+	fleetv1.ReasonOrdinalBlockFull:   7,
+	fleetv1.ReasonDivisionInfeasible: 8,
 }
 
 // setConditions sets Degraded, Progressing and Ready.

@@ -102,6 +102,12 @@ type hub struct {
 // t.Cleanup stops it (stop may be called earlier).
 func startHub(t testing.TB, leaseDuration time.Duration) *hub {
 	t.Helper()
+	return startHubWith(t, Options{HubIdentity: "test-hub", LeaseDuration: leaseDuration})
+}
+
+// startHubWith is startHub with the given Options.
+func startHubWith(t testing.TB, opts Options) *hub {
+	t.Helper()
 	wc := &writeCounter{}
 	cfg := rest.CopyConfig(env.Config)
 	// The hub's defaults (cmd/hub --kube-api-qps, --kube-api-burst), unless
@@ -122,7 +128,7 @@ func startHub(t testing.TB, leaseDuration time.Duration) *hub {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := Setup(ctx, mgr, Options{HubIdentity: "test-hub", LeaseDuration: leaseDuration}); err != nil {
+	if err := Setup(ctx, mgr, opts); err != nil {
 		cancel()
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package manifestwork
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -114,4 +115,21 @@ func OrdinalStarts(w *workv1.ManifestWork) map[string]int32 {
 		out[k] = int32(n)
 	}
 	return out
+}
+
+// HoldsStatefulSet reports whether w's spec delivers the StatefulSet named
+// name.
+func HoldsStatefulSet(w *workv1.ManifestWork, name string) bool {
+	for _, m := range w.Spec.Workload.Manifests {
+		var meta struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if json.Unmarshal(m.Raw, &meta) == nil && meta.Kind == "StatefulSet" && meta.Metadata.Name == name {
+			return true
+		}
+	}
+	return false
 }

@@ -261,6 +261,7 @@ func SubsetPlacement(fs *fleetv1.FleetSet, sp plan.Subset) *fleetv1.SubsetPlacem
 			Domains:           domains,
 			NodeSelector:      sel,
 			OrdinalStart:      sp.OrdinalStart,
+			Fencing:           sp.Fencing.DeepCopy(),
 			WhenUnsatisfiable: fleetv1.DoNotSchedule,
 		},
 	}
@@ -278,6 +279,7 @@ func FleetView(fs *fleetv1.FleetSet, subsets []plan.Subset) (*corev1.ConfigMap, 
 			OrdinalEnd:   sp.OrdinalStart + sp.BlockSize,
 			Replicas:     sp.Replicas,
 			Partition:    sp.Partition,
+			Epoch:        sp.Epoch,
 		})
 	}
 	b, err := json.Marshal(v)

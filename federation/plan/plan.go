@@ -53,6 +53,11 @@ type Subset struct {
 	Domains []Domain
 	// NodeSelector is the subset's spec.topology.subsets[].nodeSelector.
 	NodeSelector *corev1.NodeSelector
+	// Epoch is the subset's fencing epoch (failover), for the fleet view.
+	Epoch int64
+	// Fencing, when set, is delivered as the SubsetPlacement's spec.fencing
+	// (failover policy Relocate).
+	Fencing *fleetv1.PlacementFencing
 }
 
 // Problem is one thing that keeps a FleetSet from being delivered as

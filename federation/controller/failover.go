@@ -1,0 +1,204 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/failover"
+	"github.com/fleetset/fleetset/federation/manifestwork"
+	"github.com/fleetset/fleetset/federation/plan"
+)
+
+// Event reasons of failover steps.
+const (
+	EventFailedOver  = "FailedOver"
+	EventFailingBack = "FailingBack"
+	EventFailedBack  = "FailedBack"
+)
+
+// DefaultTolerationSeconds is spec.failover.tolerationSeconds when unset.
+const DefaultTolerationSeconds = 300
+
+// failoverSpec resolves fs.spec.failover.
+func failoverSpec(fs *fleetv1.FleetSet) failover.Spec {
+	f := fs.Spec.Failover
+	if f == nil || f.Policy != fleetv1.FailoverRelocate {
+		return failover.Spec{}
+	}
+	secs := int32(DefaultTolerationSeconds)
+	if f.TolerationSeconds != nil {
+		secs = *f.TolerationSeconds
+	}
+	_, requested := fs.Annotations[fleetv1.AnnotationFailback]
+	return failover.Spec{Relocate: true, Toleration: time.Duration(secs) * time.Second,
+		Automatic: f.Failback == fleetv1.FailbackAutomatic, FailbackRequested: requested}
+}
+
+// planFailover runs the failover planner (package failover) over the plan's
+// subsets and applies its decision in place: each subset's cluster (where it
+// runs now), epoch and fencing; a relocated subset is spread only (the hub
+// does not know the fallback cluster's domains). It records which subsets
+// run nowhere (failing back), the failover problems, step events and when
+// to plan again. Errors are reads of ManagedClusters or works.
+func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planned []plan.Subset) error {
+	fs := st.fs
+	spec := failoverSpec(fs)
+	st.undelivered, st.phases = map[string]bool{}, map[string]fleetv1.SubsetFailoverPhase{}
+	prev := map[string]fleetv1.SubsetStatus{}
+	for _, ss := range fs.Status.Subsets {
+		prev[ss.Name] = ss
+	}
+	subsets := make([]failover.Subset, len(planned))
+	names := map[string]bool{}
+	for i, p := range planned {
+		ps := prev[p.Name]
+		s := failover.Subset{Name: p.Name, Home: p.Cluster, Epoch: ps.Epoch, Replicas: p.Replicas}
+		if ps.Failover != "" {
+			s.Current, s.Phase = ps.Cluster, ps.Failover
+		}
+		for _, spec := range fs.Spec.Topology.Subsets {
+			if spec.Name == p.Name {
+				s.Fallbacks = spec.FallbackClusters
+			}
+		}
+		subsets[i] = s
+		for _, c := range append([]string{p.Cluster, s.Current}, s.Fallbacks...) {
+			if c != "" {
+				names[c] = true
+			}
+		}
+	}
+	clusters := map[string]failover.Cluster{}
+	if spec.Relocate {
+		for c := range names {
+			cl, err := r.failoverCluster(ctx, st, c, subsets)
+			if err != nil {
+				return err
+			}
+			clusters[c] = cl
+		}
+	}
+	now := st.now.Time
+	for i, d := range failover.Plan(spec, subsets, clusters, now) {
+		p, s := &planned[i], subsets[i]
+		p.Cluster, p.Epoch = d.Cluster, d.Epoch
+		if d.Cluster != s.Home {
+			p.Domains = nil
+		}
+		if spec.Relocate {
+			p.Fencing = &fleetv1.PlacementFencing{GraceSeconds: fs.Spec.Failover.FenceGraceSeconds}
+		}
+		st.undelivered[p.Name], st.phases[p.Name] = !d.Deliver, d.Phase
+		switch d.Phase {
+		case fleetv1.SubsetFailingOver:
+			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonFailingOver, Subset: p.Name, Cluster: d.Cluster, Message: d.Waiting})
+		case fleetv1.SubsetFailedOver:
+			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonFailedOver, Subset: p.Name, Cluster: d.Cluster,
+				Message: fmt.Sprintf("relocated from home cluster %s, epoch %d", s.Home, d.Epoch)})
+		case fleetv1.SubsetFailingBack:
+			msg := d.Waiting
+			if msg == "" {
+				msg = fmt.Sprintf("being removed before it returns to %s", s.Home)
+			}
+			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonFailingBack, Subset: p.Name, Cluster: d.Cluster, Message: msg})
+		}
+		if d.Step != "" {
+			reason, typ := EventFailedOver, corev1.EventTypeWarning
+			switch {
+			case d.Phase == fleetv1.SubsetFailingBack:
+				reason, typ = EventFailingBack, corev1.EventTypeNormal
+			case s.Phase == fleetv1.SubsetFailingBack:
+				reason, typ = EventFailedBack, corev1.EventTypeNormal
+			}
+			st.failoverEvents = append(st.failoverEvents, pendingEvent{typ, reason, d.Step})
+		}
+		if !d.Retry.IsZero() {
+			st.failoverRetry = minPositive(st.failoverRetry, max(time.Second, d.Retry.Sub(now)+time.Second))
+		}
+	}
+	return nil
+}
+
+// failoverCluster reads what failover needs of cluster c: availability and
+// since when, when its resync lease certainly expired (the last renewal the
+// hub delivered + its duration + LeaseSkew), and whether it has applied the
+// hub's latest ManifestWork of this FleetSet without the subsets failing
+// back from it.
+func (r *FleetSetReconciler) failoverCluster(ctx context.Context, st *state, c string, subsets []failover.Subset) (failover.Cluster, error) {
+	var out failover.Cluster
+	mc := &clusterv1.ManagedCluster{}
+	switch err := r.Get(ctx, types.NamespacedName{Name: c}, mc); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return out, fmt.Errorf("getting ManagedCluster %s: %w", c, err)
+	default:
+		out.Exists, out.Available, out.Since = true, isAvailable(mc), mc.CreationTimestamp.Time
+		if cond := apimeta.FindStatusCondition(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable); cond != nil {
+			out.Since = cond.LastTransitionTime.Time
+		}
+	}
+	lw := &workv1.ManifestWork{}
+	switch err := r.Get(ctx, types.NamespacedName{Namespace: c, Name: fleetv1.ResyncWorkName}, lw); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return out, fmt.Errorf("getting resync lease work in %s: %w", c, err)
+	default:
+		if l, err := manifestwork.LeaseOf(lw); err == nil {
+			out.Fenced = l.RenewTime.Add(time.Duration(l.DurationSeconds)*time.Second + r.LeaseSkew)
+		}
+	}
+	w, ok := st.works[types.NamespacedName{Namespace: c, Name: manifestwork.WorkName(st.fs.Namespace, st.fs.Name)}]
+	out.Removed = !ok || (w.DeletionTimestamp.IsZero() && appliedAtGeneration(w))
+	if ok && out.Removed {
+		for _, s := range subsets {
+			if s.Phase == fleetv1.SubsetFailingBack && manifestwork.HoldsStatefulSet(w, manifestwork.StatefulSetName(st.fs.Name, s.Name)) {
+				out.Removed = false
+			}
+		}
+	}
+	return out, nil
+}
+
+// appliedAtGeneration reports whether the work agent reports w Applied at
+// its current generation.
+func appliedAtGeneration(w *workv1.ManifestWork) bool {
+	c := apimeta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied)
+	return c != nil && c.Status == "True" && c.ObservedGeneration == w.Generation
+}
+
+// clearFailbackRequest removes the fleetset.io/failback annotation once no
+// subset is relocated or failing back.
+func (r *FleetSetReconciler) clearFailbackRequest(ctx context.Context, st *state) error {
+	if _, ok := st.fs.Annotations[fleetv1.AnnotationFailback]; !ok || st.phases == nil {
+		return nil
+	}
+	for _, ph := range st.phases {
+		if ph != "" {
+			return nil
+		}
+	}
+	patch := client.MergeFrom(st.fs.DeepCopy())
+	delete(st.fs.Annotations, fleetv1.AnnotationFailback)
+	return client.IgnoreNotFound(r.Patch(ctx, st.fs, patch))
+}
+
+// minPositive returns the smaller of two durations, ignoring zeros.
+func minPositive(a, b time.Duration) time.Duration {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
+	}
+	return min(a, b)
+}

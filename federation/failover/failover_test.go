@@ -1,0 +1,134 @@
+package failover
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+)
+
+var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+func up(since time.Duration) Cluster {
+	return Cluster{Exists: true, Available: true, Since: t0.Add(since), Fenced: t0.Add(time.Hour), Removed: true}
+}
+
+// down is a cluster unavailable since t0+since whose lease is certainly
+// expired at t0+fenced.
+func down(since, fenced time.Duration) Cluster {
+	return Cluster{Exists: true, Since: t0.Add(since), Fenced: t0.Add(fenced)}
+}
+
+func TestPlan(t *testing.T) {
+	relocate := Spec{Relocate: true, Toleration: 20 * time.Second}
+	two := []Subset{{Name: "east", Home: "east", Replicas: 5}, {Name: "west", Home: "west", Replicas: 4}}
+	three := append(append([]Subset(nil), two...), Subset{Name: "north", Home: "north", Replicas: 3})
+	tests := []struct {
+		name     string
+		spec     Spec
+		subsets  []Subset
+		clusters map[string]Cluster
+		now      time.Duration
+		want     []Decision
+	}{
+		{
+			name: "policy None: a lost cluster keeps its subset", spec: Spec{Toleration: 20 * time.Second}, subsets: two,
+			clusters: map[string]Cluster{"east": down(0, 0), "west": up(0)}, now: time.Hour,
+			want: []Decision{{Cluster: "east", Deliver: true}, {Cluster: "west", Deliver: true}},
+		},
+		{
+			name: "toleration not yet passed: failing over, retry at its end", spec: relocate, subsets: two,
+			clusters: map[string]Cluster{"east": down(0, 5*time.Second), "west": up(0)}, now: 10 * time.Second,
+			want: []Decision{{Cluster: "east", Deliver: true, Phase: fleetv1.SubsetFailingOver, Retry: t0.Add(20 * time.Second)}, {Cluster: "west", Deliver: true}},
+		},
+		{
+			name: "toleration passed but lease not yet expired: waits for the lease", spec: relocate, subsets: two,
+			clusters: map[string]Cluster{"east": down(0, 35*time.Second), "west": up(0)}, now: 25 * time.Second,
+			want: []Decision{{Cluster: "east", Deliver: true, Phase: fleetv1.SubsetFailingOver, Retry: t0.Add(35 * time.Second)}, {Cluster: "west", Deliver: true}},
+		},
+		{
+			name: "fenced: relocated to the other subset's cluster with epoch 1", spec: relocate, subsets: two,
+			clusters: map[string]Cluster{"east": down(0, 25*time.Second), "west": up(0)}, now: 30 * time.Second,
+			want: []Decision{{Cluster: "west", Deliver: true, Phase: fleetv1.SubsetFailedOver, Epoch: 1, Step: "subset east relocated from east to west, epoch 1"}, {Cluster: "west", Deliver: true}},
+		},
+		{
+			name: "default fallback: the cluster with the fewest replicas", spec: relocate, subsets: three,
+			clusters: map[string]Cluster{"east": down(0, 0), "west": up(0), "north": up(0)}, now: time.Minute,
+			want: []Decision{{Cluster: "north", Deliver: true, Phase: fleetv1.SubsetFailedOver, Epoch: 1, Step: "subset east relocated from east to north, epoch 1"},
+				{Cluster: "west", Deliver: true}, {Cluster: "north", Deliver: true}},
+		},
+		{
+			name: "fallbackClusters order wins over load", spec: relocate,
+			subsets:  []Subset{{Name: "east", Home: "east", Replicas: 5, Fallbacks: []string{"spare", "west"}}, two[1]},
+			clusters: map[string]Cluster{"east": down(0, 0), "west": up(0), "spare": {Exists: true}}, now: time.Minute,
+			want: []Decision{{Cluster: "west", Deliver: true, Phase: fleetv1.SubsetFailedOver, Epoch: 1, Step: "subset east relocated from east to west, epoch 1"}, {Cluster: "west", Deliver: true}},
+		},
+		{
+			name: "no fallback cluster available: stays failing over", spec: relocate, subsets: two,
+			clusters: map[string]Cluster{"east": down(0, 0), "west": down(0, 0)}, now: time.Minute,
+			want: []Decision{{Cluster: "east", Deliver: true, Phase: fleetv1.SubsetFailingOver},
+				{Cluster: "west", Deliver: true, Phase: fleetv1.SubsetFailingOver}},
+		},
+		{
+			name: "two clusters lost: both go to the third", spec: relocate, subsets: three,
+			clusters: map[string]Cluster{"east": down(0, 0), "west": down(0, 0), "north": up(0)}, now: time.Minute,
+			want: []Decision{{Cluster: "north", Deliver: true, Phase: fleetv1.SubsetFailedOver, Epoch: 1, Step: "subset east relocated from east to north, epoch 1"},
+				{Cluster: "north", Deliver: true, Phase: fleetv1.SubsetFailedOver, Epoch: 1, Step: "subset west relocated from west to north, epoch 1"},
+				{Cluster: "north", Deliver: true}},
+		},
+		{
+			name: "flapping cluster back within the toleration: nothing moves", spec: relocate,
+			subsets:  []Subset{{Name: "east", Home: "east", Replicas: 5, Phase: fleetv1.SubsetFailingOver}, two[1]},
+			clusters: map[string]Cluster{"east": up(15 * time.Second), "west": up(0)}, now: 16 * time.Second,
+			want: []Decision{{Cluster: "east", Deliver: true}, {Cluster: "west", Deliver: true}},
+		},
+		{
+			name: "relocated, home back, Manual without request: stays", spec: relocate,
+			subsets:  []Subset{{Name: "east", Home: "east", Current: "west", Replicas: 5, Phase: fleetv1.SubsetFailedOver, Epoch: 1}, two[1]},
+			clusters: map[string]Cluster{"east": up(0), "west": up(0)}, now: time.Hour,
+			want: []Decision{{Cluster: "west", Deliver: true, Phase: fleetv1.SubsetFailedOver, Epoch: 1}, {Cluster: "west", Deliver: true}},
+		},
+		{
+			name: "Automatic failback before the home's toleration: retry then", spec: Spec{Relocate: true, Toleration: 20 * time.Second, Automatic: true},
+			subsets:  []Subset{{Name: "east", Home: "east", Current: "west", Replicas: 5, Phase: fleetv1.SubsetFailedOver, Epoch: 1}, two[1]},
+			clusters: map[string]Cluster{"east": up(time.Minute), "west": up(0)}, now: time.Minute + 5*time.Second,
+			want: []Decision{{Cluster: "west", Deliver: true, Phase: fleetv1.SubsetFailedOver, Epoch: 1, Retry: t0.Add(time.Minute + 20*time.Second)}, {Cluster: "west", Deliver: true}},
+		},
+		{
+			name: "failback requested: removed from the fallback first, delivered nowhere", spec: Spec{Relocate: true, Toleration: 20 * time.Second, FailbackRequested: true},
+			subsets:  []Subset{{Name: "east", Home: "east", Current: "west", Replicas: 5, Phase: fleetv1.SubsetFailedOver, Epoch: 1}, two[1]},
+			clusters: map[string]Cluster{"east": up(0), "west": up(0)}, now: time.Hour,
+			want: []Decision{{Cluster: "west", Deliver: false, Phase: fleetv1.SubsetFailingBack, Epoch: 1, Step: "subset east failing back from west to east"},
+				{Cluster: "west", Deliver: true}},
+		},
+		{
+			name: "failing back, fallback has not removed it yet: waits", spec: relocate,
+			subsets:  []Subset{{Name: "east", Home: "east", Current: "west", Replicas: 5, Phase: fleetv1.SubsetFailingBack, Epoch: 1}, two[1]},
+			clusters: map[string]Cluster{"east": up(0), "west": {Exists: true, Available: true, Fenced: t0.Add(time.Hour)}}, now: time.Hour,
+			want: []Decision{{Cluster: "west", Deliver: false, Phase: fleetv1.SubsetFailingBack, Epoch: 1, Waiting: "subset east: waiting for cluster west to remove it before it returns to east"},
+				{Cluster: "west", Deliver: true}},
+		},
+		{
+			name: "failing back, fallback removed it: home with epoch 2", spec: relocate,
+			subsets:  []Subset{{Name: "east", Home: "east", Current: "west", Replicas: 5, Phase: fleetv1.SubsetFailingBack, Epoch: 1}, two[1]},
+			clusters: map[string]Cluster{"east": up(0), "west": up(0)}, now: time.Hour,
+			want: []Decision{{Cluster: "east", Deliver: true, Epoch: 2, Step: "subset east failed back from west to east, epoch 2"}, {Cluster: "west", Deliver: true}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Plan(tt.spec, tt.subsets, tt.clusters, t0.Add(tt.now))
+			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(Decision{}, "Waiting")); diff != "" {
+				t.Errorf("Plan (-want,+got):\n%s", diff)
+			}
+			for i, w := range tt.want {
+				if w.Waiting != "" && got[i].Waiting != w.Waiting {
+					t.Errorf("subset %d waiting %q, want %q", i, got[i].Waiting, w.Waiting)
+				}
+			}
+		})
+	}
+}
