@@ -500,6 +500,7 @@ type FleetSetStatus struct {
 // +kubebuilder:printcolumn:name="UPDATED",type=integer,JSONPath=`.status.updatedReplicas`
 // +kubebuilder:printcolumn:name="SUBSETS",type=integer,JSONPath=`.status.subsetCount`
 // +kubebuilder:printcolumn:name="ROLLOUT",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].reason`
+// +kubebuilder:printcolumn:name="DEGRADED",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].reason`
 // +kubebuilder:printcolumn:name="REVISION",type=string,JSONPath=`.status.updateRevision`,priority=1
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS label of at most 40 characters: it prefixes StatefulSet, pod and ManifestWork names"
