@@ -128,7 +128,7 @@ FLEET_KUBECONFIGS := FLEETSET_HUB_KUBECONFIG=$(FLEET_DIR)/hub/kubeconfig \
 	FLEETSET_E2E_STOP_AGENT="$(CURDIR)/e2e/fleet/agent.sh stop" \
 	FLEETSET_E2E_START_AGENT="$(CURDIR)/e2e/fleet/agent.sh start" \
 	FLEETSET_E2E_LOGS="$(FLEET_DIR)/<cluster>/logs/<process>.log"
-E2E_TIMEOUT ?= 30m
+E2E_TIMEOUT ?= 50m
 
 $(LOCALBIN)/kwok:
 	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)

@@ -406,13 +406,13 @@ func (m member) resyncLease(ctx context.Context) (*coordinationv1.Lease, error) 
 
 // runHook runs an fleet-specific command from the environment with the
 // cluster name appended; it skips the test when the variable is unset.
-func runHook(t *testing.T, env, cluster string) {
+func runHook(t *testing.T, env, cluster string, extra ...string) {
 	t.Helper()
 	cmdline := os.Getenv(env)
 	if cmdline == "" {
 		t.Skipf("%s is not set: this fleet offers no way to stop a member's agent", env)
 	}
-	args := append(strings.Fields(cmdline), cluster)
+	args := append(append(strings.Fields(cmdline), cluster), extra...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // also runs in cleanups
 	defer cancel()
 	out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
