@@ -127,6 +127,7 @@ FLEET_KUBECONFIGS := FLEETSET_HUB_KUBECONFIG=$(FLEET_DIR)/hub/kubeconfig \
 	FLEETSET_MEMBER_KUBECONFIGS=east=$(FLEET_DIR)/east/kubeconfig,west=$(FLEET_DIR)/west/kubeconfig \
 	FLEETSET_E2E_STOP_AGENT="$(CURDIR)/e2e/fleet/agent.sh stop" \
 	FLEETSET_E2E_START_AGENT="$(CURDIR)/e2e/fleet/agent.sh start" \
+	FLEETSET_E2E_RESTART="$(CURDIR)/e2e/fleet/agent.sh restart" \
 	FLEETSET_E2E_LOGS="$(FLEET_DIR)/<cluster>/logs/<process>.log"
 E2E_TIMEOUT ?= 50m
 

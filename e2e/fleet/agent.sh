@@ -3,16 +3,85 @@
 # the local fleet (default: the member's OCM registration agent). The e2e
 # suite calls it through FLEET_E2E_STOP_AGENT / FLEETSET_E2E_START_AGENT to
 # cut a member off from the hub and to bring it back.
+#
+# agent.sh restart CLUSTER PROC [ARG...]: stop PROC and start it again with
+# ARG... appended to the command line fleet-up.sh gave it (flags parse last
+# wins, so --flag=value overrides); a restart without ARG restores fleet-up's
+# command line. Returns once the process is ready (fleetset-hub: /readyz,
+# fleetset-scheduler: /healthz, others: running). With
+# FLEET_REBUILD_VERSION=V, fleetset-hub and fleetset-scheduler are first
+# rebuilt into bin/ from the current tree with -ldflags "-X main.version=V"
+# (a newer build at the same path); a failed build leaves the process as it
+# was. The e2e suite calls it through FLEETSET_E2E_RESTART
+# (TestRestartsTouchNoWorkloadPod).
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
-[[ $# -ge 2 ]] || die "usage: $0 stop|start|status CLUSTER [PROC]"
+[[ $# -ge 2 ]] || die "usage: $0 stop|start|status CLUSTER [PROC] | restart CLUSTER PROC [ARG...]"
 action=$1 c=$2 p=${3:-registration-agent}
 [[ -f $(cdir "$c")/run/$p.sh ]] || die "no process $c/$p in $FLEET_DIR"
+
+# rebuild PROC VERSION: rebuild bin/PROC (fleetset binaries only).
+rebuild() {
+  local p=$1 v=$2 pkg
+  case $p in
+    fleetset-hub) pkg=./cmd/hub ;;
+    fleetset-scheduler) pkg=./cmd/scheduler ;;
+    *) die "FLEET_REBUILD_VERSION: $p is not built from this repository" ;;
+  esac
+  (cd "$REPO_ROOT" && ${GO:-go} build -ldflags "-X main.version=$v" -o "$LOCALBIN/.$p.new" "$pkg") ||
+    die "rebuilding $p failed; $c/$p left running"
+  mv -f "$LOCALBIN/.$p.new" "$LOCALBIN/$p"
+  log "rebuilt $LOCALBIN/$p (version $v, sha256 $(sha256sum "$LOCALBIN/$p" | cut -c1-12))"
+}
+
+# proc_ready CLUSTER PROC: the process runs and serves its health endpoint.
+proc_ready() {
+  pid_alive "$1" "$2" || return 1
+  case $2 in
+    fleetset-hub) curl -sf "http://127.0.0.1:$(port "$1" $SLOT_HUB_HEALTH)/readyz" ;;
+    fleetset-scheduler) curl -sfk "https://127.0.0.1:$(port "$1" $SLOT_SCHEDULER)/healthz" ;;
+  esac
+}
+
+# restart CLUSTER PROC [ARG...]: see above. fleet-up's launcher is kept as
+# run/PROC.sh.orig while extra arguments are in effect.
+restart() {
+  local c=$1 p=$2; shift 2
+  local run orig line extra
+  run=$(cdir "$c")/run/$p.sh
+  orig=$run.orig
+  [[ -n ${FLEET_REBUILD_VERSION:-} ]] && rebuild "$p" "$FLEET_REBUILD_VERSION"
+  [[ -f $orig ]] || cp "$run" "$orig"
+  if (($#)); then
+    extra=$(printf ' %q' "$@")
+    while IFS= read -r line; do
+      [[ $line == exec\ * ]] && line+=$extra
+      printf '%s\n' "$line"
+    done <"$orig" >"$run.tmp"
+    chmod +x "$run.tmp"
+    mv -f "$run.tmp" "$run"
+  else
+    mv -f "$orig" "$run"
+  fi
+  stop_proc "$c" "$p"
+  relaunch "$c" "$p"
+  local deadline=$((SECONDS + 120))
+  until proc_ready "$c" "$p" >/dev/null 2>&1; do
+    if ! pid_alive "$c" "$p" || ((SECONDS >= deadline)); then
+      tail -n 20 "$(cdir "$c")/logs/$p.log" >&2
+      die "$c/$p not ready after restart; see ${FLEET_DIR#"$REPO_ROOT"/}/$c/logs/$p.log"
+    fi
+    sleep 0.5
+  done
+  log "$c/$p ready (pid $(<"$(cdir "$c")/run/$p.pid"), extra arguments:${extra:- none})"
+}
+
 case $action in
   stop) stop_proc "$c" "$p" ;;
   start) relaunch "$c" "$p" ;;
   status) if pid_alive "$c" "$p"; then echo running; else echo stopped; exit 1; fi ;;
+  restart) [[ $# -ge 3 ]] || die "usage: $0 restart CLUSTER PROC [ARG...]"; shift 3; restart "$c" "$p" "$@" ;;
   *) die "unknown action $action" ;;
 esac

@@ -3,12 +3,20 @@
 // SubsetPlacement's domains and node selector, and with whenUnsatisfiable
 // DoNotSchedule only in the domain its ordinal maps to (the seat sequence of
 // package internal/apportion). Pods without the label are skipped.
+//
+// For a placement with spec.fencing it also gates scheduling on the cluster's
+// resync Lease (api/v1alpha1/resync.go): while the Lease is expired or
+// missing, the placement's pods are not scheduled, and the plugin starts the
+// scheduler's Fencer (ordinaltarget.Fencer), which deletes their running pods
+// after graceSeconds.
 package subsetplacement
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -41,6 +49,11 @@ const (
 	ErrReasonOrdinalDomain = "node(s) not in the domain of the pod's ordinal"
 	// ErrReasonNodeSelector is used for nodes not matching the placement's nodeSelector.
 	ErrReasonNodeSelector = "node(s) didn't match the SubsetPlacement's nodeSelector"
+	// ErrReasonFenced prefixes the reason when the placement has
+	// spec.fencing and the resync Lease is expired or missing; the detail
+	// names the Lease and its expiry, e.g. "fenced: Lease
+	// fleetset-system/fleetset-resync expired at 2026-01-02T15:04:05Z".
+	ErrReasonFenced = "fenced"
 )
 
 // subsetPlacementEvents names SubsetPlacement events in the
@@ -50,6 +63,14 @@ var subsetPlacementEvents = fwk.EventResource("subsetplacements." + fleetv1.Grou
 // SubsetPlacement is the plugin.
 type SubsetPlacement struct {
 	resolver *ordinaltarget.Resolver
+	// activator moves pods back to the active queue; nil: never (tests).
+	activator framework.PodActivator
+	now       func() time.Time
+
+	// fenced holds the pods last rejected because the lease fenced them, by
+	// namespace/name, until the lease is fresh again and they are activated.
+	fencedMu sync.Mutex
+	fenced   map[string]*v1.Pod
 }
 
 var _ framework.PreFilterPlugin = &SubsetPlacement{}
@@ -59,22 +80,34 @@ var _ framework.EnqueueExtensions = &SubsetPlacement{}
 // Name returns the plugin name.
 func (pl *SubsetPlacement) Name() string { return Name }
 
-// New builds the plugin. It takes no args; it reads SubsetPlacements through
-// the informer shared with OrdinalSpread (see ordinaltarget.ForConfig). Errors
-// come from building that informer.
+// New builds the plugin. It takes no args; it reads SubsetPlacements and the
+// resync Lease through the informers shared with OrdinalSpread (see
+// ordinaltarget.ForConfig), re-queues the pods it fenced when the Lease is
+// renewed, and starts the scheduler's one Fencer (see
+// ordinaltarget.Resolver.StartFencer) over the scheduler's own pod informer
+// and clientset. Errors come from building those informers.
 func New(ctx context.Context, _ runtime.Object, h framework.Handle) (framework.Plugin, error) {
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
 	r, err := ordinaltarget.ForHandle(ctx, Name, h)
 	if err != nil {
 		return nil, err
 	}
+	pl := NewWithResolver(r)
+	pl.activator = h
+	if err := r.OnLeaseChange(func() { pl.leaseChanged(logger) }); err != nil {
+		return nil, fmt.Errorf("%s: watching Lease %s/%s: %w", Name, fleetv1.ResyncLeaseNamespace, fleetv1.ResyncLeaseName, err)
+	}
+	if r.StartFencer(ctx, h.SharedInformerFactory().Core().V1().Pods(), h.ClientSet()) {
+		logger.V(2).Info("Fencer started", "lease", klog.KRef(fleetv1.ResyncLeaseNamespace, fleetv1.ResyncLeaseName))
+	}
 	logger.V(2).Info("Plugin ready")
-	return &SubsetPlacement{resolver: r}, nil
+	return pl, nil
 }
 
-// NewWithResolver builds the plugin over an existing resolver (tests, embedding).
+// NewWithResolver builds the plugin over an existing resolver (tests,
+// embedding); it re-queues no pod and starts no Fencer.
 func NewWithResolver(r *ordinaltarget.Resolver) *SubsetPlacement {
-	return &SubsetPlacement{resolver: r}
+	return &SubsetPlacement{resolver: r, now: time.Now, fenced: map[string]*v1.Pod{}}
 }
 
 // preFilterState is the pod's Target for one cycle.
@@ -90,8 +123,10 @@ func (s *preFilterState) Clone() fwk.StateData { return s }
 // cycle, and narrows the cycle to the nodes of the allowed domains (the
 // ordinal's domain under DoNotSchedule) with a PreFilterResult, so the other
 // Filter plugins run only on those nodes. Unmanaged pods get Skip; an
-// unusable placement, or no node in the allowed domains, makes the pod
-// UnschedulableAndUnresolvable with the reason naming the placement or domain.
+// unusable placement, a placement with spec.fencing while the resync Lease
+// is expired or missing, or no node in the allowed domains, makes the pod
+// UnschedulableAndUnresolvable with the reason naming the placement, the
+// Lease or the domain.
 func (pl *SubsetPlacement) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
 	if !ordinaltarget.Managed(pod) {
 		return nil, fwk.NewStatus(fwk.Skip)
@@ -103,6 +138,11 @@ func (pl *SubsetPlacement) PreFilter(ctx context.Context, state fwk.CycleState, 
 			return nil, fwk.AsStatus(err)
 		}
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %v", ErrReasonPlacement, err))
+	}
+	if t.Placement.Spec.Fencing != nil {
+		if reason, fenced := pl.fence(pod); fenced {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
+		}
 	}
 	klog.FromContext(ctx).V(5).Info("Pod placement resolved", "plugin", Name, "pod", klog.KObj(pod),
 		"placement", klog.KObj(t.Placement), "ordinal", t.Ordinal, "domain", t.Domain, "strict", t.Strict)
@@ -121,6 +161,52 @@ func (pl *SubsetPlacement) PreFilter(ctx context.Context, state fwk.CycleState, 
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
 	}
 	return &framework.PreFilterResult{NodeNames: names}, nil
+}
+
+// fence reports whether the resync Lease fences the pod now, and why. The
+// pod is recorded for re-queueing before the Lease is read: a renewal seen
+// after the read finds it recorded, and one seen before the read is what the
+// read returns, so a fenced pod never waits for an event already past.
+func (pl *SubsetPlacement) fence(pod *v1.Pod) (string, bool) {
+	key := pod.Namespace + "/" + pod.Name
+	pl.fencedMu.Lock()
+	pl.fenced[key] = pod
+	pl.fencedMu.Unlock()
+	fenced, reason, _ := pl.resolver.Fenced(pl.now())
+	if !fenced {
+		pl.fencedMu.Lock()
+		if pl.fenced[key] == pod {
+			delete(pl.fenced, key)
+		}
+		pl.fencedMu.Unlock()
+	}
+	return reason, fenced
+}
+
+// leaseChanged runs on every change of the resync Lease in the cache: when
+// the Lease is fresh, it moves the pods it fenced back to the active queue.
+// This is the plugin's re-queueing on the Lease, done from its own informer,
+// which watches that one Lease, rather than through EventsToRegister: the
+// framework serves an event of a resource it has no typed informer for
+// ("leases.v1.coordination.k8s.io") from a dynamic informer over every
+// namespace, that is every Lease of the cluster (a node heartbeat every 10s
+// per node), each event scanning the unschedulable pods under the queue's
+// lock, and that informer needs list and watch on all Leases, without which
+// kube-scheduler waits for its sync forever and schedules nothing.
+func (pl *SubsetPlacement) leaseChanged(logger klog.Logger) {
+	if fenced, _, _ := pl.resolver.Fenced(pl.now()); fenced {
+		return
+	}
+	pl.fencedMu.Lock()
+	pods := pl.fenced
+	if len(pods) == 0 || pl.activator == nil {
+		pl.fencedMu.Unlock()
+		return // nothing fenced yet: also true at start, before the queue exists
+	}
+	pl.fenced = map[string]*v1.Pod{}
+	pl.fencedMu.Unlock()
+	logger.V(4).Info("Resync Lease is fresh: re-queueing fenced pods", "pods", len(pods))
+	pl.activator.Activate(logger, pods)
 }
 
 // nodeMismatch returns why the node is not allowed for t ("" when it is):
@@ -183,7 +269,9 @@ func getPreFilterState(state fwk.CycleState) (*preFilterState, error) {
 }
 
 // EventsToRegister returns the events that can make a pod this plugin
-// rejected schedulable.
+// rejected schedulable. A renewal of the resync Lease, which ends fencing,
+// is not among them: the plugin re-queues the pods it fenced itself (see
+// leaseChanged).
 func (pl *SubsetPlacement) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		// A missing or invalid placement is fixed by creating or updating it;
