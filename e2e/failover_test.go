@@ -1,0 +1,196 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+)
+
+// runningOrdinals lists, per member, the ordinals of FleetSet ns/name whose
+// pods are Running, terminating or not: a pod being deleted may still run.
+func (f *fleet) runningOrdinals(ctx context.Context, ns, name string) (map[string]map[string]bool, error) {
+	out := map[string]map[string]bool{}
+	for _, m := range f.members {
+		var pods corev1.PodList
+		if err := m.c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{fleetv1.LabelSet: name}); err != nil {
+			return nil, fmt.Errorf("%s: listing pods: %w", m.name, err)
+		}
+		out[m.name] = map[string]bool{}
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				out[m.name][p.Name] = true
+			}
+		}
+	}
+	return out, nil
+}
+
+// TestFencedFailover cuts a member off from the hub as a network partition
+// would (its OCM registration and work agents stop; its apiserver,
+// fleetset-scheduler and pods keep running) and checks fenced relocation:
+// the member fences its pods once its resync lease expires, the other member
+// then runs the lost subset's instances under the same names, and — sampling
+// both members every second — no instance is Running in two clusters in any
+// sample. PVCs of fenced pods stay. When the member returns, its copies are
+// removed before its lease is renewed, and with failback Automatic the
+// subset returns home under the same invariant.
+func TestFencedFailover(t *testing.T) {
+	f := theFleet
+	if _, err := runHookCheck("FLEETSET_E2E_STOP_AGENT"); err != nil {
+		t.Skip(err)
+	}
+	ns := f.newNamespace(t, "e2e-failover")
+	fs := f.newFleetSet(ns, "db", 5)
+	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](20), Failback: fleetv1.FailbackAutomatic}
+	victim, other := f.members[0], f.members[1]
+	subset := fs.Spec.Topology.Subsets[0].Name // the victim's subset
+	f.createFleetSet(t, fs)
+	f.waitReady(t, ns, "db", 5)
+	eventually(t, waitTimeout, victim.name+": resync lease fresh", func(ctx context.Context) (bool, string, error) {
+		expired, why, err := leaseExpired(ctx, victim)
+		return err == nil && !expired, why, err
+	})
+	before, err := f.runningOrdinals(t.Context(), ns, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A PVC of one of the victim's instances, as a volume claim template
+	// would make; it must survive fencing and relocation.
+	pvc := &corev1.PersistentVolumeClaim{}
+	pvc.Namespace, pvc.Name = ns, "data-db-"+subset+"-0"
+	pvc.Labels = map[string]string{fleetv1.LabelSet: "db"}
+	pvc.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	pvc.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
+	if err := victim.c.Create(t.Context(), pvc); err != nil {
+		t.Fatal(err)
+	}
+
+	// Sample both members every second until the test ends.
+	var mu sync.Mutex
+	var violations []string
+	samples := 0
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			got, err := f.runningOrdinals(ctx, ns, "db")
+			if err == nil {
+				mu.Lock()
+				samples++
+				for pod := range got[victim.name] {
+					if got[other.name][pod] {
+						violations = append(violations, fmt.Sprintf("%s: %s Running in %s and %s", time.Now().Format(time.TimeOnly), pod, victim.name, other.name))
+					}
+				}
+				mu.Unlock()
+			}
+			time.Sleep(time.Second)
+		}
+	})
+	defer func() {
+		stop()
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		t.Logf("%d samples, %d instances Running in two clusters", samples, len(violations))
+		for _, v := range violations {
+			t.Error(v)
+		}
+	}()
+
+	start := time.Now()
+	t.Logf("cutting %s off: stopping its OCM registration and work agents", victim.name)
+	runHook(t, "FLEETSET_E2E_STOP_AGENT", victim.name)
+	runHook(t, "FLEETSET_E2E_STOP_AGENT", victim.name, "work-agent")
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			runHook(t, "FLEETSET_E2E_START_AGENT", victim.name)
+			runHook(t, "FLEETSET_E2E_START_AGENT", victim.name, "work-agent")
+		}
+	})
+
+	eventually(t, 3*time.Minute, victim.name+" fenced its pods", func(ctx context.Context) (bool, string, error) {
+		got, err := f.runningOrdinals(ctx, ns, "db")
+		return err == nil && len(got[victim.name]) == 0, fmt.Sprintf("running there: %v", got[victim.name]), err
+	})
+	t.Logf("%s fenced after %v", victim.name, time.Since(start).Round(time.Second))
+	eventually(t, 3*time.Minute, other.name+" runs "+victim.name+"'s instances under the same names", func(ctx context.Context) (bool, string, error) {
+		got, err := f.runningOrdinals(ctx, ns, "db")
+		if err != nil {
+			return false, "", err
+		}
+		for pod := range before[victim.name] {
+			if !got[other.name][pod] {
+				return false, fmt.Sprintf("%s not yet Running in %s", pod, other.name), nil
+			}
+		}
+		return true, "", nil
+	})
+	t.Logf("relocated and Running after %v", time.Since(start).Round(time.Second))
+	got, err := f.getFleetSet(t.Context(), ns, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ss := got.Status.Subsets[0]; ss.Cluster != other.name || ss.Epoch != 1 || ss.Failover != fleetv1.SubsetFailedOver {
+		t.Errorf("status.subsets[%s] = cluster %s epoch %d %q, want %s, 1, FailedOver", subset, ss.Cluster, ss.Epoch, ss.Failover, other.name)
+	}
+	if err := victim.c.Get(t.Context(), client.ObjectKeyFromObject(pvc), &corev1.PersistentVolumeClaim{}); err != nil {
+		t.Errorf("PVC %s of a fenced instance: %v, want kept", pvc.Name, err)
+	}
+
+	// The victim returns: its StatefulSet is removed before its lease is
+	// renewed; then the subset fails back home (Automatic).
+	back := time.Now()
+	runHook(t, "FLEETSET_E2E_START_AGENT", victim.name)
+	runHook(t, "FLEETSET_E2E_START_AGENT", victim.name, "work-agent")
+	restarted = true
+	var removedAt, renewedAt time.Time
+	eventually(t, 3*time.Minute, victim.name+": copy removed, then lease renewed", func(ctx context.Context) (bool, string, error) {
+		sts := &appsv1.StatefulSet{}
+		err := victim.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-" + subset}, sts)
+		if removedAt.IsZero() && (apierrors.IsNotFound(err) || (err == nil && sts.DeletionTimestamp != nil)) {
+			removedAt = time.Now()
+		}
+		expired, why, lerr := leaseExpired(ctx, victim)
+		if lerr == nil && !expired && renewedAt.IsZero() {
+			renewedAt = time.Now()
+		}
+		return !removedAt.IsZero() && !renewedAt.IsZero(), why, nil
+	})
+	if renewedAt.Before(removedAt) {
+		t.Errorf("%s's lease renewed at %s, before its copy of the moved subset was removed (%s)", victim.name, renewedAt, removedAt)
+	}
+	t.Logf("%s back: copy removed after %v, lease renewed after %v", victim.name, removedAt.Sub(back).Round(time.Second), renewedAt.Sub(back).Round(time.Second))
+	eventually(t, 5*time.Minute, "subset "+subset+" home again with epoch 2, instances Running there", func(ctx context.Context) (bool, string, error) {
+		got, err := f.getFleetSet(ctx, ns, "db")
+		if err != nil {
+			return false, "", err
+		}
+		ss := got.Status.Subsets[0]
+		run, err := f.runningOrdinals(ctx, ns, "db")
+		if err != nil {
+			return false, "", err
+		}
+		for pod := range before[victim.name] {
+			if !run[victim.name][pod] {
+				return false, fmt.Sprintf("%s not Running in %s; subset at %s epoch %d %q", pod, victim.name, ss.Cluster, ss.Epoch, ss.Failover), nil
+			}
+		}
+		return ss.Cluster == victim.name && ss.Epoch == 2 && ss.Failover == "", fmt.Sprintf("subset at %s epoch %d %q", ss.Cluster, ss.Epoch, ss.Failover), nil
+	})
+	t.Logf("home again after %v", time.Since(back).Round(time.Second))
+}
