@@ -6,9 +6,12 @@
 //	FLEETSET_MEMBER_KUBECONFIGS  name=path,name=path: the member clusters,
 //	                             named as their ManagedClusters
 //	FLEETSET_E2E_ZONES           the zones of every member (default zone-a,zone-b,zone-c)
-//	FLEETSET_E2E_STOP_AGENT      optional command; "<cmd> <cluster>" stops the
-//	                             member's OCM registration agent
-//	FLEETSET_E2E_START_AGENT     optional command; "<cmd> <cluster>" starts it again
+//	FLEETSET_E2E_STOP_AGENT      optional command; "<cmd> <cluster> [proc]" stops the
+//	                             member's OCM registration agent (or proc, e.g. work-agent)
+//	FLEETSET_E2E_START_AGENT     optional command; "<cmd> <cluster> [proc]" starts it again
+//	FLEETSET_E2E_RESTART         optional command; "<cmd> <cluster> <proc> [args...]"
+//	                             restarts fleetset-hub or fleetset-scheduler with extra
+//	                             args (FLEET_REBUILD_VERSION=v rebuilds it first)
 //	FLEETSET_E2E_LOGS            optional hint printed on failure: where the
 //	                             fleet's process logs are
 //
