@@ -127,6 +127,14 @@ func TestRollingUpdate(t *testing.T) {
 		return got.Status.CurrentRevision == rev1 && got.Status.UpdatedReplicas == 9 &&
 			condition(got, fleetv1.ConditionProgressing).Status == metav1.ConditionFalse, nil
 	})
+	// Rollback is reverting the template: the old revision rolls out again,
+	// through the same order (west first, east held).
+	updateFleetSet(t, "rollout", "db", func(fs *fleetv1.FleetSet) { fs.Spec.Template.Spec.Containers[0].Image = "registry.k8s.io/pause:3.10" })
+	eventually(t, 20*time.Second, "rollback: west released, east held", func() (bool, error) {
+		got := getFleetSet(t, "rollout", "db")
+		return got.Status.UpdateRevision == rev0 && got.Status.CurrentRevision == rev1 &&
+			cmp.Equal(rolloutState(t, "rollout", "db"), map[string]string{"db-west": "0@" + rev0, "db-east": "5@" + rev0}), nil
+	})
 	for _, reason := range []string{EventSubsetUpdating, EventSubsetUpdated} {
 		if !hasEvent(t, "rollout", "db", reason) {
 			t.Errorf("no %s event", reason)
