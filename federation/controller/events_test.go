@@ -74,3 +74,62 @@ func TestWorkEventsSurviveStatusConflict(t *testing.T) {
 		t.Errorf("works = %d (%v), want 2 written", len(works.Items), err)
 	}
 }
+
+// TestUpdatedWorkKeepsItsFeedback: a reconcile that rewrites a ManifestWork
+// (here: a scale) still folds the work's statusFeedback into the FleetSet's
+// status in the same reconcile, instead of losing it with the old object.
+func TestUpdatedWorkKeepsItsFeedback(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{fleetv1.AddToScheme, workv1.Install, clusterv1.Install, corev1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs := &fleetv1.FleetSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "mydb"},
+		Spec: fleetv1.FleetSetSpec{
+			Replicas: 3,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "mydb"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "mydb"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "db:1"}}}},
+			Topology:       fleetv1.FleetTopology{Subsets: []fleetv1.Subset{{Name: "east", Cluster: "east"}}},
+			UpdateStrategy: fleetv1.FleetSetUpdateStrategy{Type: fleetv1.ManualUpdateStrategyType},
+		},
+	}
+	available := []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "Available"}}
+	mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "east"}, Status: clusterv1.ManagedClusterStatus{Conditions: available}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(fs, mc).WithStatusSubresource(fs, &workv1.ManifestWork{}).
+		WithIndex(&fleetv1.FleetSet{}, ClusterIndex, clustersOf).Build()
+	r := &FleetSetReconciler{Client: c, Recorder: record.NewFakeRecorder(20)}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(fs)}
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	// The agent reports 3 ready; then the user scales to 4, which rewrites the work.
+	w := feedbackWork("east", "east", 3, 3, 3, 3, metav1.ConditionTrue)
+	got := &workv1.ManifestWork{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(w), got); err != nil {
+		t.Fatal(err)
+	}
+	got.Status = w.Status
+	if err := c.Status().Update(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	cur := &fleetv1.FleetSet{}
+	if err := c.Get(context.Background(), req.NamespacedName, cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Replicas = 4
+	if err := c.Update(context.Background(), cur); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(context.Background(), req.NamespacedName, cur); err != nil {
+		t.Fatal(err)
+	}
+	if cur.Status.ReadyReplicas != 3 || cur.Status.Subsets[0].Replicas != 4 {
+		t.Errorf("after the scale: readyReplicas %d, subset replicas %d; want the fed-back 3 kept and 4 desired", cur.Status.ReadyReplicas, cur.Status.Subsets[0].Replicas)
+	}
+}

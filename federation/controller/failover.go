@@ -48,12 +48,13 @@ func failoverSpec(fs *fleetv1.FleetSet) failover.Spec {
 // subsets and applies its decision in place: each subset's cluster (where it
 // runs now), epoch and fencing; a relocated subset is spread only (the hub
 // does not know the fallback cluster's domains). It records which subsets
-// run nowhere (failing back), the failover problems, step events and when
-// to plan again. Errors are reads of ManagedClusters or works.
-func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planned []plan.Subset) error {
+// run nowhere (failing back) and their phases, in planned's order, and the
+// failover problems, step events and when to plan again. Errors are reads
+// of ManagedClusters or works.
+func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planned []plan.Subset) ([]subsetFailover, error) {
 	fs := st.fs
 	spec := failoverSpec(fs)
-	st.undelivered, st.phases = map[string]bool{}, map[string]fleetv1.SubsetFailoverPhase{}
+	out := make([]subsetFailover, len(planned))
 	prev := map[string]fleetv1.SubsetStatus{}
 	for _, ss := range fs.Status.Subsets {
 		prev[ss.Name] = ss
@@ -83,7 +84,7 @@ func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planne
 		for c := range names {
 			cl, err := r.failoverCluster(ctx, st, c, subsets)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			clusters[c] = cl
 		}
@@ -98,7 +99,7 @@ func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planne
 		if spec.Relocate {
 			p.Fencing = &fleetv1.PlacementFencing{GraceSeconds: fs.Spec.Failover.FenceGraceSeconds}
 		}
-		st.undelivered[p.Name], st.phases[p.Name] = !d.Deliver, d.Phase
+		out[i] = subsetFailover{undelivered: !d.Deliver, failover: d.Phase}
 		switch d.Phase {
 		case fleetv1.SubsetFailingOver:
 			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonFailingOver, Subset: p.Name, Cluster: d.Cluster, Message: d.Waiting})
@@ -126,7 +127,7 @@ func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planne
 			st.failoverRetry = minPositive(st.failoverRetry, max(time.Second, d.Retry.Sub(now)+time.Second))
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // failoverCluster reads what failover needs of cluster c: availability and
@@ -179,11 +180,11 @@ func appliedAtGeneration(w *workv1.ManifestWork) bool {
 // clearFailbackRequest removes the fleetset.io/failback annotation once no
 // subset is relocated or failing back.
 func (r *FleetSetReconciler) clearFailbackRequest(ctx context.Context, st *state) error {
-	if _, ok := st.fs.Annotations[fleetv1.AnnotationFailback]; !ok || st.phases == nil {
+	if _, ok := st.fs.Annotations[fleetv1.AnnotationFailback]; !ok || len(st.plan) == 0 {
 		return nil
 	}
-	for _, ph := range st.phases {
-		if ph != "" {
+	for _, sp := range st.plan {
+		if sp.failover != "" {
 			return nil
 		}
 	}

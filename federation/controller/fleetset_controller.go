@@ -162,9 +162,6 @@ type state struct {
 	failoverEvents []pendingEvent
 	// failoverRetry is when a failover wait ends (0: none).
 	failoverRetry time.Duration
-	// undelivered and phases are, by subset name, the failover decision.
-	undelivered map[string]bool
-	phases      map[string]fleetv1.SubsetFailoverPhase
 }
 
 // subsetPlan is a subset's plan and whether its cluster exists and is
@@ -173,6 +170,11 @@ type subsetPlan struct {
 	plan             plan.Subset
 	clusterExists    bool
 	clusterAvailable bool
+	subsetFailover
+}
+
+// subsetFailover is a subset's failover decision.
+type subsetFailover struct {
 	// undelivered is true while a failing-back subset runs nowhere.
 	undelivered bool
 	// failover is the subset's failover phase.
@@ -192,10 +194,7 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 			return ctrl.Result{}, err
 		}
 	}
-	if r.Clock == nil {
-		r.Clock = clock.RealClock{}
-	}
-	st := &state{fs: fs, now: metav1.NewTime(r.Clock.Now())}
+	st := &state{fs: fs, now: metav1.NewTime(r.now())}
 	var err error
 	if st.works, err = r.ownedWorks(ctx, fs); err != nil {
 		return ctrl.Result{}, err
@@ -207,10 +206,11 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonInvalidSpec, Message: err.Error()})
 	} else {
 		st.problems = append(st.problems, problems...)
-		if err := r.planFailover(ctx, st, planned); err != nil {
+		fo, err := r.planFailover(ctx, st, planned)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.checkClusters(ctx, st, planned); err != nil {
+		if err := r.checkClusters(ctx, st, planned, fo); err != nil {
 			return ctrl.Result{}, err
 		}
 		if err := planRollout(st); err != nil {
@@ -247,6 +247,14 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 	return ctrl.Result{RequeueAfter: minPositive(rolloutRequeue(st, status), st.failoverRetry)}, nil
 }
 
+// now reads the reconciler's clock (the real one when unset).
+func (r *FleetSetReconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
+}
+
 // ownedWorks lists the FleetSet's ManifestWorks in every cluster namespace.
 func (r *FleetSetReconciler) ownedWorks(ctx context.Context, fs *fleetv1.FleetSet) (map[types.NamespacedName]*workv1.ManifestWork, error) {
 	var list workv1.ManifestWorkList
@@ -280,11 +288,12 @@ func previousStarts(fs *fleetv1.FleetSet, works map[types.NamespacedName]*workv1
 	return out
 }
 
-// checkClusters records which subsets' clusters exist and are available.
-func (r *FleetSetReconciler) checkClusters(ctx context.Context, st *state, planned []plan.Subset) error {
+// checkClusters records which subsets' clusters exist and are available, and
+// builds st.plan from planned and the failover decision fo (same order).
+func (r *FleetSetReconciler) checkClusters(ctx context.Context, st *state, planned []plan.Subset, fo []subsetFailover) error {
 	type info struct{ exists, available bool }
 	clusters := map[string]info{}
-	for _, sp := range planned {
+	for i, sp := range planned {
 		in, ok := clusters[sp.Cluster]
 		if !ok {
 			mc := &clusterv1.ManagedCluster{}
@@ -306,8 +315,7 @@ func (r *FleetSetReconciler) checkClusters(ctx context.Context, st *state, plann
 			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonClusterUnavailable, Subset: sp.Name, Cluster: sp.Cluster,
 				Message: "ManagedCluster is not Available"})
 		}
-		st.plan = append(st.plan, subsetPlan{plan: sp, clusterExists: in.exists, clusterAvailable: in.available,
-			undelivered: st.undelivered[sp.Name], failover: st.phases[sp.Name]})
+		st.plan = append(st.plan, subsetPlan{plan: sp, clusterExists: in.exists, clusterAvailable: in.available, subsetFailover: fo[i]})
 	}
 	return nil
 }
@@ -343,11 +351,7 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, fs *fleetv1.FleetSe
 			continue
 		}
 		key := client.ObjectKeyFromObject(w)
-		if existing, ok := st.works[key]; ok && manifestwork.UpToDate(existing, w) {
-			continue
-		}
-		var op controllerutil.OperationResult
-		op, err = manifestwork.Apply(ctx, r.Client, w)
+		op, written, err := manifestwork.Apply(ctx, r.Client, w)
 		switch op {
 		case controllerutil.OperationResultCreated:
 			workWrites.WithLabelValues("create").Inc()
@@ -357,7 +361,7 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, fs *fleetv1.FleetSe
 			r.Recorder.Event(fs, corev1.EventTypeNormal, EventWorkUpdated, "Updated ManifestWork "+key.String())
 		}
 		if err == nil {
-			st.works[key] = w
+			st.works[key] = written
 		}
 		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 			return err // the cache is behind; retry with fresh objects

@@ -171,7 +171,7 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if _, err := manifestwork.Apply(ctx, r.Client, w); err != nil {
+	if _, _, err := manifestwork.Apply(ctx, r.Client, w); err != nil {
 		return ctrl.Result{}, fmt.Errorf("renewing resync lease in %s: %w", cluster, err)
 	}
 	leaseRenewals.WithLabelValues(cluster).Inc()

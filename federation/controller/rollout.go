@@ -202,14 +202,9 @@ func rolloutEvents(old, cur *fleetv1.FleetSetStatus) []pendingEvent {
 // unpaused rollout's progress deadline passes, so RolloutBlocked is set on
 // time; 0 otherwise.
 func rolloutRequeue(st *state, status *fleetv1.FleetSetStatus) time.Duration {
-	return rolloutRequeueAt(st, status, time.Now())
-}
-
-// rolloutRequeueAt is rolloutRequeue at the time now.
-func rolloutRequeueAt(st *state, status *fleetv1.FleetSetStatus, now time.Time) time.Duration {
 	ru := rollingUpdate(st.fs)
 	if ru == nil || ru.Paused || status.RolloutProgressTime == nil || !rollingOut(st, status) {
 		return 0
 	}
-	return max(time.Second, status.RolloutProgressTime.Add(progressDeadline(st.fs)).Sub(now)+time.Second)
+	return max(time.Second, status.RolloutProgressTime.Add(progressDeadline(st.fs)).Sub(st.now.Time)+time.Second)
 }

@@ -45,7 +45,7 @@ func TestRolloutProgress(t *testing.T) {
 			if !ok || reason != tt.want {
 				t.Errorf("rolloutProgress = %s %q %v, want %s", reason, msg, ok, tt.want)
 			}
-			if got := rolloutRequeueAt(st, tt.status, now.Time); got != tt.requeue {
+			if got := rolloutRequeue(st, tt.status); got != tt.requeue {
 				t.Errorf("requeue after %v, want %v", got, tt.requeue)
 			}
 		})

@@ -14,10 +14,10 @@ import (
 // in line with it, with controller-runtime's CreateOrUpdate: the hub's
 // labels and annotations are merged in (others are kept) and the spec
 // replaced. Nothing is written when the work is UpToDate. It returns what
-// was done (created, updated, unchanged) and the error of the read or write,
-// wrapped with the work's key; conflicts stay detectable with
-// apierrors.IsConflict.
-func Apply(ctx context.Context, c client.Client, desired *workv1.ManifestWork) (controllerutil.OperationResult, error) {
+// was done (created, updated, unchanged), the work as it now is (its status
+// kept), and the error of the read or write, wrapped with the work's key;
+// conflicts stay detectable with apierrors.IsConflict.
+func Apply(ctx context.Context, c client.Client, desired *workv1.ManifestWork) (controllerutil.OperationResult, *workv1.ManifestWork, error) {
 	w := &workv1.ManifestWork{}
 	w.Namespace, w.Name = desired.Namespace, desired.Name
 	op, err := controllerutil.CreateOrUpdate(ctx, c, w, func() error {
@@ -29,7 +29,7 @@ func Apply(ctx context.Context, c client.Client, desired *workv1.ManifestWork) (
 		return nil
 	})
 	if err != nil {
-		return op, fmt.Errorf("writing ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
+		return op, nil, fmt.Errorf("writing ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
 	}
-	return op, nil
+	return op, w, nil
 }

@@ -68,8 +68,8 @@ func Assign(blockSize int32, subsets []Subset) ([]Block, error) {
 	for i, s := range subsets {
 		all[i] = s.Name
 	}
-	if errs := names.Check("subsets", all); len(errs) > 0 {
-		return nil, errs[0]
+	if err := names.First("subsets", all); err != nil {
+		return nil, err
 	}
 	out := make([]Block, len(subsets))
 	for i, s := range subsets {

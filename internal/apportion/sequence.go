@@ -152,12 +152,8 @@ func (s *Sequence) Next() int {
 	for {
 		switch s.stage {
 		case stageDemand:
-			if s.dealt < s.demand {
-				return s.deal(s.seq.Next())
-			}
-			// Unreachable with a valid spec: startFlexible runs on the
-			// seat that completes the demands.
-			_ = s.startFlexible()
+			// deal moves to stage 2 on the seat that completes the demands.
+			return s.deal(s.seq.Next())
 		case stageFlexible:
 			i := s.seq.Next()
 			if s.absorb[i] > 0 {
@@ -238,10 +234,8 @@ func parse(field string, shares []Share) ([]share, error) {
 	for i, in := range shares {
 		path := fmt.Sprintf("%s[%d]", field, i)
 		s := share{name: in.Name, index: i, kind: kindRest, hi: math.MaxInt64}
-		for _, err := range nameErrs {
-			if strings.HasPrefix(err.Error(), path+".name:") {
-				errs = append(errs, err)
-			}
+		if nameErrs[i] != nil {
+			errs = append(errs, nameErrs[i])
 		}
 		switch {
 		case in.MinReplicas == nil:

@@ -6,8 +6,8 @@ import (
 )
 
 func TestCheck(t *testing.T) {
-	if errs := Check("shares", []string{"a", "b"}); errs != nil {
-		t.Errorf("Check(a, b) = %v, want nil", errs)
+	if err := First("shares", []string{"a", "b"}); err != nil {
+		t.Errorf("First(a, b) = %v, want nil", err)
 	}
 	got := errors.Join(Check("spec.domains", []string{"a", "", "a", "b", "b"})...).Error()
 	want := "spec.domains[1].name: must not be empty\nspec.domains[2].name: duplicate name \"a\"\nspec.domains[4].name: duplicate name \"b\""
