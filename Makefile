@@ -33,11 +33,11 @@ $(LOCALBIN)/kube-apiserver:
 $(LOCALBIN)/kube-controller-manager:
 	$(GO) build -o $@ k8s.io/kubernetes/cmd/kube-controller-manager
 
-# etcd: Debian's etcd-server (apt-get install etcd-server).
-$(LOCALBIN)/etcd:
+# etcd ≥ 3.5 built from the module pinned in e2e/tools/etcd (its own module,
+# so etcd's dependencies stay out of ours). No system etcd is used.
+$(LOCALBIN)/etcd: e2e/tools/etcd/go.mod
 	@mkdir -p $(LOCALBIN)
-	@command -v etcd >/dev/null || { echo "etcd not found: apt-get install -y etcd-server" >&2; exit 1; }
-	ln -sf "$$(command -v etcd)" $@
+	cd e2e/tools/etcd && $(GO) build -o $@ go.etcd.io/etcd/server/v3
 
 .PHONY: test-binaries
 test-binaries: $(LOCALBIN)/kube-apiserver $(LOCALBIN)/etcd ## Build what integration tests need.

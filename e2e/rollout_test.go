@@ -30,12 +30,16 @@ import (
 func TestRollingUpdateAcrossTheFleet(t *testing.T) {
 	f := theFleet
 	const replicas, maxUnavailable = 9, 1
-	rolloutTimeout := 5 * waitTimeout // kwok on a slow etcd: tens of seconds per instance
+	rolloutTimeout := 5 * waitTimeout
 	ns := f.newNamespace(t, "e2e-rollout")
 	fs := f.newFleetSet(ns, "db", replicas)
 	first, second := fs.Spec.Topology.Subsets[1], fs.Spec.Topology.Subsets[0]
 	fs.Spec.UpdateStrategy = fleetv1.FleetSetUpdateStrategy{Type: fleetv1.RollingUpdateStrategyType,
 		RollingUpdate: &fleetv1.RollingUpdateFleetSet{SubsetOrder: []string{first.Name}}}
+	// kwok makes pods Ready at once: minReadySeconds (forwarded to the
+	// StatefulSets) keeps every instance step observable for some seconds,
+	// so the pause and the cut-off below land mid-rollout on a fast fleet.
+	fs.Spec.MinReadySeconds = 8
 	waitFor := func(timeout time.Duration, what string, cond func(*fleetv1.FleetSet) bool) *fleetv1.FleetSet {
 		t.Helper()
 		var got *fleetv1.FleetSet

@@ -139,8 +139,9 @@ echo "$BOOTSTRAP_TOKEN,fleet-bootstrap,fleet-bootstrap,\"system:bootstrappers:ma
 write_kubeconfig "$(cdir hub)/bootstrap.kubeconfig" hub "    token: $BOOTSTRAP_TOKEN"
 
 # ---------------------------------------------------------------- etcd, apiserver
-# etcd runs as "fleet-etcd" (a symlink), so that `pkill -x etcd` elsewhere on
-# the machine (cleanups of Debian's etcd service) does not take the fleet down.
+# etcd (bin/etcd, built from e2e/tools/etcd) runs as "fleet-etcd" (a
+# symlink), so that `pkill -x etcd` elsewhere on the machine does not take
+# the fleet down.
 mkdir -p "$FLEET_DIR/bin"
 ln -sf "$(readlink -f "$LOCALBIN/etcd")" "$FLEET_DIR/bin/fleet-etcd"
 log "etcd and kube-apiserver in $FLEET_CLUSTERS"
@@ -321,9 +322,6 @@ for c in $FLEET_MEMBERS; do
   d=$(cdir "$c")
   kc "$c" create namespace "$OCM_AGENT_NAMESPACE" >/dev/null
   make_nodes "$c" | kc "$c" apply -f - >/dev/null
-  # With Debian's etcd 3.4 the apiserver cannot serve watch lists
-  # (RequestWatchProgress): kwok's informers, which ask for them, log "watch
-  # ended with error" and pick up pods late. An etcd ≥ 3.4.31/3.5.13 fixes it.
   start_proc "$c" kwok "$LOCALBIN/kwok" --kubeconfig "$d/kubeconfig" \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
     --cidr 10.0.0.1/16 --node-ip 127.0.0.1 \
