@@ -19,11 +19,37 @@ all: build
 ##@ Build
 
 .PHONY: build
-build: $(LOCALBIN)/fleetset-scheduler $(LOCALBIN)/fleetset-hub ## Build the fleetset binaries into bin/.
+build: $(LOCALBIN)/fleetset-scheduler $(LOCALBIN)/fleetset-hub $(LOCALBIN)/kubectl-fleetset ## Build the fleetset binaries into bin/.
+
+# Version of the fleetset binaries and images: git describe of the work tree
+# (v0.0.0-dev outside git), evaluated once per make run.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+VERSION := $(VERSION)
+GIT_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+GIT_COMMIT := $(GIT_COMMIT)
+# Link flags per binary. fleetset-hub --version prints main.version.
+# fleetset-scheduler --version prints kube-scheduler's
+# k8s.io/component-base/version: the pinned k8s.io/kubernetes version with
+# fleetset's as semver build metadata (v1.34.4+fleetset.<VERSION>, which
+# kube-scheduler's compatibility version parses as 1.34.4; it must parse, so
+# it is left alone if the module version is unknown); --version=raw adds the
+# commit and tree state.
+K8S_VERSION = $(shell $(GO) list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' k8s.io/kubernetes 2>/dev/null)
+K8S_VERSION_PKG := k8s.io/component-base/version
+GO_LDFLAGS_hub = -X main.version=$(VERSION)
+GO_LDFLAGS_scheduler = $(if $(filter v%,$(K8S_VERSION)),-X $(K8S_VERSION_PKG).gitVersion=$(K8S_VERSION)+fleetset.$(subst +,-,$(subst _,-,$(subst /,-,$(VERSION))))) \
+	-X $(K8S_VERSION_PKG).gitCommit=$(GIT_COMMIT) -X $(K8S_VERSION_PKG).gitTreeState=$(if $(filter %-dirty,$(VERSION)),dirty,clean)
 
 # Go's build cache makes these cheap when nothing changed; .FORCE lets Go decide.
 $(LOCALBIN)/fleetset-scheduler: .FORCE
-	$(GO) build -o $@ ./cmd/scheduler
+	$(GO) build -ldflags '$(GO_LDFLAGS_scheduler)' -o $@ ./cmd/scheduler
+
+# The kubectl plugin: copied onto $PATH it runs as `kubectl fleetset`.
+.PHONY: kubectl-fleetset
+kubectl-fleetset: $(LOCALBIN)/kubectl-fleetset ## Build the kubectl plugin into bin/kubectl-fleetset.
+
+$(LOCALBIN)/kubectl-fleetset: .FORCE
+	$(GO) build -o $@ ./cmd/kubectl-fleetset
 
 # Control-plane binaries built from the pinned k8s.io/kubernetes module
 # (`go install k8s.io/kubernetes/cmd/...@v` does not work: replace directives).
@@ -54,6 +80,33 @@ $(DEFAULTER_GEN):
 .PHONY: .FORCE
 .FORCE:
 
+##@ Images
+
+IMAGE_TAG ?= dev
+IMAGES_DIR ?= $(LOCALBIN)/images
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+IMAGE_SOURCE ?= github.com/fleetset/fleetset
+OCIMAGE ?= $(LOCALBIN)/ocimage
+# Time of the images and of every file in them: the last commit's, so that
+# the same binaries give the same archives, byte for byte.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+
+.PHONY: images
+images: $(IMAGES_DIR)/fleetset-hub.tar $(IMAGES_DIR)/fleetset-scheduler.tar ## Image archives bin/images/fleetset-{hub,scheduler}.tar: static binary on scratch, tag IMAGE_TAG (dev), no Docker daemon.
+
+# ocimage (go-containerregistry) is built from its own module, for the host.
+$(OCIMAGE): .FORCE
+	cd e2e/tools/ocimage && GOOS=$$($(GO) env GOHOSTOS) GOARCH=$$($(GO) env GOHOSTARCH) $(GO) build -o $@ .
+
+# The static binary (CGO_ENABLED=0; -trimpath: no host paths in it) is kept
+# beside its archive, which `kind load image-archive` and `ctr images import`
+# read.
+$(IMAGES_DIR)/fleetset-%.tar: $(OCIMAGE) .FORCE
+	@mkdir -p $(IMAGES_DIR)
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(GO_LDFLAGS_$*)' -o $(IMAGES_DIR)/fleetset-$* ./cmd/$*
+	$(OCIMAGE) -binary $(IMAGES_DIR)/fleetset-$* -arch $(IMAGE_ARCH) -tag fleetset-$*:$(IMAGE_TAG) -version $(VERSION) \
+	  -revision $(GIT_COMMIT) -source $(IMAGE_SOURCE) -source-date-epoch $(SOURCE_DATE_EPOCH) -o $@
+
 ##@ Generate
 
 .PHONY: generate
@@ -66,12 +119,13 @@ generate: $(CONTROLLER_GEN) $(CONVERSION_GEN) $(DEFAULTER_GEN) ## Generate deepc
 manifests: $(CONTROLLER_GEN) ## Generate CRDs into manifests/crds.
 	$(CONTROLLER_GEN) crd:crdVersions=v1,maxDescLen=200,generateEmbeddedObjectMeta=true paths=./api/... output:crd:artifacts:config=manifests/crds
 	$(CONTROLLER_GEN) rbac:roleName=fleetset-hub paths=./federation/... output:rbac:artifacts:config=manifests/hub
+	cd e2e/tools && $(OCM_GOENV) $(GO) run ./addontemplate -scheduler ../../manifests/scheduler -crd ../../manifests/crds/fleetset.io_subsetplacements.yaml -o ../../manifests/addon/addontemplate.yaml
 
 .PHONY: verify
 verify: generate manifests ## gofmt, go vet, and generated files up to date.
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed: $$bad" >&2; exit 1; fi
 	$(GO) vet ./...
-	@git diff --exit-code -- api plugins/apis manifests/crds manifests/hub/role.yaml || { echo "generated files are stale: run make generate manifests" >&2; exit 1; }
+	@git diff --exit-code -- api plugins/apis manifests/crds manifests/hub/role.yaml manifests/addon || { echo "generated files are stale: run make generate manifests" >&2; exit 1; }
 
 ##@ Test
 
@@ -82,10 +136,11 @@ test: verify test-unit test-integration e2e ## Unit, integration and e2e (local 
 test-unit: ## Unit tests: pure logic and plugins in the real framework.
 	$(GO) test $(GOTESTFLAGS) ./...
 	cd e2e/tools && $(OCM_GOENV) $(GO) test $(GOTESTFLAGS) ./...
+	cd e2e/tools/ocimage && $(GO) test $(GOTESTFLAGS) ./...
 
 .PHONY: test-integration
 test-integration: test-binaries ## Integration tests on a real kube-apiserver + etcd.
-	$(GO) test $(GOTESTFLAGS) -tags integration -count=1 -timeout 20m ./plugins/... ./federation/...
+	$(GO) test $(GOTESTFLAGS) -tags integration -count=1 -timeout 20m ./plugins/... ./federation/... ./cmd/kubectl-fleetset/...
 
 ##@ Benchmarks
 
@@ -134,11 +189,11 @@ E2E_TIMEOUT ?= 50m
 $(LOCALBIN)/kwok:
 	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
 
-$(LOCALBIN)/registration $(LOCALBIN)/work &:
-	cd e2e/tools && $(OCM_GOENV) $(GO) build -o $(LOCALBIN)/ open-cluster-management.io/ocm/cmd/registration open-cluster-management.io/ocm/cmd/work
+$(LOCALBIN)/registration $(LOCALBIN)/work $(LOCALBIN)/addon &:
+	cd e2e/tools && $(OCM_GOENV) $(GO) build -o $(LOCALBIN)/ open-cluster-management.io/ocm/cmd/registration open-cluster-management.io/ocm/cmd/work open-cluster-management.io/ocm/cmd/addon
 
 $(LOCALBIN)/fleetset-hub: .FORCE
-	@if [ -d cmd/hub ]; then $(GO) build -o $@ ./cmd/hub; else echo "cmd/hub not present: fleet runs without fleetset-hub" >&2; fi
+	@if [ -d cmd/hub ]; then $(GO) build -ldflags '$(GO_LDFLAGS_hub)' -o $@ ./cmd/hub; else echo "cmd/hub not present: fleet runs without fleetset-hub" >&2; fi
 
 # kubectl drives the fleet scripts; built from the pinned module when the
 # machine has none.
@@ -147,7 +202,7 @@ kubectl:
 	@command -v kubectl >/dev/null || [ -x $(LOCALBIN)/kubectl ] || { cd e2e/tools && $(OCM_GOENV) $(GO) build -o $(LOCALBIN)/kubectl ./kubectl; }
 
 .PHONY: fleet-binaries
-fleet-binaries: kubectl $(LOCALBIN)/etcd $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager $(LOCALBIN)/kwok $(LOCALBIN)/registration $(LOCALBIN)/work $(LOCALBIN)/fleetset-scheduler $(LOCALBIN)/fleetset-hub ## Build every binary of the local fleet into bin/.
+fleet-binaries: kubectl $(LOCALBIN)/etcd $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager $(LOCALBIN)/kwok $(LOCALBIN)/registration $(LOCALBIN)/work $(LOCALBIN)/addon $(LOCALBIN)/fleetset-scheduler $(LOCALBIN)/fleetset-hub ## Build every binary of the local fleet into bin/.
 
 .PHONY: fleet-up
 fleet-up: fleet-binaries ## Start the local fleet (hub + east + west on 127.0.0.1); kubeconfigs in .fleet/<cluster>/kubeconfig.
@@ -158,7 +213,7 @@ fleet-down: ## Stop the local fleet (logs stay in .fleet/<cluster>/logs).
 	e2e/fleet/fleet-down.sh
 
 .PHONY: demo
-demo: fleet-up ## Fleet up, deploy the sample FleetSet, print where its instances run.
+demo: fleet-up $(LOCALBIN)/kubectl-fleetset ## Fleet up, deploy the sample FleetSet, print where its instances run (kubectl fleetset status).
 	e2e/fleet/demo.sh
 
 .PHONY: e2e

@@ -16,11 +16,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/controller"
 )
+
+// version is fleetset's version, set when linking:
+// go build -ldflags "-X main.version=v1.2.3" (make build and make images set
+// it from git describe).
+var version = "v0.0.0-dev"
 
 func main() {
 	if err := run(); err != nil {
@@ -32,6 +38,8 @@ func main() {
 func run() error {
 	var (
 		metricsAddr       string
+		metricsSecure     bool
+		metricsCertDir    string
 		probeAddr         string
 		leaderElect       bool
 		leaderElectionNS  string
@@ -41,8 +49,11 @@ func run() error {
 		kubeAPIQPS        float64
 		kubeAPIBurst      int
 		maxConcurrentRecs int
+		printVersion      bool
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:8080", "Address the Prometheus /metrics endpoint binds to; \"0\" disables it.")
+	flag.BoolVar(&metricsSecure, "metrics-secure", false, "Serve /metrics over HTTPS (self-signed unless --metrics-cert-dir is set) and allow only callers that authenticate with a bearer token (TokenReview) and may get the /metrics non-resource URL (SubjectAccessReview), as kubebuilder projects do; for the pod network. Off for the loopback default.")
+	flag.StringVar(&metricsCertDir, "metrics-cert-dir", "", "Directory with tls.crt and tls.key for the secure /metrics endpoint; empty: a self-signed certificate generated at start.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", "127.0.0.1:8081", "Address the /healthz and /readyz endpoints bind to.")
 	flag.BoolVar(&leaderElect, "leader-elect", true, "Elect a leader (Lease fleetset-hub) so only one replica writes.")
 	flag.StringVar(&leaderElectionNS, "leader-election-namespace", fleetv1.ResyncLeaseNamespace, "Namespace of the leader election Lease.")
@@ -52,9 +63,14 @@ func run() error {
 	flag.Float64Var(&kubeAPIQPS, "kube-api-qps", 50, "Queries per second to the hub's kube-apiserver.")
 	flag.IntVar(&kubeAPIBurst, "kube-api-burst", 100, "Burst of queries to the hub's kube-apiserver.")
 	flag.IntVar(&maxConcurrentRecs, "max-concurrent-reconciles", 4, "Reconciles run in parallel per controller.")
+	flag.BoolVar(&printVersion, "version", false, "Print the version and exit.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	if printVersion {
+		fmt.Println("fleetset-hub", version)
+		return nil
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	klog.SetLogger(ctrl.Log)
 	logger := ctrl.Log.WithName("fleetset-hub")
@@ -72,7 +88,7 @@ func run() error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         controller.CacheOptions(),
-		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                       metricsOptions(metricsAddr, metricsSecure, metricsCertDir),
 		HealthProbeBindAddress:        probeAddr,
 		LeaderElection:                leaderElect,
 		LeaderElectionID:              "fleetset-hub",
@@ -98,6 +114,22 @@ func run() error {
 	}); err != nil {
 		return err
 	}
-	logger.Info("Starting", "hubIdentity", hubIdentity, "leaseDuration", leaseDuration, "leaderElect", leaderElect)
+	logger.Info("Starting", "version", version, "hubIdentity", hubIdentity, "leaseDuration", leaseDuration, "leaderElect", leaderElect)
 	return mgr.Start(ctx)
+}
+
+// metricsOptions returns the /metrics server options: plain HTTP on addr, or,
+// when secure, HTTPS with controller-runtime's authentication and
+// authorization filter (a TokenReview of the caller's bearer token, then a
+// SubjectAccessReview for get on the /metrics non-resource URL), with the
+// certificate from certDir (tls.crt, tls.key) or a generated self-signed one
+// when certDir is empty.
+func metricsOptions(addr string, secure bool, certDir string) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: addr}
+	if secure {
+		o.SecureServing = true
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+		o.CertDir = certDir
+	}
+	return o
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # demo.sh deploys the sample FleetSet (manifests/samples/fleetset.yaml) to the
-# running local fleet, waits until it is Ready and prints where each instance
-# runs: cluster, zone, node, pod, ordinal, ready. `make demo` runs fleet-up
-# first.
+# running local fleet, waits until it is Ready and prints its placement with
+# the kubectl plugin (bin/kubectl-fleetset status): the subsets as the hub
+# sees them, then where each instance runs (cluster, zone, node, pod,
+# ordinal, ready), sorted by ordinal. `make demo` runs fleet-up and builds the
+# plugin first.
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -11,6 +13,8 @@ SAMPLE=${SAMPLE:-$REPO_ROOT/manifests/samples/fleetset.yaml}
 TIMEOUT=${DEMO_TIMEOUT:-180}
 [[ -f $SAMPLE ]] || die "no sample FleetSet at $SAMPLE"
 [[ -f $FLEET_DIR/up ]] || die "the local fleet is not up: make fleet-up"
+plugin=$LOCALBIN/kubectl-fleetset
+[[ -x $plugin ]] || die "no $plugin: make kubectl-fleetset"
 
 T0=$SECONDS
 name=$(kc hub create --dry-run=client -f "$SAMPLE" -o jsonpath='{.metadata.name}')
@@ -39,19 +43,12 @@ if ! wait_for "$TIMEOUT" "FleetSet $ns/$name Ready" fleetset_ready; then
 fi
 log "ready after $((SECONDS - T0))s"
 
+# Relative paths when the fleet lives in the repository, as a user would type them.
+rel() { echo "${1#"$REPO_ROOT"/}"; }
+args=(status "$name" -n "$ns" --kubeconfig "$(rel "$(kubeconfig hub)")")
+for c in $FLEET_MEMBERS; do args+=(--member "$c=$(rel "$(kubeconfig "$c")")"); done
 echo
-{
-  echo "CLUSTER ZONE NODE POD ORDINAL READY"
-  for c in $FLEET_MEMBERS; do
-    declare -A zone=()
-    while read -r node z; do zone[$node]=$z; done < <(kc "$c" get nodes \
-      -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.metadata.labels.topology\.kubernetes\.io/zone}{"\n"}{end}')
-    kc "$c" get pods -n "$ns" -l "fleetset.io/set=$name" -o jsonpath='{range .items[*]}{.spec.nodeName}{" "}{.metadata.name}{" "}{.metadata.labels.apps\.kubernetes\.io/pod-index}{" "}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' |
-      while read -r node pod ord ready; do
-        echo "$c ${zone[$node]:-?} $node $pod $ord $ready"
-      done
-    unset zone
-  done | sort -k5,5n
-} | column -t
+echo "\$ $(rel "$plugin") ${args[*]}"
+(cd "$REPO_ROOT" && "$plugin" "${args[@]}")
 echo
 kc hub get fleetsets -n "$ns"

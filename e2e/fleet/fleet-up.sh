@@ -4,11 +4,21 @@
 # control-plane processes bound to 127.0.0.1:
 #
 #   hub:    etcd, kube-apiserver, kube-controller-manager (csrsigning),
-#           OCM hub CRDs, OCM registration controller, fleetset CRDs,
+#           OCM hub CRDs, OCM registration controller, OCM add-on manager,
+#           fleetset CRDs, the fleetset add-on (manifests/addon),
 #           fleetset-hub (when bin/fleetset-hub exists)
 #   member: etcd, kube-apiserver, kube-controller-manager, kwok (fake kubelet
 #           of 6 nodes: zone-a/b/c x 2), OCM registration agent, OCM work
 #           agent, fleetset-scheduler
+#
+# Members get fleetset's member side the way OCM users install it: the
+# fleetset add-on is enabled on each (a ManagedClusterAddOn), and OCM's add-on
+# manager delivers the SubsetPlacement CRD, fleetset-scheduler's RBAC,
+# configuration and Deployment. kwok has no container runtime, so that
+# Deployment's pods are kwok pods (Running, Ready, no process); the real
+# fleetset-scheduler process runs beside them on 127.0.0.1, started once the
+# add-on has delivered the CRD, with the add-on's ServiceAccount rights
+# checked by the RBAC integration tests rather than here.
 #
 # Members join the hub as with clusteradm: bootstrap kubeconfig, CSR approved,
 # hubAcceptsClient: true. Binaries come from bin/ (make fleet-binaries).
@@ -19,7 +29,8 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 T0=$SECONDS
-# The fleetset CRDs installed on the hub and the members.
+# The fleetset CRDs installed on the hub (members get the SubsetPlacement CRD
+# from the fleetset add-on).
 FLEETSET_CRDS_DIR=${FLEETSET_CRDS_DIR:-$REPO_ROOT/manifests/crds}
 STEP_TIMEOUT=${FLEET_STEP_TIMEOUT:-120}
 
@@ -46,14 +57,14 @@ if [[ -d $FLEET_DIR ]]; then
   rm -rf "$FLEET_DIR"
 fi
 
-for b in etcd kube-apiserver kube-controller-manager kwok registration work fleetset-scheduler; do
+for b in etcd kube-apiserver kube-controller-manager kwok registration work addon fleetset-scheduler; do
   [[ -x $LOCALBIN/$b ]] || die "missing $LOCALBIN/$b: run make fleet-binaries"
 done
 command -v openssl >/dev/null || die "openssl not found: apt-get install -y openssl"
 command -v "$KUBECTL" >/dev/null || die "kubectl not found"
 
 for c in $FLEET_CLUSTERS; do
-  for s in $SLOT_APISERVER $SLOT_ETCD $SLOT_ETCD_PEER $SLOT_KCM $SLOT_REGISTRATION $SLOT_WORK $SLOT_SCHEDULER $SLOT_KWOK $SLOT_HUB_METRICS $SLOT_HUB_HEALTH; do
+  for s in $SLOT_APISERVER $SLOT_ETCD $SLOT_ETCD_PEER $SLOT_KCM $SLOT_REGISTRATION $SLOT_WORK $SLOT_SCHEDULER $SLOT_KWOK $SLOT_HUB_METRICS $SLOT_HUB_HEALTH $SLOT_ADDON; do
     pt=$(port "$c" "$s")
     port_free "$pt" || die "127.0.0.1:$pt is in use: set FLEET_PORT_BASE to another base (now $FLEET_PORT_BASE)"
   done
@@ -67,7 +78,7 @@ mkdir -p "$FLEET_DIR"
 {
   echo "# port plan of the local fleet (FLEET_PORT_BASE=$FLEET_PORT_BASE)"
   for c in $FLEET_CLUSTERS; do
-    echo "$c apiserver=$(port "$c" $SLOT_APISERVER) etcd=$(port "$c" $SLOT_ETCD) kcm=$(port "$c" $SLOT_KCM) ocm-registration=$(port "$c" $SLOT_REGISTRATION) ocm-work=$(port "$c" $SLOT_WORK) scheduler=$(port "$c" $SLOT_SCHEDULER) kwok=$(port "$c" $SLOT_KWOK) hub-metrics=$(port "$c" $SLOT_HUB_METRICS) hub-health=$(port "$c" $SLOT_HUB_HEALTH)"
+    echo "$c apiserver=$(port "$c" $SLOT_APISERVER) etcd=$(port "$c" $SLOT_ETCD) kcm=$(port "$c" $SLOT_KCM) ocm-registration=$(port "$c" $SLOT_REGISTRATION) ocm-work=$(port "$c" $SLOT_WORK) scheduler=$(port "$c" $SLOT_SCHEDULER) kwok=$(port "$c" $SLOT_KWOK) hub-metrics=$(port "$c" $SLOT_HUB_METRICS) hub-health=$(port "$c" $SLOT_HUB_HEALTH) ocm-addon=$(port "$c" $SLOT_ADDON)"
   done
 } >"$FLEET_DIR/ports"
 
@@ -227,7 +238,8 @@ hub_crds+=("$OCM_API_DIR"/addon/v1beta1/0000_00_addon.open-cluster-management.io
 apply_crds hub "${hub_crds[@]}" "$FLEETSET_CRDS_DIR"/*.yaml &
 crd_pids=($!)
 for c in $FLEET_MEMBERS; do
-  apply_crds "$c" "$OCM_DIR"/manifests/klusterlet/managed/*.crd.yaml "$FLEETSET_CRDS_DIR"/*.yaml &
+  # (the SubsetPlacement CRD comes with the fleetset add-on)
+  apply_crds "$c" "$OCM_DIR"/manifests/klusterlet/managed/*.crd.yaml &
   crd_pids+=($!)
 done
 for p in "${crd_pids[@]}"; do wait "$p" || die "applying CRDs failed"; done
@@ -273,6 +285,13 @@ EOF
 start_proc hub registration-controller "$LOCALBIN/registration" controller \
   --kubeconfig "$(kubeconfig hub)" --namespace open-cluster-management-hub \
   --listen "127.0.0.1:$(port hub $SLOT_REGISTRATION)" --disable-leader-election
+# OCM's add-on manager renders template add-ons (AddOnTemplate) into one
+# ManifestWork per enabled cluster and reports their health.
+start_proc hub addon-manager "$LOCALBIN/addon" manager \
+  --kubeconfig "$(kubeconfig hub)" --namespace open-cluster-management-hub \
+  --listen "127.0.0.1:$(port hub $SLOT_ADDON)" --disable-leader-election
+# The fleetset add-on (ClusterManagementAddOn + AddOnTemplate).
+kc hub apply --server-side --force-conflicts -k "$REPO_ROOT/manifests/addon" >/dev/null
 
 # ManagedClusters accepted up front (as `clusteradm accept` does), with a
 # short lease so that a lost member turns unavailable within seconds.
@@ -326,15 +345,6 @@ for c in $FLEET_MEMBERS; do
     --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
     --cidr 10.0.0.1/16 --node-ip 127.0.0.1 \
     --server-address "127.0.0.1:$(port "$c" $SLOT_KWOK)"
-  # fleetset-scheduler: the repository's KubeSchedulerConfiguration with this
-  # member's kubeconfig; one instance per member, so no leader election.
-  {
-    sed -e '/^leaderElection:/,/^[^ ]/{/^leaderElection:/d;/^  /d}' "$REPO_ROOT/manifests/scheduler/config.yaml"
-    printf 'clientConnection:\n  kubeconfig: %s\nleaderElection:\n  leaderElect: false\n' "$d/kubeconfig"
-  } >"$d/scheduler-config.yaml"
-  start_proc "$c" fleetset-scheduler "$LOCALBIN/fleetset-scheduler" --config "$d/scheduler-config.yaml" \
-    --bind-address 127.0.0.1 --secure-port "$(port "$c" $SLOT_SCHEDULER)" \
-    --authentication-kubeconfig "$d/kubeconfig" --authorization-kubeconfig "$d/kubeconfig" --v 1
   # OCM registration agent: joins the hub with the bootstrap kubeconfig and
   # writes its own hub kubeconfig (client cert from an approved CSR).
   mkdir -p "$d/hub-kubeconfig"
@@ -388,6 +398,47 @@ nodes_ready() {
 for c in $FLEET_MEMBERS; do
   wait_for "$STEP_TIMEOUT" "$c: 6 kwok nodes Ready" nodes_ready "$c" || die "kwok nodes not Ready in $c; see .fleet/$c/logs/kwok.log"
 done
+
+# ---------------------------------------------------------------- fleetset add-on
+# Enable the fleetset add-on on every member (one ManagedClusterAddOn each).
+for c in $FLEET_MEMBERS; do
+  kc hub apply -f - >/dev/null <<EOF
+apiVersion: addon.open-cluster-management.io/v1alpha1
+kind: ManagedClusterAddOn
+metadata:
+  name: fleetset
+  namespace: $c
+spec: {}
+EOF
+done
+for c in $FLEET_MEMBERS; do
+  wait_for "$STEP_TIMEOUT" "$c: SubsetPlacement CRD from the fleetset add-on" crd_established "$c" crd/subsetplacements.fleetset.io ||
+    die "the fleetset add-on did not deliver the SubsetPlacement CRD to $c; see .fleet/hub/logs/addon-manager.log and .fleet/$c/logs/work-agent.log"
+done
+for c in $FLEET_MEMBERS; do
+  d=$(cdir "$c")
+  # fleetset-scheduler: the repository's KubeSchedulerConfiguration with this
+  # member's kubeconfig; one instance per member, so no leader election. A
+  # second profile, default-scheduler, stands in for the member's own
+  # kube-scheduler (the local fleet runs none) and places pods that do not
+  # name fleetset-scheduler, such as the add-on Deployment's kwok pods.
+  {
+    sed -e '/^leaderElection:/,/^[^ ]/{/^leaderElection:/d;/^  /d}' "$REPO_ROOT/manifests/scheduler/config.yaml"
+    printf '  - schedulerName: default-scheduler\n'
+    printf 'clientConnection:\n  kubeconfig: %s\nleaderElection:\n  leaderElect: false\n' "$d/kubeconfig"
+  } >"$d/scheduler-config.yaml"
+  start_proc "$c" fleetset-scheduler "$LOCALBIN/fleetset-scheduler" --config "$d/scheduler-config.yaml" \
+    --bind-address 127.0.0.1 --secure-port "$(port "$c" $SLOT_SCHEDULER)" \
+    --authentication-kubeconfig "$d/kubeconfig" --authorization-kubeconfig "$d/kubeconfig" --v 1
+done
+addon_available() {
+  [[ $(kc hub -n "$1" get managedclusteraddon fleetset -o jsonpath='{.status.conditions[?(@.type=="Available")].status}') == True ]]
+}
+for c in $FLEET_MEMBERS; do
+  wait_for "$STEP_TIMEOUT" "$c: ManagedClusterAddOn fleetset Available" addon_available "$c" ||
+    die "ManagedClusterAddOn $c/fleetset not Available; see .fleet/hub/logs/addon-manager.log"
+done
+log "fleetset add-on Available on $FLEET_MEMBERS ($((SECONDS - T0))s)"
 
 # ---------------------------------------------------------------- fleetset-hub
 if [[ -x $LOCALBIN/fleetset-hub ]]; then

@@ -46,6 +46,7 @@ cluster_index() {
 # Port slots inside a cluster's block of 20.
 SLOT_APISERVER=0 SLOT_ETCD=1 SLOT_ETCD_PEER=2 SLOT_KCM=3 SLOT_REGISTRATION=4
 SLOT_WORK=5 SLOT_SCHEDULER=6 SLOT_KWOK=7 SLOT_HUB_METRICS=8 SLOT_HUB_HEALTH=9
+SLOT_ADDON=10
 
 # port CLUSTER SLOT
 port() { echo $((FLEET_PORT_BASE + 20 * $(cluster_index "$1") + $2)); }

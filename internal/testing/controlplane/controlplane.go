@@ -7,8 +7,10 @@ package controlplane
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -27,6 +29,23 @@ func BinDir() string {
 		return d
 	}
 	return filepath.Join(RepoRoot(), "bin")
+}
+
+// OCMCRDs returns the paths of the ManagedCluster and ManifestWork CRDs of
+// the open-cluster-management.io/api module in the module cache, for Start.
+// The error says when `go list` cannot locate the module.
+func OCMCRDs() ([]string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "open-cluster-management.io/api")
+	cmd.Dir = RepoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("locating open-cluster-management.io/api: %w", err)
+	}
+	dir := strings.TrimSpace(string(out))
+	return []string{
+		filepath.Join(dir, "cluster", "v1", "0000_00_clusters.open-cluster-management.io_managedclusters.crd.yaml"),
+		filepath.Join(dir, "work", "v1", "0000_00_work.open-cluster-management.io_manifestworks.crd.yaml"),
+	}, nil
 }
 
 // Env is a running control plane.

@@ -1,0 +1,40 @@
+// Package cmd holds the commands of kubectl-fleetset, the kubectl plugin of
+// fleetset: `kubectl fleetset status NAME` shows where a FleetSet's
+// instances are meant to run and where they run, from the hub and,
+// optionally, the member clusters. The commands follow kubectl's own
+// (k8s.io/kubectl/pkg/cmd): an Options struct with Complete, Validate and
+// Run, the standard kubectl client flags from cli-runtime's ConfigFlags, and
+// output through IOStreams.
+package cmd
+
+import (
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// NewCmdFleetSet returns the root command, `kubectl fleetset`, with the
+// standard kubectl client flags (--kubeconfig, --context, -n, ...) as
+// persistent flags and its subcommands. Output goes to streams; errors are
+// returned by Execute, not printed.
+func NewCmdFleetSet(streams genericiooptions.IOStreams) *cobra.Command {
+	flags := genericclioptions.NewConfigFlags(true)
+	root := &cobra.Command{
+		Use:   "kubectl-fleetset",
+		Short: "Inspect fleetset FleetSets",
+		Long: "kubectl fleetset inspects FleetSets (fleetset.io/v1alpha1) on an Open Cluster Management hub:\n" +
+			"where each subset and instance of a FleetSet is meant to run, and where it runs.",
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl fleetset"},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// kubectl completes plugins through kubectl_complete-<plugin>, not
+		// through a completion command of the plugin.
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	flags.AddFlags(root.PersistentFlags())
+	root.AddCommand(NewCmdStatus(flags, streams))
+	return root
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	schedulerDir = "../../../manifests/scheduler"
+	crdFile      = "../../../manifests/crds/fleetset.io_subsetplacements.yaml"
+	committed    = "../../../manifests/addon/addontemplate.yaml"
+)
+
+// TestCommittedTemplateIsCurrent fails when manifests/addon/addontemplate.yaml
+// differs from what manifests/scheduler and the CRD give today.
+func TestCommittedTemplateIsCurrent(t *testing.T) {
+	want, err := Render(schedulerDir, crdFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s is stale: run make manifests", committed)
+	}
+}
+
+// TestTemplateCarriesTheMemberSide checks the template's objects: every kind
+// the member needs, the CRD and Namespace deletion-orphan and nothing else,
+// and no "{{" that OCM's template renderer would take for a variable.
+func TestTemplateCarriesTheMemberSide(t *testing.T) {
+	b, err := Render(schedulerDir, crdFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte("{{")) {
+		t.Errorf("the template contains {{, which the add-on manager would render as a variable")
+	}
+	var tmpl struct {
+		Kind string
+		Spec struct {
+			AddonName string `json:"addonName"`
+			AgentSpec struct {
+				Workload struct {
+					Manifests []struct {
+						Kind     string
+						Metadata struct {
+							Name        string
+							Namespace   string
+							Annotations map[string]string
+						}
+					}
+				}
+			} `json:"agentSpec"`
+		}
+	}
+	if err := yaml.Unmarshal(b, &tmpl); err != nil {
+		t.Fatal(err)
+	}
+	if tmpl.Kind != "AddOnTemplate" || tmpl.Spec.AddonName != AddonName {
+		t.Fatalf("kind %q addonName %q, want AddOnTemplate %q", tmpl.Kind, tmpl.Spec.AddonName, AddonName)
+	}
+	kinds := map[string]int{}
+	for _, m := range tmpl.Spec.AgentSpec.Workload.Manifests {
+		kinds[m.Kind]++
+		_, orphan := m.Metadata.Annotations[orphanAnnotation]
+		wantOrphan := m.Kind == "CustomResourceDefinition" || m.Kind == "Namespace"
+		if orphan != wantOrphan {
+			t.Errorf("%s %s: deletion-orphan %v, want %v", m.Kind, m.Metadata.Name, orphan, wantOrphan)
+		}
+	}
+	for _, k := range []string{"CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Deployment", "Service"} {
+		if kinds[k] == 0 {
+			t.Errorf("the template has no %s; kinds: %v", k, kinds)
+		}
+	}
+}
