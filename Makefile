@@ -140,7 +140,7 @@ test-unit: ## Unit tests: pure logic and plugins in the real framework.
 
 .PHONY: test-integration
 test-integration: test-binaries ## Integration tests on a real kube-apiserver + etcd.
-	$(GO) test $(GOTESTFLAGS) -tags integration -count=1 -timeout 20m ./plugins/... ./federation/... ./cmd/kubectl-fleetset/...
+	$(GO) test $(GOTESTFLAGS) -tags integration -count=1 -timeout 20m ./plugins/... ./federation/... ./cmd/...
 
 ##@ Benchmarks
 
