@@ -145,7 +145,7 @@ test-integration: test-binaries ## Integration tests on a real kube-apiserver + 
 ##@ Benchmarks
 
 .PHONY: bench
-bench: bench-unit bench-scheduler bench-hub ## All benchmarks; print numbers.
+bench: bench-unit bench-scheduler bench-hub bench-latency ## All benchmarks; print numbers.
 
 .PHONY: bench-unit
 bench-unit: ## Go benchmarks of the pure packages; the seat sequence's quota/Webster measurement.
@@ -168,6 +168,13 @@ bench-hub: test-binaries ## Hub: division+rendering per subset; FleetSets × Man
 	$(GO) test -run '^$$' -bench . -benchmem ./federation/plan/
 	BENCH_HUB=1 BENCH_FLEETSETS=$(BENCH_FLEETSETS) BENCH_CLUSTERS=$(BENCH_CLUSTERS) BENCH_STEADY_SECONDS=$(BENCH_STEADY_SECONDS) \
 	  $(GO) test -tags integration -count=1 -timeout 60m -run '^TestHubThroughput$$' -v ./federation/controller/ | grep -E '^(BENCH|---|ok|FAIL|PASS)'
+
+LATENCY_SCALES ?= 100
+.PHONY: bench-latency
+bench-latency: fleet-binaries ## Local fleet: kubectl-scale → member StatefulSet latency over LATENCY_SCALES scales, p50/p90/p99, split fleetset / OCM.
+	e2e/fleet/fleet-up.sh
+	@rc=0; $(FLEET_KUBECONFIGS) FLEETSET_E2E_LATENCY_SCALES=$(LATENCY_SCALES) $(GO) test -tags e2e -count=1 -timeout 30m -run '^TestScaleLatency$$' -v ./e2e/ | grep -E '^(BENCH|---|ok|FAIL|PASS)' || rc=$$?; \
+	e2e/fleet/fleet-down.sh; exit $$rc
 
 ##@ Local fleet and e2e
 
