@@ -208,7 +208,11 @@ func TestRollingUpdateAcrossTheFleet(t *testing.T) {
 						return true, "", nil
 					}
 				}
-				return false, fmt.Sprintf("%d events, none", len(events.Items)), nil
+				var seen []string
+				for _, e := range events.Items {
+					seen = append(seen, e.Reason+": "+e.Message)
+				}
+				return false, fmt.Sprintf("%d events, none: %q", len(events.Items), seen), nil
 			})
 		}
 	}

@@ -178,8 +178,13 @@ func rolloutProgress(st *state, status *fleetv1.FleetSetStatus) (string, string,
 }
 
 // rolloutEvents returns one Normal event per subset step of a rollout: a
-// subset that became Updating, or that became Updated after Updating.
+// subset that became Updating, or that became Updated while old shows a
+// rollout under way (its updateRevision set and not yet current): from
+// Updating, and also from any other phase, since a subset whose cluster was
+// cut off mid-step may come back already updated without its status ever
+// showing the end of Updating.
 func rolloutEvents(old, cur *fleetv1.FleetSetStatus) []pendingEvent {
+	rolling := old.UpdateRevision != "" && old.UpdateRevision != old.CurrentRevision
 	was := map[string]fleetv1.SubsetRolloutPhase{}
 	for _, ss := range old.Subsets {
 		was[ss.Name] = ss.Rollout
@@ -190,7 +195,8 @@ func rolloutEvents(old, cur *fleetv1.FleetSetStatus) []pendingEvent {
 		case ss.Rollout == fleetv1.SubsetUpdating && was[ss.Name] != fleetv1.SubsetUpdating:
 			out = append(out, pendingEvent{corev1.EventTypeNormal, EventSubsetUpdating,
 				fmt.Sprintf("Updating subset %s on cluster %s to revision %s", ss.Name, ss.Cluster, cur.UpdateRevision)})
-		case ss.Rollout == fleetv1.SubsetUpdated && was[ss.Name] == fleetv1.SubsetUpdating:
+		case ss.Rollout == fleetv1.SubsetUpdated && was[ss.Name] != fleetv1.SubsetUpdated &&
+			(was[ss.Name] == fleetv1.SubsetUpdating || rolling):
 			out = append(out, pendingEvent{corev1.EventTypeNormal, EventSubsetUpdated,
 				fmt.Sprintf("Subset %s on cluster %s updated to revision %s", ss.Name, ss.Cluster, cur.UpdateRevision)})
 		}

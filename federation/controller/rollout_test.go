@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +49,50 @@ func TestRolloutProgress(t *testing.T) {
 			}
 			if got := rolloutRequeue(st, tt.status); got != tt.requeue {
 				t.Errorf("requeue after %v, want %v", got, tt.requeue)
+			}
+		})
+	}
+}
+
+// TestRolloutEvents checks one event per subset step, including a subset
+// that reaches Updated from a phase other than Updating while a rollout is
+// under way (its cluster came back already updated), and none outside a
+// rollout.
+func TestRolloutEvents(t *testing.T) {
+	status := func(update, current string, phases ...fleetv1.SubsetRolloutPhase) *fleetv1.FleetSetStatus {
+		s := &fleetv1.FleetSetStatus{UpdateRevision: update, CurrentRevision: current}
+		for i, p := range phases {
+			name := []string{"east", "west"}[i]
+			s.Subsets = append(s.Subsets, fleetv1.SubsetStatus{Name: name, Cluster: name, Rollout: p})
+		}
+		return s
+	}
+	reasons := func(es []pendingEvent) []string {
+		var out []string
+		for _, e := range es {
+			name := "west"
+			if strings.Contains(strings.ToLower(e.message), "subset east ") {
+				name = "east"
+			}
+			out = append(out, e.reason+" "+name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name     string
+		old, cur *fleetv1.FleetSetStatus
+		want     []string
+	}{
+		{"step starts", status("r2", "r1", fleetv1.SubsetWaiting, fleetv1.SubsetWaiting), status("r2", "r1", fleetv1.SubsetUpdating, fleetv1.SubsetWaiting), []string{"SubsetUpdating east"}},
+		{"step ends", status("r2", "r1", fleetv1.SubsetUpdating, fleetv1.SubsetWaiting), status("r2", "r1", fleetv1.SubsetUpdated, fleetv1.SubsetUpdating), []string{"SubsetUpdated east", "SubsetUpdating west"}},
+		{"last step ends, rollout complete", status("r2", "r1", fleetv1.SubsetUpdated, fleetv1.SubsetUpdating), status("r2", "r2", fleetv1.SubsetUpdated, fleetv1.SubsetUpdated), []string{"SubsetUpdated west"}},
+		{"updated without a recorded Updating, mid-rollout", status("r2", "r1", fleetv1.SubsetUpdated, ""), status("r2", "r2", fleetv1.SubsetUpdated, fleetv1.SubsetUpdated), []string{"SubsetUpdated west"}},
+		{"new FleetSet: no rollout", status("", "", "", ""), status("r1", "r1", fleetv1.SubsetUpdated, fleetv1.SubsetUpdated), nil},
+		{"at rest", status("r1", "r1", fleetv1.SubsetUpdated, fleetv1.SubsetUpdated), status("r1", "r1", fleetv1.SubsetUpdated, fleetv1.SubsetUpdated), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := reasons(rolloutEvents(tc.old, tc.cur)); !slices.Equal(got, tc.want) {
+				t.Errorf("events %q, want %q", got, tc.want)
 			}
 		})
 	}
