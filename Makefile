@@ -152,21 +152,41 @@ bench-unit: ## Go benchmarks of the pure packages; the seat sequence's quota/Web
 	$(GO) test -run '^TestSequencerQuotaAndWebster$$' -v ./internal/apportion/ | grep -E 'quota method|^(ok|FAIL)'
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/apportion/
 
-BENCH_NODES ?= 1000
-BENCH_ZONES ?= 3
-BENCH_PODS ?= 3000
+# kube-scheduler's own harness (test/integration/scheduler_perf of the pinned
+# k8s.io/kubernetes): the workloads of plugins/bench/performance-config.yaml,
+# each in a fresh etcd (bin/etcd, found on PATH) + in-process kube-apiserver +
+# scheduler. BENCH_NODES: node count of the 5000Nodes_* workloads;
+# BENCH_LABELS: the harness's -perf-scheduling-label-filter (integration-test:
+# tiny smoke workloads); BENCH_RUN: -bench pattern (e.g.
+# 'BenchmarkPerfScheduling/OrdinalPlacement'); BENCH_DIR: the harness's JSON
+# data items, per-workload logs of failures and .dat progress files;
+# BENCH_FLAGS: more test flags (-test.cpuprofile=/tmp/cpu.out).
+BENCH_NODES ?= 5000
+BENCH_LABELS ?= performance
+BENCH_RUN ?= BenchmarkPerfScheduling
+BENCH_DIR ?= $(CURDIR)/_output/bench-scheduler
+BENCH_FLAGS ?=
 .PHONY: bench-scheduler
-bench-scheduler: test-binaries ## Scheduler throughput: fleetset profile vs default+PodTopologySpread.
-	BENCH_NODES=$(BENCH_NODES) BENCH_ZONES=$(BENCH_ZONES) BENCH_PODS=$(BENCH_PODS) \
-	  $(GO) test -tags integration -count=1 -timeout 60m -run '^TestSchedulerThroughput$$' -v ./plugins/bench/ | grep -E '^(BENCH|---|ok|FAIL|PASS)'
+bench-scheduler: $(LOCALBIN)/etcd ## Scheduler throughput with kube-scheduler's harness: default vs fleetset profile, SubsetPlacement vs PodTopologySpread.
+	@mkdir -p $(BENCH_DIR)
+	PATH=$(LOCALBIN):$$PATH BENCH_NODES=$(BENCH_NODES) ARTIFACTS=$(BENCH_DIR) \
+	  $(GO) test -tags integration -count=1 -timeout 90m -run '^$$' -bench '$(BENCH_RUN)' -benchtime=1ns ./plugins/bench/ \
+	  -args -perf-scheduling-label-filter=$(BENCH_LABELS) -data-items-dir=$(BENCH_DIR) $(BENCH_FLAGS) | grep -E '^(BENCH |--- FAIL|ok|FAIL|PASS)'
 
-BENCH_FLEETSETS ?= 200
-BENCH_CLUSTERS ?= 10
+# The hub at 1000 FleetSets × 20 ManagedClusters (20,000 ManifestWorks): first
+# the machine's limit (the same works from a plain client with
+# BENCH_LIMIT_PARALLELISM goroutines, each on a fresh apiserver; 0 skips it),
+# then the hub. About 12 minutes on a 2-core machine; BENCH_FLEETSETS=200
+# BENCH_CLUSTERS=10 BENCH_LIMIT_PARALLELISM=8 for a 3-minute run.
+BENCH_FLEETSETS ?= 1000
+BENCH_CLUSTERS ?= 20
 BENCH_STEADY_SECONDS ?= 60
+BENCH_LIMIT_PARALLELISM ?= 8,32,128
 .PHONY: bench-hub
-bench-hub: test-binaries ## Hub: division+rendering per subset; FleetSets × ManagedClusters on a real apiserver.
+bench-hub: test-binaries ## Hub: division+rendering per subset; FleetSets × ManagedClusters on a real apiserver, against a plain client's limit.
 	$(GO) test -run '^$$' -bench . -benchmem ./federation/plan/
 	BENCH_HUB=1 BENCH_FLEETSETS=$(BENCH_FLEETSETS) BENCH_CLUSTERS=$(BENCH_CLUSTERS) BENCH_STEADY_SECONDS=$(BENCH_STEADY_SECONDS) \
+	BENCH_LIMIT_PARALLELISM=$(BENCH_LIMIT_PARALLELISM) \
 	  $(GO) test -tags integration -count=1 -timeout 60m -run '^TestHubThroughput$$' -v ./federation/controller/ | grep -E '^(BENCH|---|ok|FAIL|PASS)'
 
 LATENCY_SCALES ?= 100

@@ -49,6 +49,7 @@ func run() error {
 		kubeAPIQPS        float64
 		kubeAPIBurst      int
 		maxConcurrentRecs int
+		maxParallelWrites int
 		printVersion      bool
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:8080", "Address the Prometheus /metrics endpoint binds to; \"0\" disables it.")
@@ -60,9 +61,10 @@ func run() error {
 	flag.StringVar(&hubIdentity, "hub-identity", "fleetset-hub", "holderIdentity of the resync Lease in every member cluster.")
 	flag.DurationVar(&leaseSkew, "lease-skew", 10*time.Second, "clock-skew margin added to a lost cluster's resync lease expiry before its subsets are relocated (failover policy Relocate).")
 	flag.DurationVar(&leaseDuration, "lease-duration", fleetv1.DefaultResyncLeaseDurationSeconds*time.Second, "leaseDurationSeconds of the resync Lease (whole seconds, ≥ 3s); renewed every third of it while the cluster is Available.")
-	flag.Float64Var(&kubeAPIQPS, "kube-api-qps", 50, "Queries per second to the hub's kube-apiserver.")
-	flag.IntVar(&kubeAPIBurst, "kube-api-burst", 100, "Burst of queries to the hub's kube-apiserver.")
-	flag.IntVar(&maxConcurrentRecs, "max-concurrent-reconciles", 4, "Reconciles run in parallel per controller.")
+	flag.Float64Var(&kubeAPIQPS, "kube-api-qps", controller.DefaultKubeAPIQPS, "Client-side limit of queries per second to the hub's kube-apiserver (its priority and fairness still applies).")
+	flag.IntVar(&kubeAPIBurst, "kube-api-burst", controller.DefaultKubeAPIBurst, "Burst of queries to the hub's kube-apiserver above --kube-api-qps.")
+	flag.IntVar(&maxConcurrentRecs, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "Reconciles run in parallel per controller.")
+	flag.IntVar(&maxParallelWrites, "max-parallel-work-writes", controller.DefaultMaxParallelWrites, "ManifestWork writes one FleetSet reconcile makes in parallel (at most this × --max-concurrent-reconciles in flight).")
 	flag.BoolVar(&printVersion, "version", false, "Print the version and exit.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
@@ -100,7 +102,7 @@ func run() error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := controller.Setup(ctx, mgr, controller.Options{HubIdentity: hubIdentity, LeaseDuration: leaseDuration, LeaseSkew: leaseSkew}); err != nil {
+	if err := controller.Setup(ctx, mgr, controller.Options{HubIdentity: hubIdentity, LeaseDuration: leaseDuration, LeaseSkew: leaseSkew, MaxParallelWrites: maxParallelWrites}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

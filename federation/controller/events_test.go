@@ -22,8 +22,9 @@ import (
 )
 
 // TestWorkEventsSurviveStatusConflict: the ManifestWorks written in a
-// reconcile get their events even when the status write that follows fails
-// with a conflict (events used to wait for the status write and were lost).
+// reconcile get their event, one WorksApplied naming every cluster, even
+// when the status write that follows fails with a conflict (events used to
+// wait for the status write and were lost).
 func TestWorkEventsSurviveStatusConflict(t *testing.T) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{fleetv1.AddToScheme, workv1.Install, clusterv1.Install, corev1.AddToScheme} {
@@ -48,6 +49,7 @@ func TestWorkEventsSurviveStatusConflict(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(fs).
 		WithIndex(&fleetv1.FleetSet{}, ClusterIndex, clustersOf).
+		WithIndex(&workv1.ManifestWork{}, WorkOwnerIndex, workOwnerOf).
 		WithInterceptorFuncs(interceptor.Funcs{
 			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 				return apierrors.NewConflict(schema.GroupResource{Group: "fleetset.io", Resource: "fleetsets"}, obj.GetName(), nil)
@@ -60,14 +62,15 @@ func TestWorkEventsSurviveStatusConflict(t *testing.T) {
 		t.Fatalf("Reconcile error = %v, want the status conflict", err)
 	}
 	close(rec.Events)
-	var created []string
+	var applied []string
 	for e := range rec.Events {
-		if strings.Contains(e, EventWorkCreated) {
-			created = append(created, e)
+		if strings.Contains(e, EventWorksApplied) {
+			applied = append(applied, e)
 		}
 	}
-	if len(created) != 2 {
-		t.Errorf("ManifestWorkCreated events = %q, want one per cluster (east, west)", created)
+	want := "Normal " + EventWorksApplied + " ManifestWork db.mydb: created in 2 clusters (east, west)"
+	if len(applied) != 1 || applied[0] != want {
+		t.Errorf("%s events = %q, want one: %q", EventWorksApplied, applied, want)
 	}
 	var works workv1.ManifestWorkList
 	if err := c.List(context.Background(), &works); err != nil || len(works.Items) != 2 {
@@ -99,7 +102,7 @@ func TestUpdatedWorkKeepsItsFeedback(t *testing.T) {
 	available := []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "Available"}}
 	mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "east"}, Status: clusterv1.ManagedClusterStatus{Conditions: available}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(fs, mc).WithStatusSubresource(fs, &workv1.ManifestWork{}).
-		WithIndex(&fleetv1.FleetSet{}, ClusterIndex, clustersOf).Build()
+		WithIndex(&fleetv1.FleetSet{}, ClusterIndex, clustersOf).WithIndex(&workv1.ManifestWork{}, WorkOwnerIndex, workOwnerOf).Build()
 	r := &FleetSetReconciler{Client: c, Recorder: record.NewFakeRecorder(20)}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(fs)}
 	if _, err := r.Reconcile(context.Background(), req); err != nil {

@@ -158,6 +158,10 @@ func (r *FleetSetReconciler) failoverCluster(ctx context.Context, st *state, c s
 			out.Fenced = l.RenewTime.Add(time.Duration(l.DurationSeconds)*time.Second + r.LeaseSkew)
 		}
 	}
+	// The cache may not show the hub's latest renewal yet.
+	if exp, ok := r.delivered.expiry(c); ok && exp.Add(r.LeaseSkew).After(out.Fenced) {
+		out.Fenced = exp.Add(r.LeaseSkew)
+	}
 	w, ok := st.works[types.NamespacedName{Namespace: c, Name: manifestwork.WorkName(st.fs.Namespace, st.fs.Name)}]
 	out.Removed = !ok || (w.DeletionTimestamp.IsZero() && appliedAtGeneration(w))
 	if ok && out.Removed {
@@ -190,7 +194,11 @@ func (r *FleetSetReconciler) clearFailbackRequest(ctx context.Context, st *state
 	}
 	patch := client.MergeFrom(st.fs.DeepCopy())
 	delete(st.fs.Annotations, fleetv1.AnnotationFailback)
-	return client.IgnoreNotFound(r.Patch(ctx, st.fs, patch))
+	if err := r.Patch(ctx, st.fs, patch); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.expectations.expectWrite(r.owner(st.fs), kindFleetSet, st.fs)
+	return nil
 }
 
 // minPositive returns the smaller of two durations, ignoring zeros.

@@ -3,9 +3,12 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,9 +38,13 @@ import (
 // Event reasons of the FleetSet controller (Warning events use the
 // condition reasons of api/v1alpha1).
 const (
-	EventWorkCreated = "ManifestWorkCreated"
-	EventWorkUpdated = "ManifestWorkUpdated"
-	EventWorkDeleted = "ManifestWorkDeleted"
+	// EventWorksApplied: a reconcile wrote the FleetSet's ManifestWorks; one
+	// event per reconcile that wrote any, with the created, updated and
+	// deleted counts and their clusters.
+	EventWorksApplied = "WorksApplied"
+	// EventWorksDeleted: the deleted FleetSet's ManifestWorks were deleted;
+	// one event per reconcile that deleted any, with the clusters.
+	EventWorksDeleted = "WorksDeleted"
 	// EventSubsetUpdating: a RollingUpdate reached a subset.
 	EventSubsetUpdating = "SubsetUpdating"
 	// EventSubsetUpdated: a subset finished its part of a RollingUpdate.
@@ -53,6 +60,10 @@ const maxConditionMessage = 32768
 
 // FleetSetReconciler delivers a FleetSet as one ManifestWork per member
 // cluster and folds the work agents' statusFeedback into FleetSet.status.
+//
+// Every read goes through Client, the manager's cache; no reconcile reads
+// the apiserver directly. expectations keep those reads from being older
+// than the reconciler's own writes.
 type FleetSetReconciler struct {
 	client.Client
 	Recorder record.EventRecorder
@@ -60,18 +71,30 @@ type FleetSetReconciler struct {
 	LeaseSkew time.Duration
 	// Clock reads the time of failover decisions; nil: the real clock.
 	Clock clock.Clock
+	// MaxParallelWrites bounds the ManifestWork writes one reconcile has in
+	// flight; below 1: one at a time.
+	MaxParallelWrites int
+
+	// expectations holds the writes the cache has not delivered yet; nil
+	// (a reconciler built without Setup, as in unit tests): none awaited.
+	expectations *cacheExpectations
+	// delivered is the resync leases the hub wrote (ResyncReconciler);
+	// nil: failover reads them from the cache only.
+	delivered *deliveredLeases
 }
 
 // SetupWithManager watches FleetSets (spec and annotation changes: the
-// failback request), the hub's ManifestWorks
-// (mapped to their FleetSet by owner labels) and ManagedClusters (mapped to
-// the FleetSets with a subset there, on creation, deletion or a change of
-// availability).
+// failback request), the hub's ManifestWorks (mapped to their FleetSet by
+// owner labels; changes and deletions, not creations: the hub creates them,
+// and the reconcile that did already folded them) and ManagedClusters
+// (mapped to the FleetSets with a subset there, on creation, deletion or a
+// change of availability).
 func (r *FleetSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("fleetset").
 		For(&fleetv1.FleetSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(workOwner)).
+		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(workOwner),
+			builder.WithPredicates(predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }})).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.fleetSetsOnCluster),
 			builder.WithPredicates(availabilityChanged())).
 		Complete(r)
@@ -87,9 +110,12 @@ func workOwner(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }
 
+// fleetSetsOnCluster maps a ManagedCluster to the FleetSets with a subset
+// there (ClusterIndex).
 func (r *FleetSetReconciler) fleetSetsOnCluster(ctx context.Context, o client.Object) []reconcile.Request {
 	var list fleetv1.FleetSetList
-	if err := r.List(ctx, &list, client.MatchingFields{ClusterIndex: o.GetName()}); err != nil {
+	// Only the keys are read: the cache's objects, not copies.
+	if err := r.List(ctx, &list, client.MatchingFields{ClusterIndex: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "Listing FleetSets on cluster", "cluster", o.GetName())
 		return nil
 	}
@@ -128,8 +154,13 @@ func isAvailable(mc *clusterv1.ManagedCluster) bool {
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=fleetset-system
 
-// Reconcile delivers one FleetSet; see reconcile.
+// Reconcile delivers one FleetSet; see reconcile. While the cache has not
+// delivered this FleetSet's last writes (its own update and status, its
+// ManifestWorks), it only asks to run again.
 func (r *FleetSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if !r.expectations.satisfied(fleetSetOwner(req.NamespacedName)) {
+		return ctrl.Result{RequeueAfter: cacheWaitDelay}, nil
+	}
 	fs := &fleetv1.FleetSet{}
 	if err := r.Get(ctx, req.NamespacedName, fs); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -138,8 +169,8 @@ func (r *FleetSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 }
 
 // pendingEvent is an event about status (a condition or rollout step) to emit
-// once the status write succeeded; events about ManifestWork writes are
-// emitted as each write succeeds.
+// once the status write succeeded; the event about ManifestWork writes is
+// emitted once the writes are done, whatever follows.
 type pendingEvent struct {
 	eventType, reason, message string
 }
@@ -193,6 +224,7 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		if err := r.Update(ctx, fs); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.expectations.expectWrite(r.owner(fs), kindFleetSet, fs)
 	}
 	st := &state{fs: fs, now: metav1.NewTime(r.now())}
 	var err error
@@ -234,6 +266,7 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		if err := r.Status().Update(ctx, fs); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.expectations.expectWrite(r.owner(fs), kindFleetSet, fs)
 		st.events = append(st.events, problemEvents(old, status)...)
 		st.events = append(st.events, rolloutEvents(old, status)...)
 		st.events = append(st.events, st.failoverEvents...)
@@ -255,10 +288,16 @@ func (r *FleetSetReconciler) now() time.Time {
 	return r.Clock.Now()
 }
 
-// ownedWorks lists the FleetSet's ManifestWorks in every cluster namespace.
+// owner is the expectations owner of fs's reconciles.
+func (r *FleetSetReconciler) owner(fs *fleetv1.FleetSet) string {
+	return fleetSetOwner(client.ObjectKeyFromObject(fs))
+}
+
+// ownedWorks lists the FleetSet's ManifestWorks in every cluster namespace,
+// through the WorkOwnerIndex (a lookup, not a scan of every work).
 func (r *FleetSetReconciler) ownedWorks(ctx context.Context, fs *fleetv1.FleetSet) (map[types.NamespacedName]*workv1.ManifestWork, error) {
 	var list workv1.ManifestWorkList
-	if err := r.List(ctx, &list, client.MatchingLabels(manifestwork.OwnerLabels(fs.Namespace, fs.Name))); err != nil {
+	if err := r.List(ctx, &list, client.MatchingFields{WorkOwnerIndex: workOwnerKey(fs.Namespace, fs.Name)}); err != nil {
 		return nil, fmt.Errorf("listing ManifestWorks of %s/%s: %w", fs.Namespace, fs.Name, err)
 	}
 	out := make(map[types.NamespacedName]*workv1.ManifestWork, len(list.Items))
@@ -322,9 +361,11 @@ func (r *FleetSetReconciler) checkClusters(ctx context.Context, st *state, plann
 
 // writeWorks creates or updates the ManifestWork of every existing cluster
 // that differs from its rendering, and deletes the FleetSet's ManifestWorks
-// in clusters it no longer uses. A ManifestWork in a cluster that is named
-// but not found is left as it is. Write failures become ApplyFailed problems;
-// conflicts are returned, to retry.
+// in clusters it no longer uses, up to MaxParallelWrites at a time; one
+// WorksApplied event sums up what was written. A ManifestWork in a cluster
+// that is named but not found is left as it is. Write failures become
+// ApplyFailed problems; a conflict (or a create of a work that exists) is
+// returned, to retry with fresh objects, once every write has been made.
 func (r *FleetSetReconciler) writeWorks(ctx context.Context, fs *fleetv1.FleetSet, st *state) error {
 	var all []plan.Subset
 	named := map[string]bool{}
@@ -346,49 +387,138 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, fs *fleetv1.FleetSe
 			missing[sp.plan.Cluster] = true
 		}
 	}
+	var apply []*workv1.ManifestWork
 	for _, w := range desired {
-		if missing[w.Namespace] {
-			continue
+		if !missing[w.Namespace] {
+			apply = append(apply, w)
 		}
-		key := client.ObjectKeyFromObject(w)
-		op, written, err := manifestwork.Apply(ctx, r.Client, w)
-		switch op {
+	}
+	var remove []*workv1.ManifestWork
+	for _, w := range st.works {
+		if !named[w.Namespace] && w.DeletionTimestamp.IsZero() {
+			remove = append(remove, w)
+		}
+	}
+	sort.Slice(remove, func(i, j int) bool { return remove[i].Namespace < remove[j].Namespace })
+
+	// The writes, in parallel; st.works is only read until they are done.
+	type result struct {
+		op      controllerutil.OperationResult
+		written *workv1.ManifestWork
+		err     error
+	}
+	applied := make([]result, len(apply))
+	deleted := make([]error, len(remove))
+	var g errgroup.Group
+	g.SetLimit(max(1, r.MaxParallelWrites))
+	for i, w := range apply {
+		g.Go(func() error {
+			op, written, err := manifestwork.ApplyTo(ctx, r.Client, st.works[client.ObjectKeyFromObject(w)], w)
+			applied[i] = result{op, written, err}
+			return nil
+		})
+	}
+	for i, w := range remove {
+		g.Go(func() error {
+			deleted[i] = client.IgnoreNotFound(r.Delete(ctx, w))
+			return nil
+		})
+	}
+	_ = g.Wait()
+
+	var sum worksSummary
+	var retry error
+	for i, w := range apply {
+		key, res := client.ObjectKeyFromObject(w), applied[i]
+		switch res.op {
 		case controllerutil.OperationResultCreated:
 			workWrites.WithLabelValues("create").Inc()
-			r.Recorder.Event(fs, corev1.EventTypeNormal, EventWorkCreated, "Created ManifestWork "+key.String())
+			sum.created = append(sum.created, w.Namespace)
 		case controllerutil.OperationResultUpdated:
 			workWrites.WithLabelValues("update").Inc()
-			r.Recorder.Event(fs, corev1.EventTypeNormal, EventWorkUpdated, "Updated ManifestWork "+key.String())
+			sum.updated = append(sum.updated, w.Namespace)
 		}
-		if err == nil {
-			st.works[key] = written
+		if res.op != controllerutil.OperationResultNone {
+			r.expectations.expectWrite(r.owner(fs), kindManifestWork, res.written)
 		}
-		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-			return err // the cache is behind; retry with fresh objects
-		}
-		if err != nil {
+		switch {
+		case res.err == nil:
+			st.works[key] = res.written
+		case apierrors.IsConflict(res.err) || apierrors.IsAlreadyExists(res.err):
+			retry = res.err // the cache is behind; retry with fresh objects
+		default:
 			for _, sp := range st.plan {
 				if sp.plan.Cluster == w.Namespace {
 					st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonApplyFailed, Subset: sp.plan.Name, Cluster: sp.plan.Cluster,
-						Message: fmt.Sprintf("writing ManifestWork %s: %v", key, err)})
+						Message: res.err.Error()})
 				}
 			}
 		}
 	}
-	for key, w := range st.works {
-		if named[w.Namespace] || !w.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if err := r.Delete(ctx, w); client.IgnoreNotFound(err) != nil {
+	for i, w := range remove {
+		key := client.ObjectKeyFromObject(w)
+		if err := deleted[i]; err != nil {
 			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonApplyFailed, Cluster: w.Namespace,
 				Message: fmt.Sprintf("deleting ManifestWork %s: %v", key, err)})
 			continue
 		}
 		workWrites.WithLabelValues("delete").Inc()
+		r.expectations.expectDelete(r.owner(fs), kindManifestWork, key)
 		delete(st.works, key)
-		r.Recorder.Event(fs, corev1.EventTypeNormal, EventWorkDeleted, "Deleted ManifestWork "+key.String())
+		sum.deleted = append(sum.deleted, w.Namespace)
 	}
-	return nil
+	if msg := sum.message(manifestwork.WorkName(fs.Namespace, fs.Name)); msg != "" {
+		r.Recorder.Event(fs, corev1.EventTypeNormal, EventWorksApplied, msg)
+	}
+	return retry
+}
+
+// worksSummary is what one reconcile wrote: the clusters whose ManifestWork
+// it created, updated and deleted.
+type worksSummary struct {
+	created, updated, deleted []string
+}
+
+// maxEventClusters is how many cluster names an event lists per operation;
+// the rest are counted.
+const maxEventClusters = 10
+
+// message returns the event message for the FleetSet's ManifestWork name,
+// e.g. "ManifestWork db.mydb: created in 2 clusters (east, west); updated in
+// 1 cluster (north)", or "" when nothing was written.
+func (s worksSummary) message(name string) string {
+	var parts []string
+	for _, op := range []struct {
+		verb     string
+		clusters []string
+	}{{"created in", s.created}, {"updated in", s.updated}, {"deleted from", s.deleted}} {
+		if len(op.clusters) == 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%s)", op.verb, countClusters(len(op.clusters)), listClusters(op.clusters)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "ManifestWork " + name + ": " + strings.Join(parts, "; ")
+}
+
+// countClusters returns "1 cluster" or "n clusters".
+func countClusters(n int) string {
+	if n == 1 {
+		return "1 cluster"
+	}
+	return fmt.Sprintf("%d clusters", n)
+}
+
+// listClusters returns the names, sorted, comma-separated, at most
+// maxEventClusters of them and then "and n more".
+func listClusters(clusters []string) string {
+	c := slices.Sorted(slices.Values(clusters))
+	if len(c) <= maxEventClusters {
+		return strings.Join(c, ", ")
+	}
+	return strings.Join(c[:maxEventClusters], ", ") + fmt.Sprintf(" and %d more", len(c)-maxEventClusters)
 }
 
 // finalize deletes the FleetSet's ManifestWorks and removes the finalizer
@@ -402,20 +532,48 @@ func (r *FleetSetReconciler) finalize(ctx context.Context, fs *fleetv1.FleetSet)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	for key, w := range works {
-		if !w.DeletionTimestamp.IsZero() {
+	var remove []*workv1.ManifestWork
+	for _, w := range works {
+		if w.DeletionTimestamp.IsZero() {
+			remove = append(remove, w)
+		}
+	}
+	sort.Slice(remove, func(i, j int) bool { return remove[i].Namespace < remove[j].Namespace })
+	errs := make([]error, len(remove))
+	var g errgroup.Group
+	g.SetLimit(max(1, r.MaxParallelWrites))
+	for i, w := range remove {
+		g.Go(func() error {
+			errs[i] = client.IgnoreNotFound(r.Delete(ctx, w))
+			return nil
+		})
+	}
+	_ = g.Wait()
+	var sum worksSummary
+	var failed error
+	for i, w := range remove {
+		if errs[i] != nil {
+			failed = fmt.Errorf("deleting ManifestWork %s: %w", client.ObjectKeyFromObject(w), errs[i])
 			continue
 		}
-		if err := r.Delete(ctx, w); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("deleting ManifestWork %s: %w", key, err)
-		}
 		workWrites.WithLabelValues("delete").Inc()
-		r.Recorder.Event(fs, corev1.EventTypeNormal, EventWorkDeleted, "Deleted ManifestWork "+key.String())
+		r.expectations.expectDelete(r.owner(fs), kindManifestWork, client.ObjectKeyFromObject(w))
+		sum.deleted = append(sum.deleted, w.Namespace)
+	}
+	if msg := sum.message(manifestwork.WorkName(fs.Namespace, fs.Name)); msg != "" {
+		r.Recorder.Event(fs, corev1.EventTypeNormal, EventWorksDeleted, msg)
+	}
+	if failed != nil {
+		return ctrl.Result{}, failed
 	}
 	if len(works) > 0 {
 		// The ManifestWork watch requeues when they are gone; poll as well.
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
 	}
 	controllerutil.RemoveFinalizer(fs, fleetv1.FleetSetFinalizer)
-	return ctrl.Result{}, r.Update(ctx, fs)
+	if err := r.Update(ctx, fs); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.expectations.expectWrite(r.owner(fs), kindFleetSet, fs)
+	return ctrl.Result{}, nil
 }

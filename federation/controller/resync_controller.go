@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,8 +18,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
@@ -45,18 +49,121 @@ type ResyncReconciler struct {
 	LeaseDuration time.Duration
 	// Clock gives the renewal times.
 	Clock clock.Clock
+
+	// APIReader reads the resync work live from the apiserver (see
+	// resyncWork); nil: through Client.
+	APIReader client.Reader
+	// delivered records each lease written, for failover; nil: none.
+	delivered *deliveredLeases
+}
+
+// deliveredLeases records, by cluster, the last resync lease this hub wrote,
+// so failover computes a lost cluster's fence from the hub's latest renewal
+// even while the manager's cache has not shown that renewal yet (a cache
+// behind by one renewal would put the fence a renewal period early). The
+// zero of *deliveredLeases (nil) records nothing.
+type deliveredLeases struct {
+	mu sync.Mutex
+	m  map[string]manifestwork.Lease
+}
+
+// record notes that l was written to cluster.
+func (d *deliveredLeases) record(cluster string, l manifestwork.Lease) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.m == nil {
+		d.m = map[string]manifestwork.Lease{}
+	}
+	d.m[cluster] = l
+}
+
+// expiry returns when the last lease recorded for cluster expires, and
+// whether one was recorded.
+func (d *deliveredLeases) expiry(cluster string) (time.Time, bool) {
+	if d == nil {
+		return time.Time{}, false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l, ok := d.m[cluster]
+	return l.RenewTime.Add(time.Duration(l.DurationSeconds) * time.Second), ok
 }
 
 // SetupWithManager watches ManagedClusters (creation, deletion, change of
-// availability), FleetSets (mapped to the clusters in their spec and status)
-// and the hub's ManifestWorks (mapped to their cluster namespace).
+// availability), FleetSets (mapped to the clusters in their spec and status;
+// see leaseClustersChanged) and the hub's ManifestWorks (mapped to their cluster namespace; see
+// leaseRelevant).
 func (r *ResyncReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("resync-lease").
 		For(&clusterv1.ManagedCluster{}, builder.WithPredicates(availabilityChanged())).
-		Watches(&fleetv1.FleetSet{}, handler.EnqueueRequestsFromMapFunc(clustersOfFleetSet)).
-		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(workCluster)).
+		Watches(&fleetv1.FleetSet{}, handler.EnqueueRequestsFromMapFunc(clustersOfFleetSet), builder.WithPredicates(leaseClustersChanged())).
+		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(workCluster), builder.WithPredicates(leaseRelevant())).
 		Complete(r)
+}
+
+// leaseClustersChanged passes FleetSet creations and deletions, and the
+// updates that change what the resync reconcile reads of a FleetSet: its
+// deletionTimestamp, the clusters it uses or may use (clustersOf), or where
+// its subsets run and their failover phases. The FleetSet controller's
+// status updates (feedback, conditions, one per FleetSet change) pass no
+// more: each one used to reconcile the lease of every cluster of the
+// FleetSet.
+func leaseClustersChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*fleetv1.FleetSet)
+			n, ok2 := e.ObjectNew.(*fleetv1.FleetSet)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() || !slices.Equal(clustersOf(o), clustersOf(n)) ||
+				!slices.Equal(leaseView(o), leaseView(n))
+		},
+	}
+}
+
+// leaseView is what holdsMovedSubsets reads of a FleetSet: each spec
+// subset's name and home cluster, and the name, cluster and phase of each
+// status subset in failover.
+func leaseView(fs *fleetv1.FleetSet) []string {
+	out := make([]string, 0, len(fs.Spec.Topology.Subsets))
+	for _, s := range fs.Spec.Topology.Subsets {
+		out = append(out, "spec/"+s.Name+"/"+s.Cluster)
+	}
+	for _, s := range fs.Status.Subsets {
+		if s.Failover != "" {
+			out = append(out, "status/"+s.Name+"/"+s.Cluster+"/"+string(s.Failover))
+		}
+	}
+	return out
+}
+
+// leaseRelevant passes the ManifestWork events that can let a cluster's
+// lease be renewed or recreated: every event of the resync work itself, and
+// of the FleetSets' works the deletions, a new deletionTimestamp and a
+// change of Applied at the work's generation (what holdsMovedSubsets reads
+// and waits for). Their creations and feedback updates, thousands during a
+// rollout, pass no more: they can only hold a renewal back, and renewals
+// come on schedule, when holdsMovedSubsets reads the cache anew.
+func leaseRelevant() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return e.Object.GetName() == fleetv1.ResyncWorkName },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			if e.ObjectNew.GetName() == fleetv1.ResyncWorkName {
+				return true
+			}
+			o, ok1 := e.ObjectOld.(*workv1.ManifestWork)
+			n, ok2 := e.ObjectNew.(*workv1.ManifestWork)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() || appliedAtGeneration(o) != appliedAtGeneration(n)
+		},
+	}
 }
 
 // clustersOfFleetSet maps a FleetSet to the resync leases of every cluster
@@ -100,15 +207,11 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	work := &workv1.ManifestWork{}
-	err = r.Get(ctx, types.NamespacedName{Namespace: cluster, Name: fleetv1.ResyncWorkName}, work)
-	switch {
-	case apierrors.IsNotFound(err):
-		work = nil
-	case err != nil:
-		return ctrl.Result{}, err
-	}
 	if mc == nil || !hosted {
+		work, err := r.resyncWork(ctx, cluster)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
 		if work == nil || !work.DeletionTimestamp.IsZero() {
 			return ctrl.Result{}, nil
 		}
@@ -123,9 +226,7 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 	}
 	if !isAvailable(mc) {
 		// Not renewing is the signal: the member's Lease expires.
-		if work != nil {
-			logger.V(2).Info("Cluster unavailable: not renewing the resync lease")
-		}
+		logger.V(2).Info("Cluster unavailable: not renewing the resync lease")
 		return ctrl.Result{}, nil
 	}
 	if reason, err := r.holdsMovedSubsets(ctx, cluster); err != nil {
@@ -136,19 +237,25 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 		logger.V(2).Info("Not renewing the resync lease until relocated subsets are removed", "reason", reason)
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
+	work, err := r.resyncWork(ctx, cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	now := metav1.NewMicroTime(r.Clock.Now())
 	period := r.LeaseDuration / 3
 	durationSeconds := int32(r.LeaseDuration / time.Second)
 	if work == nil {
-		w, err := manifestwork.ResyncWork(cluster, manifestwork.Lease{HolderIdentity: r.HubIdentity, DurationSeconds: durationSeconds, AcquireTime: now, RenewTime: now})
+		l := manifestwork.Lease{HolderIdentity: r.HubIdentity, DurationSeconds: durationSeconds, AcquireTime: now, RenewTime: now}
+		w, err := manifestwork.ResyncWork(cluster, l)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		// Create, never overwrite: a work the cache has not seen yet holds
-		// the acquireTime to keep.
+		// Create, never overwrite: a work created since the read holds the
+		// acquireTime to keep.
 		if err := r.Create(ctx, w); err != nil {
 			return ctrl.Result{}, fmt.Errorf("creating resync lease work in %s: %w", cluster, err)
 		}
+		r.delivered.record(cluster, l)
 		leaseRenewals.WithLabelValues(cluster).Inc()
 		r.Recorder.Event(mc, corev1.EventTypeNormal, EventLeaseCreated, "Created ManifestWork "+fleetv1.ResyncWorkName)
 		return ctrl.Result{RequeueAfter: period}, nil
@@ -167,13 +274,15 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 	if !valid || lease.HolderIdentity != r.HubIdentity {
 		acquire = now
 	}
-	w, err := manifestwork.ResyncWork(cluster, manifestwork.Lease{HolderIdentity: r.HubIdentity, DurationSeconds: durationSeconds, AcquireTime: acquire, RenewTime: now})
+	l := manifestwork.Lease{HolderIdentity: r.HubIdentity, DurationSeconds: durationSeconds, AcquireTime: acquire, RenewTime: now}
+	w, err := manifestwork.ResyncWork(cluster, l)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if _, _, err := manifestwork.Apply(ctx, r.Client, w); err != nil {
+	if _, _, err := manifestwork.ApplyTo(ctx, r.Client, work, w); err != nil {
 		return ctrl.Result{}, fmt.Errorf("renewing resync lease in %s: %w", cluster, err)
 	}
+	r.delivered.record(cluster, l)
 	leaseRenewals.WithLabelValues(cluster).Inc()
 	logger.V(4).Info("Renewed resync lease", "renewTime", now)
 	return ctrl.Result{RequeueAfter: period}, nil
@@ -184,35 +293,34 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 // FleetSet ManifestWorks in the cluster is being deleted, or a FleetSet
 // whose subset has this cluster as home runs it elsewhere and its work here
 // is not yet applied at its latest generation (the one without the subset).
+// It reads through indexes (deletingWorkIndex, movedFromIndex), so its cost
+// does not grow with the FleetSets and works a cluster holds.
 func (r *ResyncReconciler) holdsMovedSubsets(ctx context.Context, cluster string) (string, error) {
-	var works workv1.ManifestWorkList
-	if err := r.List(ctx, &works, client.InNamespace(cluster), client.HasLabels{fleetv1.LabelOwnerName}); err != nil {
-		return "", fmt.Errorf("listing ManifestWorks in %s: %w", cluster, err)
+	var deleting workv1.ManifestWorkList
+	if err := r.List(ctx, &deleting, client.InNamespace(cluster), client.MatchingFields{deletingWorkIndex: "true"}, client.Limit(1)); err != nil {
+		return "", fmt.Errorf("listing ManifestWorks being deleted in %s: %w", cluster, err)
 	}
-	byOwner := map[types.NamespacedName]*workv1.ManifestWork{}
-	for i := range works.Items {
-		w := &works.Items[i]
-		if !w.DeletionTimestamp.IsZero() {
-			return fmt.Sprintf("ManifestWork %s is being deleted", w.Name), nil
-		}
-		byOwner[types.NamespacedName{Namespace: w.Labels[fleetv1.LabelOwnerNamespace], Name: w.Labels[fleetv1.LabelOwnerName]}] = w
+	if len(deleting.Items) > 0 {
+		return fmt.Sprintf("ManifestWork %s is being deleted", deleting.Items[0].Name), nil
 	}
 	var list fleetv1.FleetSetList
-	if err := r.List(ctx, &list, client.MatchingFields{ClusterIndex: cluster}); err != nil {
-		return "", fmt.Errorf("listing FleetSets on cluster %s: %w", cluster, err)
+	if err := r.List(ctx, &list, client.MatchingFields{movedFromIndex: cluster}); err != nil {
+		return "", fmt.Errorf("listing FleetSets moved from cluster %s: %w", cluster, err)
 	}
-	for _, fs := range list.Items {
+	for i := range list.Items {
+		fs := &list.Items[i]
 		for _, ss := range fs.Status.Subsets {
-			home := ""
-			for _, s := range fs.Spec.Topology.Subsets {
-				if s.Name == ss.Name {
-					home = s.Cluster
-				}
-			}
-			if home != cluster || ss.Cluster == cluster || ss.Failover == "" {
+			if movedFrom(fs, ss) != cluster {
 				continue
 			}
-			if w, ok := byOwner[client.ObjectKeyFromObject(&fs)]; ok && !appliedAtGeneration(w) {
+			w := &workv1.ManifestWork{}
+			switch err := r.Get(ctx, types.NamespacedName{Namespace: cluster, Name: manifestwork.WorkName(fs.Namespace, fs.Name)}, w); {
+			case apierrors.IsNotFound(err):
+				continue
+			case err != nil:
+				return "", fmt.Errorf("getting ManifestWork of %s/%s in %s: %w", fs.Namespace, fs.Name, cluster, err)
+			}
+			if !appliedAtGeneration(w) {
 				return fmt.Sprintf("subset %s of FleetSet %s/%s moved to %s; ManifestWork %s not yet applied", ss.Name, fs.Namespace, fs.Name, ss.Cluster, w.Name), nil
 			}
 		}
@@ -220,17 +328,51 @@ func (r *ResyncReconciler) holdsMovedSubsets(ctx context.Context, cluster string
 	return "", nil
 }
 
+// resyncWork reads the resync work of cluster live from the apiserver
+// (APIReader), or nil when there is none. It is the hub's one read that
+// bypasses the manager's cache, once per renewal: the Lease's renewTime and
+// the work's resourceVersion must be current, and during a burst of
+// ManifestWork writes the cache's watch can lag the apiserver by tens of
+// seconds, which would hold renewals back (and fence the members) or make
+// them conflict.
+func (r *ResyncReconciler) resyncWork(ctx context.Context, cluster string) (*workv1.ManifestWork, error) {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	w := &workv1.ManifestWork{}
+	switch err := reader.Get(ctx, types.NamespacedName{Namespace: cluster, Name: fleetv1.ResyncWorkName}, w); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading resync lease work in %s: %w", cluster, err)
+	}
+	return w, nil
+}
+
 // hostsSubset reports whether a FleetSet that is not being deleted has a
-// subset on cluster.
+// subset on cluster (liveClusterIndex: a lookup of at most one FleetSet).
 func (r *ResyncReconciler) hostsSubset(ctx context.Context, cluster string) (bool, error) {
 	var list fleetv1.FleetSetList
-	if err := r.List(ctx, &list, client.MatchingFields{ClusterIndex: cluster}); err != nil {
+	if err := r.List(ctx, &list, client.MatchingFields{liveClusterIndex: cluster}, client.Limit(1), client.UnsafeDisableDeepCopy); err != nil {
 		return false, fmt.Errorf("listing FleetSets on cluster %s: %w", cluster, err)
 	}
-	for _, fs := range list.Items {
-		if fs.DeletionTimestamp.IsZero() {
-			return true, nil
+	return len(list.Items) > 0, nil
+}
+
+// movedFrom returns the home cluster of status subset ss of fs when ss is
+// in failover and runs elsewhere, else "".
+func movedFrom(fs *fleetv1.FleetSet, ss fleetv1.SubsetStatus) string {
+	if ss.Failover == "" {
+		return ""
+	}
+	for _, s := range fs.Spec.Topology.Subsets {
+		if s.Name == ss.Name {
+			if s.Cluster == ss.Cluster {
+				return ""
+			}
+			return s.Cluster
 		}
 	}
-	return false, nil
+	return ""
 }

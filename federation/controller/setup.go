@@ -27,6 +27,43 @@ import (
 // every subset (spec.topology.subsets[].cluster).
 const ClusterIndex = "spec.topology.subsets.cluster"
 
+// WorkOwnerIndex is the ManifestWork field index holding the owning
+// FleetSet as "<namespace>/<name>" (from the owner labels), so a reconcile
+// finds its works by lookup instead of matching labels over every cached
+// work.
+const WorkOwnerIndex = "metadata.labels.fleetset.io/owner"
+
+// Indexes of the resync lease controller, so that its reads do not grow
+// with the FleetSets and works a cluster holds.
+const (
+	// liveClusterIndex is ClusterIndex for FleetSets not being deleted.
+	liveClusterIndex = "fleetset.io/live-cluster"
+	// movedFromIndex holds, per FleetSet, the home clusters of its subsets
+	// in failover that run elsewhere.
+	movedFromIndex = "fleetset.io/moved-from"
+	// deletingWorkIndex is "true" for FleetSet ManifestWorks (owner labels)
+	// being deleted.
+	deletingWorkIndex = "fleetset.io/deleting"
+)
+
+// Defaults of fleetset-hub's flags (cmd/hub), sized so that 1000 FleetSets
+// × 20 clusters converge at the apiserver's pace, not the hub's (README,
+// Benchmarks).
+const (
+	// DefaultKubeAPIQPS is the client-side rate limit (requests per second)
+	// to the hub's apiserver; the apiserver's own priority and fairness
+	// still applies.
+	DefaultKubeAPIQPS = 500
+	// DefaultKubeAPIBurst is the client-side burst above DefaultKubeAPIQPS.
+	DefaultKubeAPIBurst = 1000
+	// DefaultMaxConcurrentReconciles is how many reconciles each controller
+	// runs at once.
+	DefaultMaxConcurrentReconciles = 8
+	// DefaultMaxParallelWrites is how many ManifestWork writes one FleetSet
+	// reconcile has in flight.
+	DefaultMaxParallelWrites = 8
+)
+
 // Options configures the hub's controllers.
 type Options struct {
 	// HubIdentity is the resync Lease's holderIdentity.
@@ -39,6 +76,9 @@ type Options struct {
 	// LeaseSkew is the clock-skew margin added to a lost cluster's lease
 	// expiry before its subsets are relocated (failover policy Relocate).
 	LeaseSkew time.Duration
+	// MaxParallelWrites bounds the ManifestWork writes one FleetSet
+	// reconcile has in flight; 0 means DefaultMaxParallelWrites.
+	MaxParallelWrites int
 }
 
 // NewScheme returns a scheme with the types the hub reads and writes:
@@ -55,15 +95,22 @@ func NewScheme() (*runtime.Scheme, error) {
 
 // CacheOptions restricts the manager's cache of ManifestWorks to those the hub
 // wrote (label app.kubernetes.io/managed-by=fleetset-hub), so a hub shared
-// with other OCM users does not cache theirs.
+// with other OCM users does not cache theirs, and strips managedFields from
+// every cached object: the hub never reads them, and an update without them
+// leaves the stored ones as they are.
 func CacheOptions() cache.Options {
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&workv1.ManifestWork{}: {Label: labels.SelectorFromSet(labels.Set{fleetv1.LabelManagedBy: fleetv1.ManagedByHub})},
-	}}
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&workv1.ManifestWork{}: {Label: labels.SelectorFromSet(labels.Set{fleetv1.LabelManagedBy: fleetv1.ManagedByHub})},
+		},
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}
 }
 
-// Setup registers the FleetSet cluster index and both controllers with mgr.
-// It returns an error if opts is invalid or a controller cannot be built.
+// Setup registers the indexes, the expectations that keep the FleetSet
+// controller's cache reads no older than its writes, and both controllers
+// with mgr. It returns an error if opts
+// is invalid or a controller cannot be built.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.HubIdentity == "" {
 		return fmt.Errorf("hub identity: must not be empty")
@@ -74,13 +121,37 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &fleetv1.FleetSet{}, ClusterIndex, clustersOf); err != nil {
-		return fmt.Errorf("indexing FleetSets by cluster: %w", err)
-	}
 	if opts.LeaseSkew < 0 {
 		return fmt.Errorf("lease skew: must not be negative, got %v", opts.LeaseSkew)
 	}
-	fr := &FleetSetReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("fleetset-hub"), LeaseSkew: opts.LeaseSkew, Clock: opts.Clock}
+	if opts.MaxParallelWrites < 0 {
+		return fmt.Errorf("max parallel writes: must not be negative, got %d", opts.MaxParallelWrites)
+	}
+	if opts.MaxParallelWrites == 0 {
+		opts.MaxParallelWrites = DefaultMaxParallelWrites
+	}
+	for _, ix := range []struct {
+		obj   client.Object
+		field string
+		index client.IndexerFunc
+	}{
+		{&fleetv1.FleetSet{}, ClusterIndex, clustersOf},
+		{&fleetv1.FleetSet{}, liveClusterIndex, liveClustersOf},
+		{&fleetv1.FleetSet{}, movedFromIndex, movedFromOf},
+		{&workv1.ManifestWork{}, WorkOwnerIndex, workOwnerOf},
+		{&workv1.ManifestWork{}, deletingWorkIndex, deletingWork},
+	} {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, ix.obj, ix.field, ix.index); err != nil {
+			return fmt.Errorf("indexing %T by %s: %w", ix.obj, ix.field, err)
+		}
+	}
+	exp := newCacheExpectations(expectationTTL, opts.Clock.Now)
+	delivered := &deliveredLeases{}
+	if err := exp.watch(ctx, mgr.GetCache(), map[string]client.Object{kindFleetSet: &fleetv1.FleetSet{}, kindManifestWork: &workv1.ManifestWork{}}); err != nil {
+		return err
+	}
+	fr := &FleetSetReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("fleetset-hub"), LeaseSkew: opts.LeaseSkew, Clock: opts.Clock,
+		MaxParallelWrites: opts.MaxParallelWrites, expectations: exp, delivered: delivered}
 	if err := fr.SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -90,8 +161,56 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		HubIdentity:   opts.HubIdentity,
 		LeaseDuration: opts.LeaseDuration,
 		Clock:         opts.Clock,
+		APIReader:     mgr.GetAPIReader(),
+		delivered:     delivered,
 	}
 	return rr.SetupWithManager(mgr)
+}
+
+// workOwnerKey is the WorkOwnerIndex value of FleetSet namespace/name.
+func workOwnerKey(namespace, name string) string { return namespace + "/" + name }
+
+// workOwnerOf is the WorkOwnerIndex function: the owning FleetSet of a
+// ManifestWork with both owner labels, else none.
+func workOwnerOf(o client.Object) []string {
+	l := o.GetLabels()
+	ns, name := l[fleetv1.LabelOwnerNamespace], l[fleetv1.LabelOwnerName]
+	if ns == "" || name == "" {
+		return nil
+	}
+	return []string{workOwnerKey(ns, name)}
+}
+
+// liveClustersOf is the liveClusterIndex function: clustersOf for a
+// FleetSet not being deleted.
+func liveClustersOf(o client.Object) []string {
+	if !o.GetDeletionTimestamp().IsZero() {
+		return nil
+	}
+	return clustersOf(o)
+}
+
+// movedFromOf is the movedFromIndex function.
+func movedFromOf(o client.Object) []string {
+	fs, ok := o.(*fleetv1.FleetSet)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, ss := range fs.Status.Subsets {
+		if c := movedFrom(fs, ss); c != "" && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// deletingWork is the deletingWorkIndex function.
+func deletingWork(o client.Object) []string {
+	if o.GetDeletionTimestamp().IsZero() || len(workOwnerOf(o)) == 0 {
+		return nil
+	}
+	return []string{"true"}
 }
 
 // clustersOf is the ClusterIndex function: the clusters a FleetSet's subsets

@@ -8,9 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,10 +21,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/ptr"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -42,22 +41,6 @@ var (
 	scheme    *runtime.Scheme
 )
 
-// ocmCRDs returns the ManagedCluster and ManifestWork CRD files of the
-// open-cluster-management.io/api module in the module cache.
-func ocmCRDs() ([]string, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "open-cluster-management.io/api")
-	cmd.Dir = controlplane.RepoRoot()
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("locating open-cluster-management.io/api: %w", err)
-	}
-	dir := strings.TrimSpace(string(out))
-	return []string{
-		filepath.Join(dir, "cluster", "v1", "0000_00_clusters.open-cluster-management.io_managedclusters.crd.yaml"),
-		filepath.Join(dir, "work", "v1", "0000_00_work.open-cluster-management.io_manifestworks.crd.yaml"),
-	}, nil
-}
-
 func TestMain(m *testing.M) {
 	// Logs go to stderr only when HUB_TEST_LOG is set.
 	if os.Getenv("HUB_TEST_LOG") != "" {
@@ -65,7 +48,7 @@ func TestMain(m *testing.M) {
 	} else {
 		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	}
-	crds, err := ocmCRDs()
+	crds, err := controlplane.OCMCRDs()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -96,6 +79,12 @@ type hub struct {
 	done   chan error
 	// writes counts non-GET requests, by category (see countingTransport).
 	writes *writeCounter
+	// reconciles is the manager's MaxConcurrentReconciles.
+	reconciles int
+	// cache is the manager's cache.
+	cache cache.Cache
+	// limiter is the client-side rate limiter of the manager's clients.
+	limiter *waitingLimiter
 }
 
 // startHub starts a manager with both controllers on the test apiserver;
@@ -110,19 +99,21 @@ func startHubWith(t testing.TB, opts Options) *hub {
 	t.Helper()
 	wc := &writeCounter{}
 	cfg := rest.CopyConfig(env.Config)
-	// The hub's defaults (cmd/hub --kube-api-qps, --kube-api-burst), unless
-	// BENCH_QPS sets the QPS (burst twice that).
-	cfg.QPS, cfg.Burst = 50, 100
-	if q, err := strconv.Atoi(os.Getenv("BENCH_QPS")); err == nil && q > 0 {
-		cfg.QPS, cfg.Burst = float32(q), 2*q
-	}
+	// The hub's defaults (cmd/hub --kube-api-qps, --kube-api-burst,
+	// --max-concurrent-reconciles), unless BENCH_QPS (burst twice that) or
+	// BENCH_RECONCILES set them. The token bucket is shared by the manager's
+	// clients (cmd/hub gives each client its own), so that the benchmark
+	// can tell how long requests waited in it.
+	limiter := newWaitingLimiter(benchQPS(t))
+	cfg.RateLimiter = limiter
+	reconciles := envInt(t, "BENCH_RECONCILES", DefaultMaxConcurrentReconciles)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, c: wc} })
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4},
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: reconciles},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +123,7 @@ func startHubWith(t testing.TB, opts Options) *hub {
 		cancel()
 		t.Fatal(err)
 	}
-	h := &hub{cancel: cancel, done: make(chan error, 1), writes: wc}
+	h := &hub{cancel: cancel, done: make(chan error, 1), writes: wc, reconciles: reconciles, cache: mgr.GetCache(), limiter: limiter}
 	go func() { h.done <- mgr.Start(ctx) }()
 	t.Cleanup(h.stop)
 	return h
@@ -147,6 +138,36 @@ func (h *hub) stop() {
 	}
 }
 
+// waitingLimiter is client-go's token bucket rate limiter that adds up how
+// long requests waited in it.
+type waitingLimiter struct {
+	flowcontrol.RateLimiter
+	waited atomic.Int64 // nanoseconds
+}
+
+// newWaitingLimiter returns a waitingLimiter of qps and burst.
+func newWaitingLimiter(qps float32, burst int) *waitingLimiter {
+	return &waitingLimiter{RateLimiter: flowcontrol.NewTokenBucketRateLimiter(qps, burst)}
+}
+
+// Wait waits for a token, as the token bucket does, and counts the time.
+func (l *waitingLimiter) Wait(ctx context.Context) error {
+	start := time.Now()
+	err := l.RateLimiter.Wait(ctx)
+	l.waited.Add(int64(time.Since(start)))
+	return err
+}
+
+// Accept takes a token, as the token bucket does, and counts the time.
+func (l *waitingLimiter) Accept() {
+	start := time.Now()
+	l.RateLimiter.Accept()
+	l.waited.Add(int64(time.Since(start)))
+}
+
+// seconds returns the time requests waited so far.
+func (l *waitingLimiter) seconds() float64 { return time.Duration(l.waited.Load()).Seconds() }
+
 // writeCounter counts API writes by category.
 type writeCounter struct {
 	mu     sync.Mutex
@@ -154,14 +175,21 @@ type writeCounter struct {
 	total  atomic.Int64
 }
 
+// add counts one write of category cat.
 func (w *writeCounter) add(cat string) {
+	w.note(cat)
+	w.total.Add(1)
+}
+
+// note counts one occurrence of cat that is not a write of its own (a
+// throttled request, or a write that conflicted, already counted).
+func (w *writeCounter) note(cat string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.counts == nil {
 		w.counts = map[string]int{}
 	}
 	w.counts[cat]++
-	w.total.Add(1)
 }
 
 // snapshot returns a copy of the counts.
@@ -177,27 +205,46 @@ func (w *writeCounter) snapshot() map[string]int {
 
 // countingTransport counts every request that is not a GET (reads, lists and
 // watches are GETs): "lease" for the resync lease ManifestWork, "event" for
-// Events, "leader" for leader election, else "other".
+// Events, "leader" for leader election, "work" for the FleetSets'
+// ManifestWorks, "fleetset" for FleetSets (update, status), else "other".
+// A request the apiserver throttles (429, retried by client-go) counts as
+// "throttled" instead; a 409 (conflict, already exists) counts as a write
+// and as "conflict".
 type countingTransport struct {
 	next http.RoundTripper
 	c    *writeCounter
 }
 
 func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method != http.MethodGet {
-		p := r.URL.Path
-		switch {
-		case strings.Contains(p, "/manifestworks/fleetset-resync") || (r.Method == http.MethodPost && strings.HasSuffix(p, "/manifestworks") && isResyncCreate(r)):
-			t.c.add("lease")
-		case strings.Contains(p, "/events"):
-			t.c.add("event")
-		case strings.Contains(p, "/leases"):
-			t.c.add("leader")
-		default:
-			t.c.add("other")
-		}
+	if r.Method == http.MethodGet {
+		return t.next.RoundTrip(r)
 	}
-	return t.next.RoundTrip(r)
+	var cat string
+	switch p := r.URL.Path; {
+	case strings.Contains(p, "/manifestworks/fleetset-resync") || (r.Method == http.MethodPost && strings.HasSuffix(p, "/manifestworks") && isResyncCreate(r)):
+		cat = "lease"
+	case strings.Contains(p, "/events"):
+		cat = "event"
+	case strings.Contains(p, "/leases"):
+		cat = "leader"
+	case strings.Contains(p, "/manifestworks"):
+		cat = "work"
+	case strings.Contains(p, "/fleetsets"):
+		cat = "fleetset"
+	default:
+		cat = "other"
+	}
+	resp, err := t.next.RoundTrip(r)
+	switch {
+	case err == nil && resp.StatusCode == http.StatusTooManyRequests:
+		t.c.note("throttled")
+	case err == nil && resp.StatusCode == http.StatusConflict:
+		t.c.add(cat)
+		t.c.note("conflict")
+	default:
+		t.c.add(cat)
+	}
+	return resp, err
 }
 
 // isResyncCreate tells a POST of the resync work from other ManifestWork

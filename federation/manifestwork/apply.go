@@ -4,32 +4,55 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
-// Apply creates the ManifestWork desired renders, or brings the existing one
-// in line with it, with controller-runtime's CreateOrUpdate: the hub's
-// labels and annotations are merged in (others are kept) and the spec
-// replaced. Nothing is written when the work is UpToDate. It returns what
-// was done (created, updated, unchanged), the work as it now is (its status
-// kept), and the error of the read or write, wrapped with the work's key;
-// conflicts stay detectable with apierrors.IsConflict.
+// Apply reads the ManifestWork desired renders through c (the manager's
+// cache for the hub) and brings it in line with desired; see ApplyTo. It
+// returns what was done (created, updated, unchanged), the work as it now is
+// (its status kept), and the error of the read or write, wrapped with the
+// work's key; conflicts stay detectable with apierrors.IsConflict.
 func Apply(ctx context.Context, c client.Client, desired *workv1.ManifestWork) (controllerutil.OperationResult, *workv1.ManifestWork, error) {
-	w := &workv1.ManifestWork{}
-	w.Namespace, w.Name = desired.Namespace, desired.Name
-	op, err := controllerutil.CreateOrUpdate(ctx, c, w, func() error {
-		if w.CreationTimestamp.IsZero() || !UpToDate(w, desired) {
-			w.Labels = labels.Merge(w.Labels, desired.Labels)
-			w.Annotations = labels.Merge(w.Annotations, desired.Annotations)
-			w.Spec = *desired.Spec.DeepCopy()
-		}
-		return nil
-	})
-	if err != nil {
-		return op, nil, fmt.Errorf("writing ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
+	existing := &workv1.ManifestWork{}
+	switch err := c.Get(ctx, client.ObjectKeyFromObject(desired), existing); {
+	case apierrors.IsNotFound(err):
+		existing = nil
+	case err != nil:
+		return controllerutil.OperationResultNone, nil, fmt.Errorf("reading ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
 	}
-	return op, w, nil
+	return ApplyTo(ctx, c, existing, desired)
+}
+
+// ApplyTo writes desired over existing, the work as the caller last read it
+// (nil: none exists), with at most one API write: a create when existing is
+// nil; nothing when existing is UpToDate; otherwise an update of existing
+// (its resourceVersion, so a stale read fails with a conflict) with the
+// hub's labels and annotations merged in (others are kept) and the spec
+// replaced. existing is not modified. It returns what was done, the work as
+// it now is (the apiserver's answer, status included), and the write's error,
+// wrapped with the work's key (apierrors.IsConflict and IsAlreadyExists
+// still see through it).
+func ApplyTo(ctx context.Context, c client.Client, existing, desired *workv1.ManifestWork) (controllerutil.OperationResult, *workv1.ManifestWork, error) {
+	if existing == nil {
+		w := desired.DeepCopy()
+		if err := c.Create(ctx, w); err != nil {
+			return controllerutil.OperationResultNone, nil, fmt.Errorf("creating ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
+		}
+		return controllerutil.OperationResultCreated, w, nil
+	}
+	if UpToDate(existing, desired) {
+		return controllerutil.OperationResultNone, existing, nil
+	}
+	w := existing.DeepCopy()
+	w.Labels = labels.Merge(w.Labels, desired.Labels)
+	w.Annotations = labels.Merge(w.Annotations, desired.Annotations)
+	w.Spec = *desired.Spec.DeepCopy()
+	if err := c.Update(ctx, w); err != nil {
+		return controllerutil.OperationResultNone, nil, fmt.Errorf("updating ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
+	}
+	return controllerutil.OperationResultUpdated, w, nil
 }

@@ -34,6 +34,8 @@ type OrdinalSpread struct {
 	// nodes lists every node of the cycle's snapshot, for counting a
 	// spread-only set per domain; nil: count over the nodes PreScore gets.
 	nodes framework.SharedLister
+	// memo keeps the sets' pod counts per node between cycles.
+	memo countMemo
 }
 
 var _ framework.PreScorePlugin = &OrdinalSpread{}
@@ -69,14 +71,21 @@ func NewWithResolver(r *ordinaltarget.Resolver, domainWeight int32) *OrdinalSpre
 	return &OrdinalSpread{resolver: r, domainWeight: int64(domainWeight)}
 }
 
-// preScoreState is computed once per cycle by PreScore.
+// preScoreState is computed once per cycle by PreScore; Score only looks
+// nodes up in it.
 type preScoreState struct {
-	target *ordinaltarget.Target
-	// setKey, setValue select the pods counted as "of the same set".
-	setKey, setValue string
+	// counts maps each scored node holding pods of the set to their number;
+	// a node absent holds none. Nil for a placement without domains.
+	counts map[*v1.Node]int64
 	// perDomain counts the set's pods in each value of the topology key;
 	// only for a placement without domains (spread only), else nil.
 	perDomain map[string]int64
+	// topologyKey is the placement's topology key.
+	topologyKey string
+	// domain is the ordinal's domain; checkDomain is false when every
+	// scored node is known to be in it (SubsetPlacement admitted only those).
+	domain      string
+	checkDomain bool
 }
 
 // Clone returns the same state: it is never modified after PreScore.
@@ -87,60 +96,129 @@ func (s *preScoreState) Clone() fwk.StateData { return s }
 // the two again. A node never holds 2^32 pods.
 const mismatch int64 = 1 << 32
 
-// PreScore resolves the pod's target domain and, for a placement without
-// domains, counts the set's pods per value of the topology key over all nodes
-// (as PodTopologySpread's PreScore does). Unmanaged pods get Skip, and so do
-// pods whose placement cannot be resolved (SubsetPlacement's PreFilter
-// already rejects those when it is enabled).
+// PreScore takes the pod's target from the cycle state SubsetPlacement's
+// PreFilter wrote (resolving the placement itself only when SubsetPlacement
+// did not run), then counts the set's pods once per cycle: per scored node,
+// or, for a placement without domains, per value of the topology key over
+// all nodes (as PodTopologySpread's PreScore does). Counts are remembered
+// per node between cycles (countMemo): a cycle recounts only the nodes whose
+// pods changed. It returns Skip when the
+// score could not rank the nodes: every scored node holds as many pods of
+// the set and all are in the ordinal's domain, or all outside it. Unmanaged
+// pods get Skip, and so do pods whose placement cannot be resolved
+// (SubsetPlacement's PreFilter already rejects those when it is enabled).
 func (pl *OrdinalSpread) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, filtered []fwk.NodeInfo) *fwk.Status {
 	if !ordinaltarget.Managed(pod) {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	t, err := pl.resolver.Resolve(ctx, pod)
+	t, filteredByTarget, err := ordinaltarget.ReadState(state)
 	if err != nil {
-		klog.FromContext(ctx).V(4).Info("Not scoring: placement unresolved", "plugin", Name, "pod", klog.KObj(pod), "err", err)
-		return fwk.NewStatus(fwk.Skip)
+		return fwk.AsStatus(err)
 	}
-	s := &preScoreState{target: t, setKey: fleetv1.LabelPlacement, setValue: pod.Labels[fleetv1.LabelPlacement]}
-	if v, ok := pod.Labels[fleetv1.LabelSet]; ok {
-		s.setKey, s.setValue = fleetv1.LabelSet, v
+	if !filteredByTarget {
+		if t, err = pl.resolver.Resolve(ctx, pod); err != nil {
+			klog.FromContext(ctx).V(4).Info("Not scoring: placement unresolved", "plugin", Name, "pod", klog.KObj(pod), "err", err)
+			return fwk.NewStatus(fwk.Skip)
+		}
+	}
+	set := newSetMatcher(pod)
+	s := &preScoreState{topologyKey: t.TopologyKey, domain: t.Domain}
+	all := filtered
+	if pl.nodes != nil {
+		var err error
+		if all, err = pl.nodes.NodeInfos().List(); err != nil {
+			return fwk.AsStatus(fmt.Errorf("listing nodes: %w", err))
+		}
 	}
 	if t.Domain == "" {
-		all := filtered
-		if pl.nodes != nil {
-			var err error
-			if all, err = pl.nodes.NodeInfos().List(); err != nil {
-				return fwk.AsStatus(fmt.Errorf("listing nodes: %w", err))
-			}
-		}
 		s.perDomain = make(map[string]int64)
-		for _, ni := range all {
+		pl.memo.counts(set, all, len(all), func(ni fwk.NodeInfo, n int64) {
+			if n == 0 {
+				return // no need to read the node's labels
+			}
 			if d, ok := ni.Node().Labels[t.TopologyKey]; ok {
-				s.perDomain[d] += s.countSet(pod.Namespace, ni)
+				s.perDomain[d] += n
+			}
+		})
+		first, uniform := int64(-1), true
+		for _, ni := range filtered {
+			n := s.perDomain[ni.Node().Labels[t.TopologyKey]]
+			if first < 0 {
+				first = n
+			}
+			uniform = uniform && n == first
+		}
+		if uniform {
+			return fwk.NewStatus(fwk.Skip)
+		}
+		state.Write(preScoreStateKey, s)
+		return nil
+	}
+	// SubsetPlacement's Filter admitted only the ordinal's domain when strict.
+	s.checkDomain = !(filteredByTarget && t.Strict)
+	var minPods, maxPods int64 = -1, 0
+	in, out := 0, 0
+	pl.memo.counts(set, filtered, len(all), func(ni fwk.NodeInfo, n int64) {
+		if n > 0 {
+			if s.counts == nil {
+				s.counts = make(map[*v1.Node]int64)
+			}
+			s.counts[ni.Node()] = n
+		}
+		if minPods < 0 || n < minPods {
+			minPods = n
+		}
+		maxPods = max(maxPods, n)
+		if s.checkDomain {
+			if ni.Node().Labels[t.TopologyKey] == t.Domain {
+				in++
+			} else {
+				out++
 			}
 		}
+	})
+	if minPods == maxPods && (in == 0 || out == 0) {
+		return fwk.NewStatus(fwk.Skip)
 	}
 	state.Write(preScoreStateKey, s)
 	return nil
 }
 
-// countSet returns how many live pods of the set in namespace ns the node holds.
-func (s *preScoreState) countSet(ns string, nodeInfo fwk.NodeInfo) int64 {
+// setMatcher selects the pods counted as "of the same set" as a pod: in its
+// namespace, with the same fleetset.io/set label or, without one, the same
+// fleetset.io/placement label, and not terminating.
+type setMatcher struct {
+	namespace, key, value string
+}
+
+// newSetMatcher returns the setMatcher of pod's set.
+func newSetMatcher(pod *v1.Pod) setMatcher {
+	m := setMatcher{namespace: pod.Namespace, key: fleetv1.LabelPlacement, value: pod.Labels[fleetv1.LabelPlacement]}
+	if v, ok := pod.Labels[fleetv1.LabelSet]; ok {
+		m.key, m.value = fleetv1.LabelSet, v
+	}
+	return m
+}
+
+// count returns how many pods of the set the node holds.
+func (m setMatcher) count(nodeInfo fwk.NodeInfo) int64 {
 	var n int64
 	for _, pi := range nodeInfo.GetPods() {
 		p := pi.GetPod()
-		if p.Namespace == ns && p.Labels[s.setKey] == s.setValue && p.DeletionTimestamp == nil {
-			n++
+		if p.Namespace == m.namespace && p.DeletionTimestamp == nil {
+			if v, ok := p.Labels[m.key]; ok && v == m.value {
+				n++
+			}
 		}
 	}
 	return n
 }
 
-// Score returns the node's raw score: the number of pods of the same set in
-// the pod's namespace on the node (in the node's domain, for a placement
-// without domains), plus `mismatch` when the node is outside the ordinal's
-// domain. Lower is better; NormalizeScore inverts it.
-func (pl *OrdinalSpread) Score(_ context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+// Score returns the node's raw score from PreScore's counts: the number of
+// pods of the same set in the pod's namespace on the node (in the node's
+// domain, for a placement without domains), plus `mismatch` when the node
+// is outside the ordinal's domain. Lower is better; NormalizeScore inverts it.
+func (pl *OrdinalSpread) Score(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	c, err := state.Read(preScoreStateKey)
 	if err != nil {
 		return 0, fwk.AsStatus(fmt.Errorf("reading %q from cycleState: %w", preScoreStateKey, err))
@@ -149,11 +227,12 @@ func (pl *OrdinalSpread) Score(_ context.Context, state fwk.CycleState, pod *v1.
 	if !ok {
 		return 0, fwk.AsStatus(fmt.Errorf("%+v convert to ordinalspread.preScoreState error", c))
 	}
+	node := nodeInfo.Node()
 	if s.perDomain != nil {
-		return s.perDomain[nodeInfo.Node().Labels[s.target.TopologyKey]], nil
+		return s.perDomain[node.Labels[s.topologyKey]], nil
 	}
-	raw := s.countSet(pod.Namespace, nodeInfo)
-	if nodeInfo.Node().Labels[s.target.TopologyKey] != s.target.Domain {
+	raw := s.counts[node]
+	if s.checkDomain && node.Labels[s.topologyKey] != s.domain {
 		raw += mismatch
 	}
 	return raw, nil

@@ -27,6 +27,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,7 +38,8 @@ import (
 // Target is what a managed pod must obey in one scheduling cycle. It is
 // read-only once built and shared between plugins and cycles.
 type Target struct {
-	// Placement is the SubsetPlacement named by the pod's fleetset.io/placement label.
+	// Placement is the SubsetPlacement named by the pod's fleetset.io/placement
+	// label. Its fields share memory with the informer cache: read only.
 	Placement *fleetv1.SubsetPlacement
 	// Ordinal is the pod's StatefulSet ordinal.
 	Ordinal int64
@@ -94,10 +96,14 @@ var SyncTimeout = time.Minute
 // of the Leases only the resync Lease (one namespace, one name), so the
 // scheduler does not watch the cluster's other Leases (node heartbeats,
 // leader elections), and RBAC may grant it that one Lease by resourceNames.
+// SubsetPlacements are read without a deep copy (Resolve runs in every
+// scheduling cycle of a managed pod): the Resolver and its callers never
+// modify what the cache returns.
 func cacheOptions(scheme *runtime.Scheme) cache.Options {
 	return cache.Options{
 		Scheme: scheme,
 		ByObject: map[client.Object]cache.ByObject{
+			&fleetv1.SubsetPlacement{}: {UnsafeDisableDeepCopy: ptr.To(true)},
 			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{
 				fleetv1.ResyncLeaseNamespace: {FieldSelector: fields.OneTermEqualSelector("metadata.name", fleetv1.ResyncLeaseName)},
 			}},
@@ -247,13 +253,26 @@ func Ordinal(pod *v1.Pod) (int64, error) {
 
 // Resolve returns the Target of a managed pod. Errors are for the user: a
 // missing placement (apierrors NotFound, wrapped), an invalid placement, or a
-// pod without a usable ordinal; each names the placement or the label.
+// pod without a usable ordinal; each names the placement or the label. A
+// placement missing from the cache is confirmed with one live read.
 func (r *Resolver) Resolve(ctx context.Context, pod *v1.Pod) (*Target, error) {
+	return r.resolve(ctx, pod, true)
+}
+
+// ResolveCached is Resolve reading the cache only: a placement missing from
+// the cache is NotFound without a live read. For callers that run on every
+// cluster event, such as queueing hints.
+func (r *Resolver) ResolveCached(ctx context.Context, pod *v1.Pod) (*Target, error) {
+	return r.resolve(ctx, pod, false)
+}
+
+// resolve is Resolve; live allows the live read that confirms a miss.
+func (r *Resolver) resolve(ctx context.Context, pod *v1.Pod, live bool) (*Target, error) {
 	name := pod.Labels[fleetv1.LabelPlacement]
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: name}
 	sp := &fleetv1.SubsetPlacement{}
 	err := r.cache.Get(ctx, key, sp)
-	if apierrors.IsNotFound(err) && r.apiReader != nil {
+	if apierrors.IsNotFound(err) && live && r.apiReader != nil {
 		// The scheduler re-queues the pod from its own informer, which may
 		// see a new placement before ours: confirm a miss with one live read.
 		err = r.apiReader.Get(ctx, key, sp)

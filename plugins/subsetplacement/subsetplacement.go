@@ -22,7 +22,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -35,7 +34,7 @@ import (
 // Name is the name of the plugin in the registry and in configurations.
 const Name = "SubsetPlacement"
 
-const preFilterStateKey fwk.StateKey = "PreFilter" + Name
+const filterStateKey fwk.StateKey = "Filter" + Name
 
 // Rejection reasons. Each is reported as UnschedulableAndUnresolvable:
 // preempting other pods cannot change a node's domain.
@@ -71,6 +70,9 @@ type SubsetPlacement struct {
 	// namespace/name, until the lease is fresh again and they are activated.
 	fencedMu sync.Mutex
 	fenced   map[string]*v1.Pod
+
+	// index finds the nodes of a domain in PreFilter.
+	index nodeIndex
 }
 
 var _ framework.PreFilterPlugin = &SubsetPlacement{}
@@ -110,19 +112,13 @@ func NewWithResolver(r *ordinaltarget.Resolver) *SubsetPlacement {
 	return &SubsetPlacement{resolver: r, now: time.Now, fenced: map[string]*v1.Pod{}}
 }
 
-// preFilterState is the pod's Target for one cycle.
-type preFilterState struct {
-	target *ordinaltarget.Target
-}
-
-// Clone returns the same state: it is never modified after PreFilter, and the
-// Target it points to is immutable, so sharing is safe.
-func (s *preFilterState) Clone() fwk.StateData { return s }
-
 // PreFilter resolves the pod's placement, ordinal and ordinal domain once per
-// cycle, and narrows the cycle to the nodes of the allowed domains (the
-// ordinal's domain under DoNotSchedule) with a PreFilterResult, so the other
-// Filter plugins run only on those nodes. Unmanaged pods get Skip; an
+// cycle, stores them in the cycle state for Filter and OrdinalSpread
+// (ordinaltarget.WriteState), and narrows the cycle to the nodes of the
+// allowed domains (the ordinal's domain under DoNotSchedule) with a
+// PreFilterResult, so the other Filter plugins run only on those nodes. The
+// nodes come from a per-domain index of the snapshot's nodes (nodeIndex),
+// not from reading every node's labels. Unmanaged pods get Skip; an
 // unusable placement, a placement with spec.fencing while the resync Lease
 // is expired or missing, or no node in the allowed domains, makes the pod
 // UnschedulableAndUnresolvable with the reason naming the placement, the
@@ -146,22 +142,29 @@ func (pl *SubsetPlacement) PreFilter(ctx context.Context, state fwk.CycleState, 
 	}
 	klog.FromContext(ctx).V(5).Info("Pod placement resolved", "plugin", Name, "pod", klog.KObj(pod),
 		"placement", klog.KObj(t.Placement), "ordinal", t.Ordinal, "domain", t.Domain, "strict", t.Strict)
-	state.Write(preFilterStateKey, &preFilterState{target: t})
-	names := sets.New[string]()
-	for _, ni := range nodes {
-		if nodeMismatch(t, ni.Node()) == "" {
-			names.Insert(ni.Node().Name)
-		}
-	}
-	if names.Len() == 0 {
+	admitted := pl.index.allowed(nodes, t)
+	ordinaltarget.WriteState(state, t)
+	state.Write(filterStateKey, &filterState{target: t, admitted: admitted})
+	if len(admitted.nodes) == 0 {
 		reason := ErrReasonDomainNotAllowed
 		if t.Strict {
 			reason = fmt.Sprintf("%s (%s=%s)", ErrReasonOrdinalDomain, t.TopologyKey, t.Domain)
 		}
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
 	}
-	return &framework.PreFilterResult{NodeNames: names}, nil
+	return &framework.PreFilterResult{NodeNames: admitted.names}, nil
 }
+
+// filterState is what PreFilter leaves for Filter.
+type filterState struct {
+	target *ordinaltarget.Target
+	// admitted are the nodes of the cycle's snapshot that target admits
+	// (shared with the node index: read only).
+	admitted *nodeSet
+}
+
+// Clone returns the same state: it is never modified after PreFilter.
+func (s *filterState) Clone() fwk.StateData { return s }
 
 // fence reports whether the resync Lease fences the pod now, and why. The
 // pod is recorded for re-queueing before the Lease is read: a renewal seen
@@ -212,13 +215,16 @@ func (pl *SubsetPlacement) leaseChanged(logger klog.Logger) {
 // nodeMismatch returns why the node is not allowed for t ("" when it is):
 // outside the placement's domains (or without the topology key), outside
 // the ordinal's domain when strict, or not matching the nodeSelector.
-// PreFilter and Filter share it.
+// Filter and the node queueing hint use it; PreFilter's nodeIndex selects
+// the same nodes.
 func nodeMismatch(t *ordinaltarget.Target, node *v1.Node) string {
 	domain, ok := node.Labels[t.TopologyKey]
-	if !ok || !inDomains(t, domain) {
+	switch {
+	case t.Strict && ok && domain == t.Domain:
+		// The ordinal's domain is one of the placement's: one comparison.
+	case !ok || !inDomains(t, domain):
 		return ErrReasonDomainNotAllowed
-	}
-	if t.Strict && domain != t.Domain {
+	case t.Strict:
 		return ErrReasonOrdinalDomain
 	}
 	if t.NodeSelector != nil {
@@ -245,27 +251,26 @@ func (pl *SubsetPlacement) PreFilterExtensions() framework.PreFilterExtensions {
 
 // Filter admits the node only inside the placement's domains and node
 // selector and, when strict, only in the ordinal's domain.
+// A node PreFilter admitted passes with one lookup by pointer, which reads
+// nothing of the node; any other node (one the cycle's snapshot did not
+// hold as is) has its labels checked.
 func (pl *SubsetPlacement) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	s, err := getPreFilterState(state)
+	c, err := state.Read(filterStateKey)
 	if err != nil {
-		return fwk.AsStatus(err)
+		return fwk.AsStatus(fmt.Errorf("reading %q from cycleState: %w", filterStateKey, err))
 	}
-	if reason := nodeMismatch(s.target, nodeInfo.Node()); reason != "" {
+	s, ok := c.(*filterState)
+	if !ok {
+		return fwk.AsStatus(fmt.Errorf("%+v convert to subsetplacement.filterState error", c))
+	}
+	node := nodeInfo.Node()
+	if _, ok := s.admitted.nodes[node]; ok {
+		return nil
+	}
+	if reason := nodeMismatch(s.target, node); reason != "" {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
 	}
 	return nil
-}
-
-func getPreFilterState(state fwk.CycleState) (*preFilterState, error) {
-	c, err := state.Read(preFilterStateKey)
-	if err != nil {
-		return nil, fmt.Errorf("reading %q from cycleState: %w", preFilterStateKey, err)
-	}
-	s, ok := c.(*preFilterState)
-	if !ok {
-		return nil, fmt.Errorf("%+v convert to subsetplacement.preFilterState error", c)
-	}
-	return s, nil
 }
 
 // EventsToRegister returns the events that can make a pod this plugin
@@ -278,8 +283,9 @@ func (pl *SubsetPlacement) EventsToRegister(_ context.Context) ([]fwk.ClusterEve
 		// an update may also widen the domains or change the ordinal map.
 		{Event: fwk.ClusterEvent{Resource: subsetPlacementEvents, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: isSchedulableAfterPlacementChange},
 		// A new node, or a node relabelled into a domain, may be the one the
-		// pod's ordinal needs.
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel}, QueueingHintFn: isSchedulableAfterNodeChange},
+		// pod's ordinal needs. Taints are not ours to check: TaintToleration
+		// registers its own events.
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
 	}, nil
 }
 
@@ -305,15 +311,47 @@ func isSchedulableAfterPlacementChange(logger klog.Logger, pod *v1.Pod, _, newOb
 	return fwk.QueueSkip, nil
 }
 
-// isSchedulableAfterNodeChange queues a managed pod when a node was added or
-// its labels changed; which label is the topology key is only known from the
-// placement, so any label change counts.
-func isSchedulableAfterNodeChange(_ klog.Logger, pod *v1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
+// isSchedulableAfterNodeChange returns Queue for a managed pod only when the
+// node, added or relabelled, is one its placement admits (the node's domain
+// label, the ordinal's domain under DoNotSchedule, the nodeSelector: what
+// Filter checks) and, for a relabel, was not admitted before; QueueSkip
+// otherwise, as PodTopologySpread does for its topology keys. The pod's
+// placement is read from the cache only. A placement missing or unusable,
+// or an ordinal the placement cannot use, is QueueSkip: no node fixes it (a
+// placement event or a pod update does), and neither does a node while the
+// placement is fenced (the renewal of the Lease re-queues the pod). Other
+// read errors return Queue.
+func (pl *SubsetPlacement) isSchedulableAfterNodeChange(logger klog.Logger, pod *v1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
 	if !ordinaltarget.Managed(pod) {
 		return fwk.QueueSkip, nil
 	}
-	if _, _, err := util.As[*v1.Node](oldObj, newObj); err != nil {
+	oldNode, newNode, err := util.As[*v1.Node](oldObj, newObj)
+	if err != nil {
 		return fwk.Queue, err
 	}
+	if newNode == nil {
+		return fwk.QueueSkip, nil // a deletion admits no pod
+	}
+	t, err := pl.resolver.ResolveCached(context.Background(), pod)
+	if err != nil {
+		var userErr *ordinaltarget.UserError
+		if apierrors.IsNotFound(err) || errors.As(err, &userErr) {
+			return fwk.QueueSkip, nil
+		}
+		return fwk.Queue, err
+	}
+	if reason := nodeMismatch(t, newNode); reason != "" {
+		logger.V(5).Info("Node not admitted by the pod's placement", "pod", klog.KObj(pod), "node", klog.KObj(newNode), "reason", reason)
+		return fwk.QueueSkip, nil
+	}
+	if oldNode != nil && nodeMismatch(t, oldNode) == "" {
+		return fwk.QueueSkip, nil // admitted before too: this plugin's verdict did not change
+	}
+	if t.Placement.Spec.Fencing != nil {
+		if fenced, _, _ := pl.resolver.Fenced(pl.now()); fenced {
+			return fwk.QueueSkip, nil
+		}
+	}
+	logger.V(5).Info("Node now admitted by the pod's placement", "pod", klog.KObj(pod), "node", klog.KObj(newNode), "domain", t.Domain)
 	return fwk.Queue, nil
 }

@@ -1,0 +1,204 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Kinds of the objects whose writes are expected.
+const (
+	kindFleetSet     = "FleetSet"
+	kindManifestWork = "ManifestWork"
+)
+
+// expectationTTL is how long a write stays expected when the cache never
+// delivers it (a relist that skipped the written version): after it the
+// cache is trusted again.
+const expectationTTL = 30 * time.Second
+
+// cacheWaitDelay is when a reconcile that found its owner's writes not yet
+// in the cache runs again (sooner when a watch event requeues it).
+const cacheWaitDelay = 200 * time.Millisecond
+
+// objectRef names one object of a kind.
+type objectRef struct {
+	kind string
+	key  types.NamespacedName
+}
+
+// seenState is what the informer last delivered of an object.
+type seenState struct {
+	resourceVersion string
+	deleting        bool
+}
+
+// expectation is a write of owner not yet delivered by the informer:
+// resourceVersion is the written version, "" for a delete.
+type expectation struct {
+	owner           string
+	resourceVersion string
+	at              time.Time
+}
+
+// cacheExpectations lets a reconciler read only from the manager's cache
+// without acting on a cache older than its own writes. Each reconcile
+// records the writes it made, under an owner (its request); until the
+// cache's informers deliver them, satisfied(owner) is false and the next
+// reconcile of that owner waits instead of repeating a create the cache
+// does not show yet or updating from a stale resourceVersion. It is the
+// expectations pattern of kube-controller-manager's ReplicaSet controller,
+// keyed by resourceVersion: a write is delivered when the informer delivers
+// that resourceVersion of the object (events of one object come in order),
+// a delete when it delivers the object's deletion or deletionTimestamp. A
+// write not delivered within ttl (an informer relist that skipped it) stops
+// being expected. The zero of *cacheExpectations (nil) expects nothing.
+type cacheExpectations struct {
+	ttl time.Duration
+	now func() time.Time
+
+	mu sync.Mutex
+	// seen is the last state delivered per object, so a write whose event
+	// came before the write was recorded is not expected.
+	seen    map[objectRef]seenState
+	pending map[objectRef]expectation
+	byOwner map[string]map[objectRef]struct{}
+}
+
+// newCacheExpectations returns empty expectations with the given TTL, read
+// on the clock now (nil: time.Now).
+func newCacheExpectations(ttl time.Duration, now func() time.Time) *cacheExpectations {
+	if now == nil {
+		now = time.Now
+	}
+	return &cacheExpectations{ttl: ttl, now: now, seen: map[objectRef]seenState{},
+		pending: map[objectRef]expectation{}, byOwner: map[string]map[objectRef]struct{}{}}
+}
+
+// watch feeds e from the informers of informers for each kind in objs
+// (kind → an object of that type). It returns an error if an informer
+// cannot be had or a handler not added.
+func (e *cacheExpectations) watch(ctx context.Context, informers cache.Informers, objs map[string]client.Object) error {
+	for kind, obj := range objs {
+		inf, err := informers.GetInformer(ctx, obj)
+		if err != nil {
+			return fmt.Errorf("informer of %s: %w", kind, err)
+		}
+		if _, err := inf.AddEventHandler(e.handler(kind)); err != nil {
+			return fmt.Errorf("watching %s for expectations: %w", kind, err)
+		}
+	}
+	return nil
+}
+
+// handler returns the informer event handler of kind.
+func (e *cacheExpectations) handler(kind string) toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { e.observe(kind, o, false) },
+		UpdateFunc: func(_, o any) { e.observe(kind, o, false) },
+		DeleteFunc: func(o any) { e.observe(kind, o, true) },
+	}
+}
+
+// observe records what the informer delivered of an object of kind o (gone
+// when deleted) and clears the write it satisfies.
+func (e *cacheExpectations) observe(kind string, o any, gone bool) {
+	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o = t.Obj
+	}
+	m, ok := o.(metav1.Object)
+	if !ok {
+		return
+	}
+	ref := objectRef{kind, types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}}
+	s := seenState{resourceVersion: m.GetResourceVersion(), deleting: m.GetDeletionTimestamp() != nil}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if gone {
+		delete(e.seen, ref)
+	} else {
+		e.seen[ref] = s
+	}
+	if p, ok := e.pending[ref]; ok && (gone || p.resourceVersion == s.resourceVersion || (p.resourceVersion == "" && s.deleting)) {
+		e.clear(ref, p.owner)
+	}
+}
+
+// expectWrite records that owner wrote obj (of kind), as the apiserver
+// returned it.
+func (e *cacheExpectations) expectWrite(owner, kind string, obj client.Object) {
+	if e == nil {
+		return
+	}
+	ref := objectRef{kind, client.ObjectKeyFromObject(obj)}
+	rv := obj.GetResourceVersion()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s, ok := e.seen[ref]; ok && s.resourceVersion == rv {
+		return // already delivered
+	}
+	e.add(ref, expectation{owner: owner, resourceVersion: rv, at: e.now()})
+}
+
+// expectDelete records that owner deleted the object of kind at key.
+func (e *cacheExpectations) expectDelete(owner, kind string, key types.NamespacedName) {
+	if e == nil {
+		return
+	}
+	ref := objectRef{kind, key}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s, ok := e.seen[ref]; !ok || s.deleting {
+		return // already delivered
+	}
+	e.add(ref, expectation{owner: owner, at: e.now()})
+}
+
+// satisfied reports whether the cache has delivered every write of owner,
+// dropping those older than the TTL.
+func (e *cacheExpectations) satisfied(owner string) bool {
+	if e == nil {
+		return true
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.now()
+	for ref := range e.byOwner[owner] {
+		if now.Sub(e.pending[ref].at) > e.ttl {
+			e.clear(ref, owner)
+		}
+	}
+	return len(e.byOwner[owner]) == 0
+}
+
+// add records p for ref, replacing an earlier write of ref (by any owner).
+// e.mu must be held.
+func (e *cacheExpectations) add(ref objectRef, p expectation) {
+	if old, ok := e.pending[ref]; ok {
+		e.clear(ref, old.owner)
+	}
+	e.pending[ref] = p
+	if e.byOwner[p.owner] == nil {
+		e.byOwner[p.owner] = map[objectRef]struct{}{}
+	}
+	e.byOwner[p.owner][ref] = struct{}{}
+}
+
+// clear drops the write of ref by owner. e.mu must be held.
+func (e *cacheExpectations) clear(ref objectRef, owner string) {
+	delete(e.pending, ref)
+	delete(e.byOwner[owner], ref)
+	if len(e.byOwner[owner]) == 0 {
+		delete(e.byOwner, owner)
+	}
+}
+
+// fleetSetOwner is the expectations owner of a FleetSet's reconciles.
+func fleetSetOwner(key types.NamespacedName) string { return "fleetset/" + key.String() }

@@ -1,0 +1,110 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	workv1 "open-cluster-management.io/api/work/v1"
+)
+
+func work(ns, name, rv string) *workv1.ManifestWork {
+	return &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: rv}}
+}
+
+// TestCacheExpectations: a write is awaited until the informer delivers its
+// resourceVersion (an older one does not do), a delete until the informer
+// delivers the deletion or a deletionTimestamp, a write delivered before it
+// was recorded is not awaited, and the TTL ends any wait.
+func TestCacheExpectations(t *testing.T) {
+	now := time.Unix(1000, 0)
+	e := newCacheExpectations(30*time.Second, func() time.Time { return now })
+	h := e.handler(kindManifestWork)
+	const owner = "fleetset/db/mydb"
+
+	h.OnAdd(work("east", "w", "1"), true)
+	e.expectWrite(owner, kindManifestWork, work("east", "w", "5"))
+	if e.satisfied(owner) {
+		t.Fatal("satisfied before the write was delivered")
+	}
+	h.OnUpdate(nil, work("east", "w", "3"))
+	if e.satisfied(owner) {
+		t.Fatal("satisfied by an older version")
+	}
+	h.OnUpdate(nil, work("east", "w", "5"))
+	if !e.satisfied(owner) {
+		t.Fatal("not satisfied once the written version was delivered")
+	}
+
+	// Delivered before recorded: nothing to await.
+	h.OnAdd(work("west", "w", "7"), false)
+	e.expectWrite(owner, kindManifestWork, work("west", "w", "7"))
+	if !e.satisfied(owner) {
+		t.Fatal("awaits a write the informer already delivered")
+	}
+
+	// Deletes: by a deletionTimestamp, or by the deletion.
+	e.expectDelete(owner, kindManifestWork, types.NamespacedName{Namespace: "east", Name: "w"})
+	if e.satisfied(owner) {
+		t.Fatal("satisfied before the delete was delivered")
+	}
+	deleting := work("east", "w", "6")
+	deleting.DeletionTimestamp = &metav1.Time{Time: now}
+	h.OnUpdate(nil, deleting)
+	if !e.satisfied(owner) {
+		t.Fatal("not satisfied by the deletionTimestamp")
+	}
+	e.expectDelete(owner, kindManifestWork, types.NamespacedName{Namespace: "west", Name: "w"})
+	h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "west/w", Obj: work("west", "w", "7")})
+	if !e.satisfied(owner) {
+		t.Fatal("not satisfied by the deletion")
+	}
+	e.expectDelete(owner, kindManifestWork, types.NamespacedName{Namespace: "north", Name: "w"})
+	if !e.satisfied(owner) {
+		t.Fatal("awaits the delete of an object the informer never had")
+	}
+
+	// Owners and kinds are apart; the TTL ends a wait.
+	e.expectWrite(owner, kindFleetSet, work("db", "mydb", "9"))
+	if e.satisfied(owner) || !e.satisfied("fleetset/db/other") {
+		t.Fatal("owners mixed up")
+	}
+	h.OnUpdate(nil, work("db", "mydb", "9")) // a ManifestWork of that key, not the FleetSet
+	if e.satisfied(owner) {
+		t.Fatal("kinds mixed up")
+	}
+	now = now.Add(31 * time.Second)
+	if !e.satisfied(owner) {
+		t.Fatal("still waiting after the TTL")
+	}
+
+	var none *cacheExpectations
+	none.expectWrite(owner, kindFleetSet, work("db", "mydb", "1"))
+	if !none.satisfied(owner) {
+		t.Fatal("nil expectations await")
+	}
+}
+
+// TestWorksSummary: one message for a reconcile's writes, clusters sorted,
+// at most maxEventClusters named per operation.
+func TestWorksSummary(t *testing.T) {
+	if got := (worksSummary{}).message("db.mydb"); got != "" {
+		t.Errorf("nothing written: %q, want none", got)
+	}
+	s := worksSummary{created: []string{"west", "east"}, updated: []string{"north"}, deleted: []string{"south"}}
+	want := "ManifestWork db.mydb: created in 2 clusters (east, west); updated in 1 cluster (north); deleted from 1 cluster (south)"
+	if got := s.message("db.mydb"); got != want {
+		t.Errorf("message = %q, want %q", got, want)
+	}
+	var many []string
+	for _, c := range "abcdefghijkl" {
+		many = append(many, string(c))
+	}
+	got := worksSummary{updated: many}.message("db.mydb")
+	if !strings.HasSuffix(got, "updated in 12 clusters (a, b, c, d, e, f, g, h, i, j and 2 more)") {
+		t.Errorf("message = %q, want 10 clusters named and 2 counted", got)
+	}
+}

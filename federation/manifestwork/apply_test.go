@@ -1,0 +1,70 @@
+package manifestwork
+
+import (
+	"context"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+)
+
+// TestApplyTo: one write at most — a create for no existing work, none for
+// an UpToDate one, an update that keeps others' labels otherwise — and a
+// stale existing work fails with a conflict instead of overwriting.
+func TestApplyTo(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := workv1.Install(s); err != nil {
+		t.Fatal(err)
+	}
+	writes := 0
+	c := fake.NewClientBuilder().WithScheme(s).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+			writes++
+			return c.Create(ctx, o, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
+			writes++
+			return c.Update(ctx, o, opts...)
+		},
+	}).Build()
+	ctx := context.Background()
+	desired := func(hash string) *workv1.ManifestWork {
+		return &workv1.ManifestWork{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "east", Name: "db.mydb", Labels: OwnerLabels("db", "mydb"),
+				Annotations: map[string]string{fleetv1.AnnotationSpecHash: hash}},
+			Spec: workv1.ManifestWorkSpec{DeleteOption: orphanNamespace(hash)},
+		}
+	}
+
+	op, created, err := ApplyTo(ctx, c, nil, desired("a"))
+	if err != nil || op != controllerutil.OperationResultCreated || writes != 1 {
+		t.Fatalf("create: %v, %v, %d writes; want created, 1 write", op, err, writes)
+	}
+	created.Labels["other"] = "kept"
+	if err := c.Update(ctx, created); err != nil {
+		t.Fatal(err)
+	}
+	writes = 0
+	if op, got, err := ApplyTo(ctx, c, created, desired("a")); err != nil || op != controllerutil.OperationResultNone || writes != 0 || got != created {
+		t.Fatalf("up to date: %v, %v, %d writes; want unchanged, no write, existing returned", op, err, writes)
+	}
+	op, updated, err := ApplyTo(ctx, c, created, desired("b"))
+	if err != nil || op != controllerutil.OperationResultUpdated || writes != 1 {
+		t.Fatalf("update: %v, %v, %d writes; want updated, 1 write", op, err, writes)
+	}
+	if updated.Labels["other"] != "kept" || updated.Annotations[fleetv1.AnnotationSpecHash] != "b" || created.Annotations[fleetv1.AnnotationSpecHash] != "a" {
+		t.Errorf("updated labels %v, annotations %v; existing annotations %v: want others' labels kept, hash b, existing untouched",
+			updated.Labels, updated.Annotations, created.Annotations)
+	}
+	if _, _, err := ApplyTo(ctx, c, created, desired("c")); !apierrors.IsConflict(err) {
+		t.Errorf("update from a stale read: %v, want a conflict", err)
+	}
+}
