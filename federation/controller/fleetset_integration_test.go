@@ -358,17 +358,26 @@ func resourceVersions(t testing.TB, ns, name string) map[string]string {
 	return out
 }
 
+// hasEvent reports whether an event with reason about the named object
+// appears within 10 s: the recorder writes events asynchronously, after the
+// reconcile that emitted them.
 func hasEvent(t testing.TB, ns, name, reason string) bool {
-	var list corev1.EventList
-	if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range list.Items {
-		if e.InvolvedObject.Name == name && e.Reason == reason {
-			return true
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var list corev1.EventList
+		if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
 		}
+		for _, e := range list.Items {
+			if e.InvolvedObject.Name == name && e.Reason == reason {
+				return true
+			}
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return false
 }
 
 func keys[V any](m map[string]V) []string {
