@@ -68,8 +68,12 @@ restart() {
   stop_proc "$c" "$p"
   relaunch "$c" "$p"
   local deadline=$((SECONDS + 120))
+  local pid
+  pid=$(<"$(cdir "$c")/run/$p.pid")
   until proc_ready "$c" "$p" >/dev/null 2>&1; do
-    if ! pid_alive "$c" "$p" || ((SECONDS >= deadline)); then
+    # The process itself, not pid_alive: until the run script has exec'd
+    # the binary, its command line is still the shell's.
+    if [[ ! -d /proc/$pid ]] || ((SECONDS >= deadline)); then
       tail -n 20 "$(cdir "$c")/logs/$p.log" >&2
       die "$c/$p not ready after restart; see ${FLEET_DIR#"$REPO_ROOT"/}/$c/logs/$p.log"
     fi
