@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -389,7 +390,11 @@ func measureLimit(t *testing.T, parallel int, ns string, clusters []string, flee
 // are byte for byte the ones the limit wrote (same spec hash).
 //
 // The hub runs with cmd/hub's defaults; BENCH_QPS (burst twice that),
-// BENCH_RECONCILES and BENCH_PARALLEL_WRITES override them.
+// BENCH_RECONCILES and BENCH_PARALLEL_WRITES override them. Diagnostics:
+// BENCH_PROGRESS=1 prints every 10 s the works seen, the works in the hub's
+// cache (how far its watch lags) and the writes so far;
+// BENCH_APISERVER_PROFILE=<file> writes 60 s CPU profiles of the apiserver
+// (<file>.limit<N>, <file>.hub; with BENCH_PROGRESS).
 func TestHubThroughput(t *testing.T) {
 	if os.Getenv("BENCH_HUB") == "" {
 		t.Skip("benchmark: set BENCH_HUB=1 (make bench-hub)")
@@ -454,6 +459,10 @@ func TestHubThroughput(t *testing.T) {
 	if best != nil {
 		fmt.Printf("BENCH limit best parallel=%d seconds=%.2f manifestworks_per_s=%.0f %s\n", best.parallel, best.seconds, float64(wantWorks)/best.seconds, best.load)
 	}
+	// The rendered works (some 200 MB) are not the hub's to carry: drop
+	// them before it runs in this process, so its heap is its own.
+	rendered = nil
+	runtime.GC()
 
 	// The hub, on the suite's control plane (fresh: nothing else ran in it
 	// under -run TestHubThroughput).

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,10 +35,17 @@ type objectRef struct {
 	key  types.NamespacedName
 }
 
-// seenState is what the informer last delivered of an object.
+// seenVersions is how many of an object's latest resourceVersions the
+// informer delivered are remembered: a write whose version the informer
+// delivered (and then newer ones, e.g. a work agent's status update) before
+// the write was recorded is still found delivered.
+const seenVersions = 8
+
+// seenState is what the informer delivered of an object: its latest
+// resourceVersions (newest last) and whether it is being deleted.
 type seenState struct {
-	resourceVersion string
-	deleting        bool
+	versions []string
+	deleting bool
 }
 
 // expectation is a write of owner not yet delivered by the informer:
@@ -65,8 +73,8 @@ type cacheExpectations struct {
 	now func() time.Time
 
 	mu sync.Mutex
-	// seen is the last state delivered per object, so a write whose event
-	// came before the write was recorded is not expected.
+	// seen is what was delivered per object, so a write whose event came
+	// before the write was recorded is not expected.
 	seen    map[objectRef]seenState
 	pending map[objectRef]expectation
 	byOwner map[string]map[objectRef]struct{}
@@ -118,15 +126,21 @@ func (e *cacheExpectations) observe(kind string, o any, gone bool) {
 		return
 	}
 	ref := objectRef{kind, types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}}
-	s := seenState{resourceVersion: m.GetResourceVersion(), deleting: m.GetDeletionTimestamp() != nil}
+	rv, deleting := m.GetResourceVersion(), m.GetDeletionTimestamp() != nil
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if gone {
 		delete(e.seen, ref)
 	} else {
+		s := e.seen[ref]
+		if len(s.versions) == seenVersions {
+			s.versions = append(s.versions[:0], s.versions[1:]...)
+		}
+		s.versions = append(s.versions, rv)
+		s.deleting = deleting
 		e.seen[ref] = s
 	}
-	if p, ok := e.pending[ref]; ok && (gone || p.resourceVersion == s.resourceVersion || (p.resourceVersion == "" && s.deleting)) {
+	if p, ok := e.pending[ref]; ok && (gone || p.resourceVersion == rv || (p.resourceVersion == "" && deleting)) {
 		e.clear(ref, p.owner)
 	}
 }
@@ -141,7 +155,7 @@ func (e *cacheExpectations) expectWrite(owner, kind string, obj client.Object) {
 	rv := obj.GetResourceVersion()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if s, ok := e.seen[ref]; ok && s.resourceVersion == rv {
+	if s, ok := e.seen[ref]; ok && slices.Contains(s.versions, rv) {
 		return // already delivered
 	}
 	e.add(ref, expectation{owner: owner, resourceVersion: rv, at: e.now()})

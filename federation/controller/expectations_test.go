@@ -18,7 +18,8 @@ func work(ns, name, rv string) *workv1.ManifestWork {
 // TestCacheExpectations: a write is awaited until the informer delivers its
 // resourceVersion (an older one does not do), a delete until the informer
 // delivers the deletion or a deletionTimestamp, a write delivered before it
-// was recorded is not awaited, and the TTL ends any wait.
+// was recorded (even followed by newer versions) is not awaited, and the
+// TTL ends any wait.
 func TestCacheExpectations(t *testing.T) {
 	now := time.Unix(1000, 0)
 	e := newCacheExpectations(30*time.Second, func() time.Time { return now })
@@ -44,6 +45,15 @@ func TestCacheExpectations(t *testing.T) {
 	e.expectWrite(owner, kindManifestWork, work("west", "w", "7"))
 	if !e.satisfied(owner) {
 		t.Fatal("awaits a write the informer already delivered")
+	}
+
+	// Delivered, and then a newer version (a work agent's status update),
+	// before recorded: nothing to await either.
+	h.OnUpdate(nil, work("west", "w", "8"))
+	h.OnUpdate(nil, work("west", "w", "9"))
+	e.expectWrite(owner, kindManifestWork, work("west", "w", "8"))
+	if !e.satisfied(owner) {
+		t.Fatal("awaits a write delivered before a newer version")
 	}
 
 	// Deletes: by a deletionTimestamp, or by the deletion.

@@ -411,16 +411,24 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, fs *fleetv1.FleetSe
 	deleted := make([]error, len(remove))
 	var g errgroup.Group
 	g.SetLimit(max(1, r.MaxParallelWrites))
+	// Each write is expected as soon as it returns.
 	for i, w := range apply {
 		g.Go(func() error {
 			op, written, err := manifestwork.ApplyTo(ctx, r.Client, st.works[client.ObjectKeyFromObject(w)], w)
+			if op != controllerutil.OperationResultNone {
+				r.expectations.expectWrite(r.owner(fs), kindManifestWork, written)
+			}
 			applied[i] = result{op, written, err}
 			return nil
 		})
 	}
 	for i, w := range remove {
 		g.Go(func() error {
-			deleted[i] = client.IgnoreNotFound(r.Delete(ctx, w))
+			err := r.Delete(ctx, w)
+			if err == nil {
+				r.expectations.expectDelete(r.owner(fs), kindManifestWork, client.ObjectKeyFromObject(w))
+			}
+			deleted[i] = client.IgnoreNotFound(err)
 			return nil
 		})
 	}
@@ -437,9 +445,6 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, fs *fleetv1.FleetSe
 		case controllerutil.OperationResultUpdated:
 			workWrites.WithLabelValues("update").Inc()
 			sum.updated = append(sum.updated, w.Namespace)
-		}
-		if res.op != controllerutil.OperationResultNone {
-			r.expectations.expectWrite(r.owner(fs), kindManifestWork, res.written)
 		}
 		switch {
 		case res.err == nil:
@@ -463,7 +468,6 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, fs *fleetv1.FleetSe
 			continue
 		}
 		workWrites.WithLabelValues("delete").Inc()
-		r.expectations.expectDelete(r.owner(fs), kindManifestWork, key)
 		delete(st.works, key)
 		sum.deleted = append(sum.deleted, w.Namespace)
 	}
@@ -544,7 +548,11 @@ func (r *FleetSetReconciler) finalize(ctx context.Context, fs *fleetv1.FleetSet)
 	g.SetLimit(max(1, r.MaxParallelWrites))
 	for i, w := range remove {
 		g.Go(func() error {
-			errs[i] = client.IgnoreNotFound(r.Delete(ctx, w))
+			err := r.Delete(ctx, w)
+			if err == nil {
+				r.expectations.expectDelete(r.owner(fs), kindManifestWork, client.ObjectKeyFromObject(w))
+			}
+			errs[i] = client.IgnoreNotFound(err)
 			return nil
 		})
 	}
@@ -557,7 +565,6 @@ func (r *FleetSetReconciler) finalize(ctx context.Context, fs *fleetv1.FleetSet)
 			continue
 		}
 		workWrites.WithLabelValues("delete").Inc()
-		r.expectations.expectDelete(r.owner(fs), kindManifestWork, client.ObjectKeyFromObject(w))
 		sum.deleted = append(sum.deleted, w.Namespace)
 	}
 	if msg := sum.message(manifestwork.WorkName(fs.Namespace, fs.Name)); msg != "" {

@@ -44,9 +44,19 @@ func Works(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]*workv1.ManifestWork,
 	if err != nil {
 		return nil, err
 	}
+	// The objects every work carries alike, encoded once (their bytes are
+	// shared, read-only, by the works).
+	ns := &corev1.Namespace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: fs.Namespace},
+	}
+	shared, err := encode([]runtime.Object{ns, Service(fs), view})
+	if err != nil {
+		return nil, err
+	}
 	works := make([]*workv1.ManifestWork, 0, len(clusters))
 	for _, c := range clusters {
-		w, err := work(fs, c, byCluster[c], view)
+		w, err := work(fs, c, byCluster[c], view.Name, shared)
 		if err != nil {
 			return nil, fmt.Errorf("cluster %s: %w", c, err)
 		}
@@ -55,16 +65,15 @@ func Works(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]*workv1.ManifestWork,
 	return works, nil
 }
 
-func work(fs *fleetv1.FleetSet, cluster string, subsets []plan.Subset, view *corev1.ConfigMap) (*workv1.ManifestWork, error) {
-	ns := &corev1.Namespace{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: fs.Namespace},
-	}
-	objs := []runtime.Object{ns, Service(fs), view}
+// work renders the ManifestWork of one cluster: shared (the encoded
+// namespace, Service and fleet view ConfigMap viewName, the same in every
+// cluster), then each subset's SubsetPlacement and StatefulSet.
+func work(fs *fleetv1.FleetSet, cluster string, subsets []plan.Subset, viewName string, shared []workv1.Manifest) (*workv1.ManifestWork, error) {
+	var objs []runtime.Object
 	configs := []workv1.ManifestConfigOption{
 		applyConfig("", "namespaces", "", fs.Namespace),
 		applyConfig("", "services", fs.Namespace, ServiceName(fs)),
-		applyConfig("", "configmaps", fs.Namespace, view.Name),
+		applyConfig("", "configmaps", fs.Namespace, viewName),
 	}
 	var starts []string
 	for _, sp := range subsets {
@@ -79,10 +88,11 @@ func work(fs *fleetv1.FleetSet, cluster string, subsets []plan.Subset, view *cor
 		)
 		starts = append(starts, sp.Name+"="+strconv.Itoa(int(sp.OrdinalStart)))
 	}
-	manifests, err := encode(objs)
+	own, err := encode(objs)
 	if err != nil {
 		return nil, err
 	}
+	manifests := append(slices.Clip(shared), own...)
 	w := &workv1.ManifestWork{
 		TypeMeta: metav1.TypeMeta{APIVersion: workv1.GroupVersion.String(), Kind: "ManifestWork"},
 		ObjectMeta: metav1.ObjectMeta{
