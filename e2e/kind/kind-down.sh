@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
-# kind-down.sh deletes the kind fleet made by kind-up.sh.
+# kind-down.sh removes the kind fleet made by kind-up.sh (`make kind-down`):
+# the three clusters and their kubeconfigs. The node and base images stay
+# (make kind-node-image rebuilds them only when their inputs change); with
+# KIND_HOST_STOP=1 it also stops the dockerd that `make kind-host` started.
 set -euo pipefail
 REPO_ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 KIND=${KIND:-${LOCALBIN:-$REPO_ROOT/bin}/kind}
-for c in hub east west; do "$KIND" delete cluster --name "fleetset-$c"; done
-rm -rf "$REPO_ROOT/.fleet/kind"
+DIR=${KIND_FLEET_DIR:-$REPO_ROOT/.fleet/kind}
+if docker info >/dev/null 2>&1; then
+  for c in hub east west; do
+    if "$KIND" get clusters 2>/dev/null | grep -qx "fleetset-$c"; then "$KIND" delete cluster --name "fleetset-$c"; fi
+  done
+  docker rm -f fleetset-kind-node-build >/dev/null 2>&1 || true
+fi
+rm -rf "$DIR"
+if [[ ${KIND_HOST_STOP:-} == 1 ]]; then "$REPO_ROOT/e2e/kind/host.sh" stop; fi
