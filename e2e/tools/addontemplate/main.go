@@ -54,11 +54,14 @@ const AddonName = "fleetset"
 const orphanAnnotation = "addon.open-cluster-management.io/deletion-orphan"
 
 // Render takes the kustomization directory of the member objects and the
-// SubsetPlacement CRD file and returns the AddOnTemplate as YAML. The CRD and
-// the Namespace are annotated deletion-orphan: disabling the add-on removes
+// SubsetPlacement CRD file and returns the AddOnTemplate as YAML. The CRD, the
+// Namespace and the ClusterRoles aggregated into the built-in admin/edit/view
+// roles are annotated deletion-orphan: disabling the add-on removes
 // fleetset-scheduler but never deletes the users' SubsetPlacements (a CRD's
-// deletion deletes all its objects) nor the namespace the hub's resync Lease
-// lives in. Errors come from kustomize or from reading/parsing the CRD.
+// deletion deletes all its objects), the namespace the hub's resync Lease
+// lives in, nor the right of namespace admins and OCM's work agent to manage
+// SubsetPlacements. Errors come from kustomize or from reading/parsing the
+// CRD.
 func Render(schedulerDir, crdFile string) ([]byte, error) {
 	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), schedulerDir)
 	if err != nil {
@@ -79,7 +82,7 @@ func Render(schedulerDir, crdFile string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if r.GetKind() == "Namespace" {
+		if r.GetKind() == "Namespace" || aggregated(r.GetKind(), r.GetLabels()) {
 			annotate(m, orphanAnnotation, "")
 		}
 		manifests = append(manifests, m)
@@ -117,4 +120,18 @@ func annotate(obj map[string]any, key, value string) {
 		md["annotations"] = ann
 	}
 	ann[key] = value
+}
+
+// aggregated reports whether an object of kind with labels is a ClusterRole
+// aggregated into one of the built-in user-facing roles (admin, edit, view).
+func aggregated(kind string, labels map[string]string) bool {
+	if kind != "ClusterRole" {
+		return false
+	}
+	for _, r := range []string{"admin", "edit", "view"} {
+		if labels["rbac.authorization.k8s.io/aggregate-to-"+r] == "true" {
+			return true
+		}
+	}
+	return false
 }

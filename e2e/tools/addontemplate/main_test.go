@@ -31,7 +31,8 @@ func TestCommittedTemplateIsCurrent(t *testing.T) {
 }
 
 // TestTemplateCarriesTheMemberSide checks the template's objects: every kind
-// the member needs, the CRD and Namespace deletion-orphan and nothing else,
+// the member needs, the CRD, the Namespace and the aggregated SubsetPlacement
+// roles deletion-orphan and nothing else,
 // and no "{{" that OCM's template renderer would take for a variable.
 func TestTemplateCarriesTheMemberSide(t *testing.T) {
 	b, err := Render(schedulerDir, crdFile)
@@ -52,6 +53,7 @@ func TestTemplateCarriesTheMemberSide(t *testing.T) {
 						Metadata struct {
 							Name        string
 							Namespace   string
+							Labels      map[string]string
 							Annotations map[string]string
 						}
 					}
@@ -69,7 +71,8 @@ func TestTemplateCarriesTheMemberSide(t *testing.T) {
 	for _, m := range tmpl.Spec.AgentSpec.Workload.Manifests {
 		kinds[m.Kind]++
 		_, orphan := m.Metadata.Annotations[orphanAnnotation]
-		wantOrphan := m.Kind == "CustomResourceDefinition" || m.Kind == "Namespace"
+		wantOrphan := m.Kind == "CustomResourceDefinition" || m.Kind == "Namespace" ||
+			m.Kind == "ClusterRole" && (m.Metadata.Labels["rbac.authorization.k8s.io/aggregate-to-admin"] == "true" || m.Metadata.Labels["rbac.authorization.k8s.io/aggregate-to-view"] == "true")
 		if orphan != wantOrphan {
 			t.Errorf("%s %s: deletion-orphan %v, want %v", m.Kind, m.Metadata.Name, orphan, wantOrphan)
 		}
