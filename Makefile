@@ -200,7 +200,6 @@ bench-latency: fleet-binaries ## Local fleet: kubectl-scale → member StatefulS
 
 KWOK_VERSION ?= v0.7.0
 KIND_VERSION ?= v0.33.0
-CLUSTERADM_VERSION ?= v1.2.0
 # OCM agents are built from the nested module e2e/tools (pins
 # open-cluster-management.io/ocm) so the main go.mod stays free of OCM.
 OCM_GOENV := GOFLAGS=-mod=mod GONOSUMDB=sigs.k8s.io/about-api
@@ -255,28 +254,47 @@ e2e-run: ## e2e suite against the running local fleet, which it leaves up (E2E_A
 
 ##@ kind fleet (needs docker)
 
+# The kind fleet: fleetset-hub, fleetset-east, fleetset-west from
+# kind-configs/, OCM installed by its operator, fleetset from manifests/ and
+# the images of `make images`. On a host like the development VM (no
+# registry, cgroup v1, no CAP_SYS_RESOURCE) run `make kind-host` (root) once
+# per boot and build the node image offline with `make kind-node-image`; a
+# normal Docker host skips both and sets KIND_NODE_IMAGE to a kindest/node
+# image of the same Kubernetes release.
 KIND ?= $(LOCALBIN)/kind
-CLUSTERADM ?= $(LOCALBIN)/clusteradm
 KIND_FLEET_DIR ?= $(FLEET_DIR)/kind
+KIND_CACHE_DIR ?= $(CURDIR)/.cache/kind
+KIND_ENV = KIND=$(KIND) KIND_FLEET_DIR=$(KIND_FLEET_DIR) KIND_CACHE_DIR=$(KIND_CACHE_DIR) LOCALBIN=$(LOCALBIN)
 
 $(KIND):
 	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/kind@$(KIND_VERSION)
 
-$(CLUSTERADM):
-	GOBIN=$(LOCALBIN) $(GO) install open-cluster-management.io/clusteradm/cmd/clusteradm@$(CLUSTERADM_VERSION)
+.PHONY: kind-host
+kind-host: ## (root, once per boot; only hosts like the development VM) Docker engine, cgroup mounts, runc wrapper, no-pull proxy.
+	e2e/kind/host.sh
+
+.PHONY: kind-node-image
+kind-node-image: $(KIND) ## Build the kind node image for the pinned Kubernetes release offline (cached).
+	$(KIND_ENV) e2e/kind/node-image.sh
 
 .PHONY: kind-up
-kind-up: $(KIND) $(CLUSTERADM) ## Create hub + east + west kind clusters with OCM and fleetset installed.
-	KIND=$(KIND) CLUSTERADM=$(CLUSTERADM) KIND_FLEET_DIR=$(KIND_FLEET_DIR) e2e/kind/kind-up.sh
+kind-up: $(KIND) images ## Create hub + east + west kind clusters, install OCM with its operator and fleetset from manifests/.
+	$(KIND_ENV) FLEETSET_KIND_SKIP_IMAGES=1 e2e/kind/kind-up.sh
+
+.PHONY: kind-ocm-images
+kind-ocm-images: ## OCM's images (open-cluster-management.io/ocm cmd/) for the kind fleet, without Docker (cached; kind-up builds them too).
+	$(KIND_ENV) e2e/kind/ocm-images.sh
 
 .PHONY: kind-down
-kind-down: $(KIND) ## Delete the kind clusters.
-	KIND=$(KIND) e2e/kind/kind-down.sh
+kind-down: $(KIND) ## Delete the kind clusters and what kind-up made (KIND_HOST_STOP=1 also stops the dockerd of kind-host).
+	$(KIND_ENV) e2e/kind/kind-down.sh
 
 .PHONY: e2e-kind
-e2e-kind: kind-up ## The e2e suite on the kind fleet.
+e2e-kind: kind-up ## The e2e suite on the kind fleet (left up; make kind-down removes it).
 	FLEETSET_HUB_KUBECONFIG=$(KIND_FLEET_DIR)/hub/kubeconfig \
 	FLEETSET_MEMBER_KUBECONFIGS=east=$(KIND_FLEET_DIR)/east/kubeconfig,west=$(KIND_FLEET_DIR)/west/kubeconfig \
 	FLEETSET_E2E_STOP_AGENT="$(CURDIR)/e2e/kind/agent.sh stop" FLEETSET_E2E_START_AGENT="$(CURDIR)/e2e/kind/agent.sh start" \
-	FLEETSET_E2E_TIMEOUT=6m \
-	  $(GO) test -tags e2e -count=1 -timeout 45m -v ./e2e/
+	FLEETSET_E2E_RESTART="$(CURDIR)/e2e/kind/agent.sh restart" \
+	FLEETSET_E2E_LOGS="kubectl --kubeconfig $(KIND_FLEET_DIR)/<cluster>/kubeconfig logs -n fleetset-system deploy/<process>" \
+	FLEETSET_E2E_IMAGE=registry.k8s.io/pause:3.10.1 FLEETSET_E2E_TIMEOUT=6m \
+	  $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ $(E2E_ARGS)

@@ -21,7 +21,9 @@
 #     pod-network (node/default-cni.yaml, node/pod-network.sh) instead of
 #     kindnetd: per-node ranges from spec.podCIDR, routes between nodes.
 #   - containerd settings this VM needs: restrict_oom_score_adj (no
-#     CAP_SYS_RESOURCE), the pause image of this release.
+#     CAP_SYS_RESOURCE), the pause image of this release, and a proxy on a
+#     closed loopback port, so that a pod whose image is missing fails at
+#     once instead of reaching for a registry.
 # Each stage is cached under $KIND_CACHE_DIR and by image labels holding a
 # hash of the stage's inputs: a second run with nothing changed takes
 # seconds. Needs a running dockerd (make kind-host) and root for debootstrap.
@@ -169,6 +171,8 @@ docker exec "$C" bash -ec "
   echo $K8S_VERSION > /kind/version
   sed -i 's#sandbox_image = .*#sandbox_image = \"registry.k8s.io/pause:$PAUSE_TAG\"#' /etc/containerd/config.toml
   sed -i 's/restrict_oom_score_adj = false/restrict_oom_score_adj = true/' /etc/containerd/config.toml
+  mkdir -p /etc/systemd/system/containerd.service.d
+  printf '[Service]\\nEnvironment=HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 NO_PROXY=\\n' > /etc/systemd/system/containerd.service.d/no-pull.conf
 "
 docker save "${images[@]}" -o "$CACHE/node-images.tar"
 docker exec "$C" bash -c 'nohup containerd >/dev/null 2>&1 &'

@@ -53,8 +53,18 @@ type Options struct {
 	// Binary is the path of a statically linked ELF executable on disk.
 	Binary string
 	// Name is the file name of the binary in the image (default: the base
-	// name of Binary); the entrypoint is BinDir/Name.
+	// name of Binary); the entrypoint is Dir/Name.
 	Name string
+	// Dir is the absolute directory the binary is put in (default BinDir).
+	// Images whose Deployments name the binary by path, as Open Cluster
+	// Management's do (args: ["/registration", "agent", ...]), put it where
+	// those paths point, e.g. "/".
+	Dir string
+	// NoEntrypoint leaves the image's Entrypoint empty and makes the binary
+	// its Cmd instead: a container's args then replace it rather than follow
+	// it, so args that start with the binary's path run it. Images run by
+	// such Deployments need it; fleetset's own do not.
+	NoEntrypoint bool
 	// Arch is the GOARCH the binary is for (default: the host's). The
 	// binary's ELF machine must match it.
 	Arch string
@@ -85,6 +95,15 @@ func Build(opts Options) (v1.Image, error) {
 	if opts.Title == "" {
 		opts.Title = opts.Name
 	}
+	if opts.Dir == "" {
+		opts.Dir = BinDir
+	}
+	if !path.IsAbs(opts.Dir) {
+		return nil, fmt.Errorf("directory %q is not absolute", opts.Dir)
+	}
+	if strings.Contains(opts.Name, "/") || opts.Name == "." || opts.Name == ".." {
+		return nil, fmt.Errorf("name %q is not a file name", opts.Name)
+	}
 	bin, err := os.ReadFile(opts.Binary)
 	if err != nil {
 		return nil, err
@@ -93,7 +112,7 @@ func Build(opts Options) (v1.Image, error) {
 		return nil, fmt.Errorf("%s: %w", opts.Binary, err)
 	}
 	created := opts.Created.UTC().Truncate(time.Second)
-	entrypoint := path.Join(BinDir, opts.Name)
+	entrypoint := path.Join(opts.Dir, opts.Name)
 	layerTar, err := rootfs(entrypoint, bin, created)
 	if err != nil {
 		return nil, err
@@ -130,6 +149,9 @@ func Build(opts Options) (v1.Image, error) {
 			LabelVersion: opts.Version,
 		},
 	}
+	if opts.NoEntrypoint {
+		cfg.Config.Entrypoint, cfg.Config.Cmd = nil, []string{entrypoint}
+	}
 	if opts.Revision != "" {
 		cfg.Config.Labels[LabelRevision] = opts.Revision
 	}
@@ -157,13 +179,26 @@ func rootfs(entrypoint string, bin []byte, created time.Time) ([]byte, error) {
 		{name: "home/nonroot/", mode: 0o700, uid: NonrootUID},
 		{name: "tmp/", mode: 0o1777},
 	}
-	// The binary's parent directories, outermost first.
+	have := map[string]bool{}
+	for _, e := range entries {
+		have[strings.TrimSuffix(e.name, "/")] = true
+	}
+	// The binary's parent directories, outermost first, but for those the
+	// layer has already (/etc, /tmp, /home).
 	var dirs []string
 	for d := path.Dir(entrypoint); d != "/"; d = path.Dir(d) {
-		dirs = append([]string{d[1:] + "/"}, dirs...)
+		dirs = append([]string{d[1:]}, dirs...)
 	}
 	for _, d := range dirs {
-		entries = append(entries, entry{name: d, mode: 0o755})
+		switch {
+		case d == "etc/group" || d == "etc/passwd":
+			return nil, fmt.Errorf("binary path %s: /%s is a file of the image", entrypoint, d)
+		case !have[d]:
+			entries = append(entries, entry{name: d + "/", mode: 0o755})
+		}
+	}
+	if have[entrypoint[1:]] {
+		return nil, fmt.Errorf("binary path %s collides with the image's own files", entrypoint)
 	}
 	entries = append(entries, entry{name: entrypoint[1:], mode: 0o755, contents: bin})
 

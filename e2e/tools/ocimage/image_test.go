@@ -311,6 +311,10 @@ func TestRefuses(t *testing.T) {
 		"script":           {func(o *Options) { o.Binary = text }, "not an ELF file"},
 		"other arch":       {func(o *Options) { o.Arch = otherArch }, "is not " + otherArch},
 		"unsupported arch": {func(o *Options) { o.Arch = "mips" }, "unsupported architecture"},
+		"relative dir":     {func(o *Options) { o.Dir = "bin" }, "not absolute"},
+		"name with slash":  {func(o *Options) { o.Name = "a/b" }, "not a file name"},
+		"onto /etc/passwd": {func(o *Options) { o.Dir, o.Name = "/etc", "passwd" }, "collides"},
+		"under a file":     {func(o *Options) { o.Dir = "/etc/group" }, "is a file of the image"},
 	}
 	// A dynamically linked executable, if the host has one.
 	for _, p := range []string{"/bin/sh", "/usr/bin/env", "/bin/ls"} {
@@ -347,6 +351,76 @@ func TestRefuses(t *testing.T) {
 	}
 }
 
+// TestNoEntrypoint: -dir / -no-entrypoint give the layout of Open Cluster
+// Management's images: the binary at /NAME, no Entrypoint, the binary as
+// Cmd, so that a Deployment's args ["/NAME", "agent"] run it; and a binary in
+// a directory the layer already has (/tmp) does not duplicate that directory.
+func TestNoEntrypoint(t *testing.T) {
+	opts := testOptions()
+	opts.Name, opts.Dir, opts.NoEntrypoint = "registration", "/", true
+	img, err := tarball.ImageFromPath(writeArchive(t, opts, "quay.io/open-cluster-management/registration:v1.2.0"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Config.Entrypoint) != 0 {
+		t.Errorf("Entrypoint = %q, want none", cfg.Config.Entrypoint)
+	}
+	if got := cfg.Config.Cmd; len(got) != 1 || got[0] != "/registration" {
+		t.Errorf("Cmd = %q, want [/registration]", got)
+	}
+	if cfg.Config.User != "65532:65532" {
+		t.Errorf("User = %q, want 65532:65532", cfg.Config.User)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := readLayer(t, layers[0])
+	if f, ok := files["/registration"]; !ok || f.hdr.FileInfo().Mode().Perm() != 0o755 {
+		t.Errorf("no executable /registration in the layer; files: %v", keys(files))
+	}
+	if _, ok := files["/usr/local/bin/registration"]; ok {
+		t.Error("/usr/local/bin/registration in the layer, want only /registration")
+	}
+
+	opts.Dir = "/tmp"
+	img, err = Build(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err = img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	seen := map[string]int{}
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[hdr.Name]++
+		if hdr.Name == "tmp/" && hdr.FileInfo().Mode()&fs.ModeSticky == 0 {
+			t.Errorf("tmp/: mode %v, want the sticky world-writable /tmp", hdr.FileInfo().Mode())
+		}
+	}
+	if seen["tmp/"] != 1 || seen["tmp/registration"] != 1 {
+		t.Errorf("entries %v, want tmp/ and tmp/registration once each", seen)
+	}
+}
+
 // TestRun drives the command line: build with flags, then -inspect.
 func TestRun(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "hub.tar")
@@ -375,6 +449,24 @@ func TestRun(t *testing.T) {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("-inspect output lacks %q:\n%s", want, stdout.String())
 		}
+	}
+	ocm := filepath.Join(t.TempDir(), "registration.tar")
+	args = []string{"-binary", staticBinary, "-name", "registration", "-dir", "/", "-no-entrypoint",
+		"-tag", "quay.io/open-cluster-management/registration:v1.2.0", "-version", "v1.2.0", "-o", ocm}
+	if err := run(args, io.Discard); err != nil {
+		t.Fatalf("run %q: %v", args, err)
+	}
+	stdout.Reset()
+	if err := run([]string{"-inspect", ocm}, &stdout); err != nil {
+		t.Fatalf("-inspect: %v", err)
+	}
+	for _, want := range []string{`"Cmd": [`, `"/registration"`, "Z /registration\n"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("-inspect output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	if strings.Contains(stdout.String(), `"Entrypoint"`) {
+		t.Errorf("-inspect output has an Entrypoint:\n%s", stdout.String())
 	}
 	for _, bad := range [][]string{
 		{"-binary", staticBinary, "-version", "v1", "-o", out},

@@ -6,10 +6,14 @@
 //	    -revision $(git rev-parse HEAD) -o bin/images/fleetset-hub.tar
 //	ocimage -inspect bin/images/fleetset-hub.tar
 //
-// The image runs the binary from /usr/local/bin as user 65532:65532. Every
-// time in it is -source-date-epoch (default $SOURCE_DATE_EPOCH, else 0), so
-// the same binary and flags give the same archive, byte for byte. The archive
-// loads with `kind load image-archive`, `ctr images import` and `docker load`.
+// The image runs the binary from /usr/local/bin (-dir) as user 65532:65532.
+// With -no-entrypoint the binary is the image's Cmd rather than its
+// Entrypoint, for Deployments that give the binary's path as their first
+// argument (Open Cluster Management's: e2e/kind/ocm-images.sh builds them
+// with -dir / -no-entrypoint). Every time in it is -source-date-epoch
+// (default $SOURCE_DATE_EPOCH, else 0), so the same binary and flags give the
+// same archive, byte for byte. The archive loads with `kind load
+// image-archive`, `ctr images import` and `docker load`.
 //
 // It is its own module (e2e/tools/ocimage/go.mod) so that
 // go-containerregistry's dependencies stay out of fleetset's and the OCM
@@ -51,7 +55,9 @@ func run(args []string, stdout io.Writer) error {
 		inspect bool
 	)
 	fs.StringVar(&opts.Binary, "binary", "", "static ELF executable to put in the image (required)")
-	fs.StringVar(&opts.Name, "name", "", "file name of the binary in "+BinDir+" (default: the base name of -binary)")
+	fs.StringVar(&opts.Name, "name", "", "file name of the binary in -dir (default: the base name of -binary)")
+	fs.StringVar(&opts.Dir, "dir", BinDir, "absolute directory of the binary in the image")
+	fs.BoolVar(&opts.NoEntrypoint, "no-entrypoint", false, "no Entrypoint: the binary is the image's Cmd, which a container's args replace (for Deployments whose args start with the binary's path, as Open Cluster Management's do)")
 	fs.StringVar(&opts.Arch, "arch", runtime.GOARCH, "GOARCH of the binary and the image; the image's OS is "+OS)
 	fs.StringVar(&opts.Version, "version", "", "value of the "+LabelVersion+" label (required)")
 	fs.StringVar(&opts.Revision, "revision", "", "value of the "+LabelRevision+" label (the git commit)")
