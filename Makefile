@@ -295,6 +295,6 @@ e2e-kind: kind-up ## The e2e suite on the kind fleet (left up; make kind-down re
 	FLEETSET_MEMBER_KUBECONFIGS=east=$(KIND_FLEET_DIR)/east/kubeconfig,west=$(KIND_FLEET_DIR)/west/kubeconfig \
 	FLEETSET_E2E_STOP_AGENT="$(CURDIR)/e2e/kind/agent.sh stop" FLEETSET_E2E_START_AGENT="$(CURDIR)/e2e/kind/agent.sh start" \
 	FLEETSET_E2E_RESTART="$(CURDIR)/e2e/kind/agent.sh restart" \
-	FLEETSET_E2E_LOGS="kubectl --kubeconfig $(KIND_FLEET_DIR)/<cluster>/kubeconfig logs -n fleetset-system deploy/<process>" \
-	FLEETSET_E2E_IMAGE=registry.k8s.io/pause:3.10.1 FLEETSET_E2E_TIMEOUT=6m \
+	FLEETSET_E2E_LOGS="kubectl --kubeconfig $(KIND_FLEET_DIR)/<cluster>/kubeconfig logs -n fleetset-system deploy/<process> (OCM agents: -n open-cluster-management-agent deploy/klusterlet-<registration|work>-agent)" \
+	FLEETSET_E2E_IMAGE=registry.k8s.io/pause:3.10.1 FLEETSET_E2E_TIMEOUT=6m FLEETSET_E2E_HOOK_TIMEOUT=6m $(KIND_ENV) \
 	  $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ $(E2E_ARGS)

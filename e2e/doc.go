@@ -14,6 +14,11 @@
 //	                             args (FLEET_REBUILD_VERSION=v rebuilds it first)
 //	FLEETSET_E2E_LOGS            optional hint printed on failure: where the
 //	                             fleet's process logs are
+//	FLEETSET_E2E_TIMEOUT         the default wait for pods and status (default 3m)
+//	FLEETSET_E2E_HOOK_TIMEOUT    the limit of one hook command (default 2m)
+//	FLEETSET_E2E_IMAGE           the image of the test workloads' pods (default
+//	                             registry.k8s.io/pause:3.10); a kind fleet's nodes
+//	                             pull nothing, so it names an image they hold
 //
 // The tests carry the build tag e2e: go test -tags e2e ./e2e/
 package e2e

@@ -38,10 +38,18 @@ import (
 
 // Timeouts: pods on kwok turn Ready in seconds, on kind images may need
 // pulling; FLEETSET_E2E_TIMEOUT overrides the default wait.
+// FLEETSET_E2E_HOOK_TIMEOUT bounds one hook command (a kind fleet's restart
+// rebuilds an image and rolls a Deployment).
 var (
 	waitTimeout  = envDuration("FLEETSET_E2E_TIMEOUT", 3*time.Minute)
+	hookTimeout  = envDuration("FLEETSET_E2E_HOOK_TIMEOUT", 2*time.Minute)
 	pollInterval = time.Second
 )
+
+// workloadImage is the container image of the test FleetSets' pods:
+// FLEETSET_E2E_IMAGE, for a fleet whose nodes cannot pull (a kind node holds
+// only its own pause image and the images loaded into it).
+var workloadImage = envString("FLEETSET_E2E_IMAGE", "registry.k8s.io/pause:3.10")
 
 var (
 	managedClusterGVK = schema.GroupVersionKind{Group: "cluster.open-cluster-management.io", Version: "v1", Kind: "ManagedCluster"}
@@ -126,6 +134,13 @@ func fleetFromEnv() (*fleet, error) {
 		return nil, fmt.Errorf("FLEETSET_MEMBER_KUBECONFIGS: the suite needs at least two members, got %d", len(f.members))
 	}
 	return f, nil
+}
+
+func envString(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
 }
 
 func envDuration(key string, def time.Duration) time.Duration {
@@ -236,7 +251,7 @@ func (f *fleet) newFleetSet(ns, name string, replicas int32) *fleetv1.FleetSet {
 					TerminationGracePeriodSeconds: ptr.To[int64](0),
 					Containers: []corev1.Container{{
 						Name:  "db",
-						Image: "registry.k8s.io/pause:3.10",
+						Image: workloadImage,
 						Env:   []corev1.EnvVar{{Name: "VERSION", Value: "1"}},
 					}},
 				},
@@ -417,7 +432,7 @@ func runHook(t *testing.T, env, cluster string, extra ...string) {
 		t.Skipf("%s is not set: this fleet offers no way to stop a member's agent", env)
 	}
 	args := append(append(strings.Fields(cmdline), cluster), extra...)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // also runs in cleanups
+	ctx, cancel := context.WithTimeout(context.Background(), hookTimeout) // also runs in cleanups
 	defer cancel()
 	out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
 	if err != nil {
