@@ -8,8 +8,9 @@ REPO_ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 KIND=${KIND:-${LOCALBIN:-$REPO_ROOT/bin}/kind}
 DIR=${KIND_FLEET_DIR:-$REPO_ROOT/.fleet/kind}
 if docker info >/dev/null 2>&1; then
+  existing=$("$KIND" get clusters 2>/dev/null || true)
   for c in hub east west; do
-    if "$KIND" get clusters 2>/dev/null | grep -qx "fleetset-$c"; then "$KIND" delete cluster --name "fleetset-$c"; fi
+    if grep -qx "fleetset-$c" <<<"$existing"; then "$KIND" delete cluster --name "fleetset-$c"; fi
   done
   docker rm -f fleetset-kind-node-build >/dev/null 2>&1 || true
 fi

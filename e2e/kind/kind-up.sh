@@ -33,10 +33,11 @@ elif [[ -n ${KIND_NODE_IMAGE:-} ]]; then
 fi
 
 # Clusters, one after the other (a 2-core host has no CPU for more).
+existing=$("$KIND" get clusters 2>/dev/null || true)
 for c in $CLUSTERS; do
   mkdir -p "$DIR/$c"
   config=$REPO_ROOT/kind-configs/$([[ $c == hub ]] && echo hub || echo "member-$c").yaml
-  if "$KIND" get clusters 2>/dev/null | grep -qx "fleetset-$c"; then
+  if grep -qx "fleetset-$c" <<<"$existing"; then
     "$KIND" get kubeconfig --name "fleetset-$c" >"$DIR/$c/kubeconfig"
   else
     t=$SECONDS

@@ -59,7 +59,12 @@ for a in "${pods[@]}"; do
   done
 done
 read -r p0 _ <<<"${pods[0]}"
-out=$(dial "$p0" "netexec.$NS.svc.cluster.local" 8080)
+# The Service's endpoints reach kube-proxy a moment after the pods are Ready.
+for _ in $(seq 30); do
+  out=$(dial "$p0" "netexec.$NS.svc.cluster.local" 8080)
+  [[ $out == *'"responses":["'* ]] && break
+  sleep 1
+done
 [[ $out == *'"responses":["'* ]] || { log "FAIL pod $p0 -> Service netexec.$NS by DNS: $out"; exit 1; }
 kc -n $NS exec "$p0" -- /usr/local/bin/agnhost connect --timeout=5s fleetset-hub-control-plane:6443 ||
   { log "FAIL pod $p0 -> fleetset-hub-control-plane:6443"; exit 1; }
