@@ -96,7 +96,8 @@ type Decision struct {
 // certainly expired, to the first Available cluster of its fallbacks (or, by
 // default, of the other subsets' clusters, fewest replicas first), with
 // epoch + 1 (FailedOver). A relocated subset whose home is Available (for
-// the toleration, with Automatic; on request, with Manual) is FailingBack:
+// the toleration, with Automatic; on request, with Manual) and has applied
+// the hub's latest ManifestWork (its stale copy is gone) is FailingBack:
 // delivered nowhere until its fallback cluster has removed it (or is itself
 // fenced), then delivered home with epoch + 1. Without Relocate every subset
 // stays at its spec cluster.
@@ -160,6 +161,14 @@ func Plan(spec Spec, subsets []Subset, clusters map[string]Cluster, now time.Tim
 			}
 			if back := home.Since.Add(spec.Toleration); spec.Automatic && now.Before(back) {
 				d.Retry = back
+				break
+			}
+			if (spec.Automatic || spec.FailbackRequested) && !home.Removed {
+				// The home's work agent has not yet applied the work that
+				// took the subset away: its stale copy may still be there,
+				// and an agent that does not apply could not bring the
+				// subset back either.
+				d.Waiting = fmt.Sprintf("subset %s: waiting for cluster %s to apply its ManifestWork (remove its stale copy) before failing back", s.Name, s.Home)
 				break
 			}
 			if spec.Automatic || spec.FailbackRequested {

@@ -98,6 +98,13 @@ func TestPlan(t *testing.T) {
 			want: []Decision{{Cluster: "west", Deliver: true, Phase: fleetv1.SubsetFailedOver, Epoch: 1, Retry: t0.Add(time.Minute + 20*time.Second)}, {Cluster: "west", Deliver: true}},
 		},
 		{
+			name: "home back but its work not yet applied (stale copy may remain): no failback yet", spec: Spec{Relocate: true, Toleration: 20 * time.Second, Automatic: true},
+			subsets:  []Subset{{Name: "east", Home: "east", Current: "west", Replicas: 5, Phase: fleetv1.SubsetFailedOver, Epoch: 1}, two[1]},
+			clusters: map[string]Cluster{"east": {Exists: true, Available: true, Since: t0, Fenced: t0.Add(time.Hour)}, "west": up(0)}, now: time.Hour,
+			want: []Decision{{Cluster: "west", Deliver: true, Phase: fleetv1.SubsetFailedOver, Epoch: 1, Waiting: "subset east: waiting for cluster east to apply its ManifestWork (remove its stale copy) before failing back"},
+				{Cluster: "west", Deliver: true}},
+		},
+		{
 			name: "failback requested: removed from the fallback first, delivered nowhere", spec: Spec{Relocate: true, Toleration: 20 * time.Second, FailbackRequested: true},
 			subsets:  []Subset{{Name: "east", Home: "east", Current: "west", Replicas: 5, Phase: fleetv1.SubsetFailedOver, Epoch: 1}, two[1]},
 			clusters: map[string]Cluster{"east": up(0), "west": up(0)}, now: time.Hour,
