@@ -424,11 +424,7 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, fs *fleetv1.FleetSe
 	}
 	for i, w := range remove {
 		g.Go(func() error {
-			err := r.Delete(ctx, w)
-			if err == nil {
-				r.expectations.expectDelete(r.owner(fs), kindManifestWork, client.ObjectKeyFromObject(w))
-			}
-			deleted[i] = client.IgnoreNotFound(err)
+			deleted[i] = r.deleteWork(ctx, fs, w)
 			return nil
 		})
 	}
@@ -548,11 +544,7 @@ func (r *FleetSetReconciler) finalize(ctx context.Context, fs *fleetv1.FleetSet)
 	g.SetLimit(max(1, r.MaxParallelWrites))
 	for i, w := range remove {
 		g.Go(func() error {
-			err := r.Delete(ctx, w)
-			if err == nil {
-				r.expectations.expectDelete(r.owner(fs), kindManifestWork, client.ObjectKeyFromObject(w))
-			}
-			errs[i] = client.IgnoreNotFound(err)
+			errs[i] = r.deleteWork(ctx, fs, w)
 			return nil
 		})
 	}
@@ -583,4 +575,15 @@ func (r *FleetSetReconciler) finalize(ctx context.Context, fs *fleetv1.FleetSet)
 	}
 	r.expectations.expectWrite(r.owner(fs), kindFleetSet, fs)
 	return ctrl.Result{}, nil
+}
+
+// deleteWork deletes ManifestWork w of fs and, when the delete was accepted,
+// expects the informer to deliver it. It returns the delete's error, nil
+// when w was already gone.
+func (r *FleetSetReconciler) deleteWork(ctx context.Context, fs *fleetv1.FleetSet, w *workv1.ManifestWork) error {
+	err := r.Delete(ctx, w)
+	if err == nil {
+		r.expectations.expectDelete(r.owner(fs), kindManifestWork, client.ObjectKeyFromObject(w))
+	}
+	return client.IgnoreNotFound(err)
 }
