@@ -170,6 +170,8 @@ func TestAddonInstallsAndRemovesTheMemberSide(t *testing.T) {
 		if o.kept {
 			if err := m.c.Get(ctx, o.key, o.obj); err != nil {
 				t.Errorf("%T %s on %s after disabling: %v", o.obj, o.key, m.name, err)
+			} else if o.obj.GetDeletionTimestamp() != nil {
+				t.Errorf("%T %s on %s after disabling: being deleted, want kept", o.obj, o.key, m.name)
 			}
 		}
 	}

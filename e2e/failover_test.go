@@ -141,11 +141,17 @@ func TestFencedFailover(t *testing.T) {
 		return true, "", nil
 	})
 	t.Logf("relocated and Running after %v", time.Since(start).Round(time.Second))
-	got, err := f.getFleetSet(t.Context(), ns, "db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ss := got.Status.Subsets[0]; ss.Cluster != other.name || ss.Epoch != 1 || ss.Failover != fleetv1.SubsetFailedOver {
+	// The hub writes status after the works that moved the pods: wait for it.
+	var ss fleetv1.SubsetStatus
+	eventually(t, 30*time.Second, "status.subsets["+subset+"] FailedOver", func(ctx context.Context) (bool, string, error) {
+		got, err := f.getFleetSet(ctx, ns, "db")
+		if err != nil {
+			return false, "", err
+		}
+		ss = got.Status.Subsets[0]
+		return ss.Failover == fleetv1.SubsetFailedOver, fmt.Sprintf("cluster %s epoch %d %q", ss.Cluster, ss.Epoch, ss.Failover), nil
+	})
+	if ss.Cluster != other.name || ss.Epoch != 1 {
 		t.Errorf("status.subsets[%s] = cluster %s epoch %d %q, want %s, 1, FailedOver", subset, ss.Cluster, ss.Epoch, ss.Failover, other.name)
 	}
 	if err := victim.c.Get(t.Context(), client.ObjectKeyFromObject(pvc), &corev1.PersistentVolumeClaim{}); err != nil {

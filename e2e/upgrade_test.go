@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/controller"
 )
 
 // restartHook is the environment variable of the fleet's restart command:
@@ -436,7 +437,7 @@ func (f *fleet) workWriteEvents(t *testing.T, ns string, since time.Time) []stri
 	var out []string
 	cut := metav1.NewTime(since.Truncate(time.Second))
 	for _, e := range events.Items {
-		if e.InvolvedObject.Kind != "FleetSet" || !strings.HasPrefix(e.Reason, "ManifestWork") {
+		if e.InvolvedObject.Kind != "FleetSet" || (e.Reason != controller.EventWorksApplied && e.Reason != controller.EventWorksDeleted) {
 			continue
 		}
 		at := e.LastTimestamp

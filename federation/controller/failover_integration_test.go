@@ -107,8 +107,13 @@ func TestFailover(t *testing.T) {
 	if sts.Spec.Ordinals.Start != 0 || ptr.Deref(sts.Spec.Replicas, 0) != 5 {
 		t.Errorf("relocated StatefulSet db-east: start %d replicas %d, want its identity: 0 and 5", sts.Spec.Ordinals.Start, ptr.Deref(sts.Spec.Replicas, 0))
 	}
-	got := getFleetSet(t, "failover", "db")
-	if ss := got.Status.Subsets[0]; ss.Cluster != "fo-west" || ss.Epoch != 1 || ss.Failover != fleetv1.SubsetFailedOver {
+	// The hub writes status after the works, in the same reconcile.
+	var ss fleetv1.SubsetStatus
+	eventually(t, 10*time.Second, "status.subsets[east] FailedOver", func() (bool, error) {
+		ss = getFleetSet(t, "failover", "db").Status.Subsets[0]
+		return ss.Failover == fleetv1.SubsetFailedOver, nil
+	})
+	if ss.Cluster != "fo-west" || ss.Epoch != 1 {
 		t.Errorf("status.subsets[east] = cluster %s epoch %d failover %q, want fo-west 1 FailedOver", ss.Cluster, ss.Epoch, ss.Failover)
 	}
 	var cm corev1.ConfigMap
