@@ -148,9 +148,10 @@ test-integration: test-binaries ## Integration tests on a real kube-apiserver + 
 bench: bench-unit bench-scheduler bench-hub bench-latency ## All benchmarks; print numbers.
 
 .PHONY: bench-unit
-bench-unit: ## Go benchmarks of the pure packages; the seat sequence's quota/Webster measurement.
+bench-unit: ## Go benchmarks of the pure packages; the seat sequence's quota/Webster measurement; the CRD's validation cost per FleetSet update.
 	$(GO) test -run '^TestSequencerQuotaAndWebster$$' -v ./internal/apportion/ | grep -E 'quota method|^(ok|FAIL)'
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/apportion/
+	$(GO) test -run '^$$' -bench . -benchmem ./api/v1alpha1/
 
 # kube-scheduler's own harness (test/integration/scheduler_perf of the pinned
 # k8s.io/kubernetes): the workloads of plugins/bench/performance-config.yaml,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kind-down.sh removes the kind fleet made by kind-up.sh (`make kind-down`):
-# the three clusters and their kubeconfigs. The node and base images stay
+# the three clusters, their kubeconfigs and (when no other cluster uses it)
+# kind's docker network. The node and base images stay
 # (make kind-node-image rebuilds them only when their inputs change); with
 # KIND_HOST_STOP=1 it also stops the dockerd that `make kind-host` started.
 set -euo pipefail
@@ -13,6 +14,12 @@ if docker info >/dev/null 2>&1; then
     if grep -qx "fleetset-$c" <<<"$existing"; then "$KIND" delete cluster --name "fleetset-$c"; fi
   done
   docker rm -f fleetset-kind-node-build >/dev/null 2>&1 || true
+  # kind leaves its docker network behind; remove it once no container is
+  # attached to it (another kind cluster on the host keeps it).
+  if docker network inspect kind >/dev/null 2>&1 &&
+    [[ -z $(docker network inspect kind --format '{{range .Containers}}{{.Name}} {{end}}') ]]; then
+    docker network rm kind >/dev/null
+  fi
 fi
 rm -rf "$DIR"
 if [[ ${KIND_HOST_STOP:-} == 1 ]]; then "$REPO_ROOT/e2e/kind/host.sh" stop; fi
