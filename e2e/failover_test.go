@@ -10,9 +10,10 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -159,23 +160,18 @@ func TestFencedFailover(t *testing.T) {
 	}
 
 	// The victim returns: its StatefulSet is removed before its lease is
-	// renewed; then the subset fails back home (Automatic).
+	// renewed; then the subset fails back home (Automatic). Both are watched
+	// from before the agents start: the hooks return once the agents are
+	// Ready, and by then (on kind) the copy may be gone and the subset home.
 	back := time.Now()
+	ev := watchReturn(t, victim, ns, "db-"+subset)
 	runHook(t, "FLEETSET_E2E_START_AGENT", victim.name)
 	runHook(t, "FLEETSET_E2E_START_AGENT", victim.name, "work-agent")
 	restarted = true
 	var removedAt, renewedAt time.Time
 	eventually(t, 3*time.Minute, victim.name+": copy removed, then lease renewed", func(ctx context.Context) (bool, string, error) {
-		sts := &appsv1.StatefulSet{}
-		err := victim.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-" + subset}, sts)
-		if removedAt.IsZero() && (apierrors.IsNotFound(err) || (err == nil && sts.DeletionTimestamp != nil)) {
-			removedAt = time.Now()
-		}
-		expired, why, lerr := leaseExpired(ctx, victim)
-		if lerr == nil && !expired && renewedAt.IsZero() {
-			renewedAt = time.Now()
-		}
-		return !removedAt.IsZero() && !renewedAt.IsZero(), why, nil
+		removedAt, renewedAt = ev.times()
+		return !removedAt.IsZero() && !renewedAt.IsZero(), fmt.Sprintf("removed at %v, renewed at %v", removedAt, renewedAt), nil
 	})
 	if renewedAt.Before(removedAt) {
 		t.Errorf("%s's lease renewed at %s, before its copy of the moved subset was removed (%s)", victim.name, renewedAt, removedAt)
@@ -199,4 +195,71 @@ func TestFencedFailover(t *testing.T) {
 		return ss.Cluster == victim.name && ss.Epoch == 2 && ss.Failover == "", fmt.Sprintf("subset at %s epoch %d %q", ss.Cluster, ss.Epoch, ss.Failover), nil
 	})
 	t.Logf("home again after %v", time.Since(back).Round(time.Second))
+}
+
+// returnEvents records, from watches on a returning member, when its
+// StatefulSet was first removed (deleted, or marked for deletion) and when
+// its resync Lease was first renewed.
+type returnEvents struct {
+	mu                   sync.Mutex
+	removedAt, renewedAt time.Time
+}
+
+func (e *returnEvents) times() (removed, renewed time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.removedAt, e.renewedAt
+}
+
+// watchReturn starts, on member m, a watch of StatefulSet ns/name and one of
+// the resync Lease, both from now, recording into the returned events the
+// first removal of the StatefulSet and the first renewal of the Lease past
+// its renewTime now. The watches end with the test.
+func watchReturn(t *testing.T, m member, ns, name string) *returnEvents {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
+	t.Cleanup(cancel)
+	l, err := m.resyncLease(ctx)
+	if err != nil {
+		t.Fatalf("%s: reading the resync lease: %v", m.name, err)
+	}
+	var last time.Time
+	if l.Spec.RenewTime != nil {
+		last = l.Spec.RenewTime.Time
+	}
+	stsW, err := m.c.Watch(ctx, &appsv1.StatefulSetList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
+	if err != nil {
+		t.Fatalf("%s: watching StatefulSet %s/%s: %v", m.name, ns, name, err)
+	}
+	leaseW, err := m.c.Watch(ctx, &coordinationv1.LeaseList{}, client.InNamespace(fleetv1.ResyncLeaseNamespace),
+		client.MatchingFields{"metadata.name": fleetv1.ResyncLeaseName})
+	if err != nil {
+		t.Fatalf("%s: watching the resync lease: %v", m.name, err)
+	}
+	e := &returnEvents{}
+	record := func(at *time.Time) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if at.IsZero() {
+			*at = time.Now()
+		}
+	}
+	go func() {
+		defer stsW.Stop()
+		for w := range stsW.ResultChan() {
+			s, ok := w.Object.(*appsv1.StatefulSet)
+			if w.Type == watch.Deleted || (ok && w.Type == watch.Modified && s.DeletionTimestamp != nil) {
+				record(&e.removedAt)
+			}
+		}
+	}()
+	go func() {
+		defer leaseW.Stop()
+		for w := range leaseW.ResultChan() {
+			if l, ok := w.Object.(*coordinationv1.Lease); ok && l.Spec.RenewTime != nil && l.Spec.RenewTime.After(last) {
+				record(&e.renewedAt)
+			}
+		}
+	}()
+	return e
 }

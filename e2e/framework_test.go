@@ -59,7 +59,7 @@ var (
 // member is one member cluster of the fleet.
 type member struct {
 	name string
-	c    client.Client
+	c    client.WithWatch
 }
 
 // fleet is the system under test: the hub and its members, from the
@@ -96,13 +96,13 @@ func newScheme() *runtime.Scheme {
 	return s
 }
 
-func clientFor(path string) (client.Client, error) {
+func clientFor(path string) (client.WithWatch, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
 	cfg.QPS, cfg.Burst = 50, 100
-	return client.New(cfg, client.Options{Scheme: newScheme()})
+	return client.NewWithWatch(cfg, client.Options{Scheme: newScheme()})
 }
 
 func fleetFromEnv() (*fleet, error) {
