@@ -199,7 +199,7 @@ func TestFencedFailover(t *testing.T) {
 
 // returnEvents records, from watches on a returning member, when its
 // StatefulSet was first removed (deleted, or marked for deletion) and when
-// its resync Lease was first renewed.
+// its resync Lease was first renewed (fresh: unexpired when seen).
 type returnEvents struct {
 	mu                   sync.Mutex
 	removedAt, renewedAt time.Time
@@ -256,7 +256,13 @@ func watchReturn(t *testing.T, m member, ns, name string) *returnEvents {
 	go func() {
 		defer leaseW.Stop()
 		for w := range leaseW.ResultChan() {
-			if l, ok := w.Object.(*coordinationv1.Lease); ok && l.Spec.RenewTime != nil && l.Spec.RenewTime.After(last) {
+			// A renewal is a renewTime past the one read above that is
+			// fresh: the work agent, when it returns, first applies the
+			// last lease the hub wrote before the member was cut off,
+			// newer but already expired (still fencing).
+			l, ok := w.Object.(*coordinationv1.Lease)
+			if ok && l.Spec.RenewTime != nil && l.Spec.LeaseDurationSeconds != nil && l.Spec.RenewTime.After(last) &&
+				time.Now().Before(l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second)) {
 				record(&e.renewedAt)
 			}
 		}
