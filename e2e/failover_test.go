@@ -213,8 +213,9 @@ func (e *returnEvents) times() (removed, renewed time.Time) {
 
 // watchReturn starts, on member m, a watch of StatefulSet ns/name and one of
 // the resync Lease, both from now, recording into the returned events the
-// first removal of the StatefulSet and the first renewal of the Lease past
-// its renewTime now. The watches end with the test.
+// first removal of the StatefulSet and the first renewal of the Lease: a
+// renewTime past the one it has now, unexpired when seen. The watches end
+// with the test.
 func watchReturn(t *testing.T, m member, ns, name string) *returnEvents {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
