@@ -261,10 +261,10 @@ func watchReturn(t *testing.T, m member, ns, name string) *returnEvents {
 			// fresh: the work agent, when it returns, first applies the
 			// last lease the hub wrote before the member was cut off,
 			// newer but already expired (still fencing).
-			l, ok := w.Object.(*coordinationv1.Lease)
-			if ok && l.Spec.RenewTime != nil && l.Spec.LeaseDurationSeconds != nil && l.Spec.RenewTime.After(last) &&
-				time.Now().Before(l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second)) {
-				record(&e.renewedAt)
+			if l, ok := w.Object.(*coordinationv1.Lease); ok {
+				if end, ok := leaseEnd(l); ok && l.Spec.RenewTime.After(last) && time.Now().Before(end) {
+					record(&e.renewedAt)
+				}
 			}
 		}
 	}()

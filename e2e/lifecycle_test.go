@@ -13,6 +13,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,11 +99,20 @@ func leaseExpired(ctx context.Context, m member) (bool, string, error) {
 	if err != nil {
 		return false, "", err
 	}
-	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+	end, ok := leaseEnd(l)
+	if !ok {
 		return false, "", fmt.Errorf("lease without renewTime or leaseDurationSeconds")
 	}
-	end := l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
 	return time.Now().After(end), fmt.Sprintf("renewTime %v, duration %ds", l.Spec.RenewTime.Time, *l.Spec.LeaseDurationSeconds), nil
+}
+
+// leaseEnd returns when Lease l expires (renewTime + leaseDurationSeconds),
+// and false when it lacks either.
+func leaseEnd(l *coordinationv1.Lease) (time.Time, bool) {
+	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return time.Time{}, false
+	}
+	return l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second), true
 }
 
 func TestMemberCutOffFromHub(t *testing.T) {
