@@ -43,7 +43,8 @@ const (
 	// deleted counts and their clusters.
 	EventWorksApplied = "WorksApplied"
 	// EventWorksDeleted: the deleted FleetSet's ManifestWorks were deleted;
-	// one event per reconcile that deleted any, with the clusters.
+	// one event per reconcile that deleted any, with the clusters (on the
+	// FleetSet, which may be gone by then: the event names it).
 	EventWorksDeleted = "WorksDeleted"
 	// EventSubsetUpdating: a RollingUpdate reached a subset.
 	EventSubsetUpdating = "SubsetUpdating"
@@ -84,17 +85,18 @@ type FleetSetReconciler struct {
 }
 
 // SetupWithManager watches FleetSets (spec and annotation changes: the
-// failback request), the hub's ManifestWorks (mapped to their FleetSet by
-// owner labels; changes and deletions, not creations: the hub creates them,
-// and the reconcile that did already folded them) and ManagedClusters
-// (mapped to the FleetSets with a subset there, on creation, deletion or a
-// change of availability).
+// failback request; deletions), the hub's ManifestWorks (mapped to their
+// FleetSet by owner labels; changes and deletions, and creations only of
+// orphans, works whose FleetSet is not in the cache: the hub creates the
+// others, and the reconcile that did already folded them) and
+// ManagedClusters (mapped to the FleetSets with a subset there, on creation,
+// deletion or a change of availability).
 func (r *FleetSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("fleetset").
 		For(&fleetv1.FleetSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(workOwner),
-			builder.WithPredicates(predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }})).
+			builder.WithPredicates(predicate.Funcs{CreateFunc: func(e event.CreateEvent) bool { return r.orphaned(e.Object) }})).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.fleetSetsOnCluster),
 			builder.WithPredicates(availabilityChanged())).
 		Complete(r)
@@ -148,22 +150,38 @@ func isAvailable(mc *clusterv1.ManagedCluster) bool {
 
 // +kubebuilder:rbac:groups=fleetset.io,resources=fleetsets,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=fleetset.io,resources=fleetsets/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=fleetset.io,resources=fleetsets/finalizers,verbs=update
 // +kubebuilder:rbac:groups=work.open-cluster-management.io,resources=manifestworks,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=managedclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=fleetset-system
 
-// Reconcile delivers one FleetSet; see reconcile. While the cache has not
-// delivered this FleetSet's last writes (its own update and status, its
-// ManifestWorks), it only asks to run again.
+// orphaned reports whether ManifestWork o has owner labels naming a
+// FleetSet the cache does not hold (one deleted while the hub was not
+// running: the informer's first list delivers its works as creations). The
+// cache read waits for the FleetSet informer's first list.
+func (r *FleetSetReconciler) orphaned(o client.Object) bool {
+	reqs := workOwner(context.Background(), o)
+	if len(reqs) == 0 {
+		return false
+	}
+	err := r.Get(context.Background(), reqs[0].NamespacedName, &fleetv1.FleetSet{})
+	return apierrors.IsNotFound(err)
+}
+
+// Reconcile delivers one FleetSet; see reconcile. A FleetSet that is gone
+// has its ManifestWorks deleted (collect). While the cache has not
+// delivered this FleetSet's last writes (its status, its ManifestWorks), it
+// only asks to run again.
 func (r *FleetSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if !r.expectations.satisfied(fleetSetOwner(req.NamespacedName)) {
 		return ctrl.Result{RequeueAfter: cacheWaitDelay}, nil
 	}
 	fs := &fleetv1.FleetSet{}
 	if err := r.Get(ctx, req.NamespacedName, fs); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.collect(ctx, req.NamespacedName)
+		}
+		return ctrl.Result{}, err
 	}
 	return r.reconcile(ctx, fs)
 }
@@ -212,23 +230,25 @@ type subsetFailover struct {
 	failover fleetv1.SubsetFailoverPhase
 }
 
-// reconcile runs the steps: finalize a deleted FleetSet; add the finalizer;
-// plan (ordinals + division); check the clusters; write the ManifestWorks
-// that differ and delete those of clusters no longer used; fold the feedback
+// reconcile runs the steps: finalize a FleetSet being deleted; plan
+// (ordinals + division); check the clusters; write the ManifestWorks that
+// differ and delete those of clusters no longer used; fold the feedback
 // into status; write status if it changed; emit events.
+//
+// The hub puts no finalizer on a FleetSet: its deletion is cascaded in the
+// background, as the Kubernetes garbage collector does for ownerReferences
+// by default (propagationPolicy Background), which ManifestWorks cannot
+// carry (they live in the clusters' namespaces). A FleetSet that is gone
+// has its works deleted by collect, also when it was deleted while the hub
+// was not running; this saves a FleetSet write per FleetSet (README,
+// Benchmarks).
 func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet) (ctrl.Result, error) {
 	if !fs.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, fs)
 	}
-	if controllerutil.AddFinalizer(fs, fleetv1.FleetSetFinalizer) {
-		if err := r.Update(ctx, fs); err != nil {
-			return ctrl.Result{}, err
-		}
-		r.expectations.expectWrite(r.owner(fs), kindFleetSet, fs)
-	}
 	st := &state{fs: fs, now: metav1.NewTime(r.now())}
 	var err error
-	if st.works, err = r.ownedWorks(ctx, fs); err != nil {
+	if st.works, err = r.ownedWorks(ctx, client.ObjectKeyFromObject(fs)); err != nil {
 		return ctrl.Result{}, err
 	}
 	status := fs.Status.DeepCopy()
@@ -293,12 +313,13 @@ func (r *FleetSetReconciler) owner(fs *fleetv1.FleetSet) string {
 	return fleetSetOwner(client.ObjectKeyFromObject(fs))
 }
 
-// ownedWorks lists the FleetSet's ManifestWorks in every cluster namespace,
-// through the WorkOwnerIndex (a lookup, not a scan of every work).
-func (r *FleetSetReconciler) ownedWorks(ctx context.Context, fs *fleetv1.FleetSet) (map[types.NamespacedName]*workv1.ManifestWork, error) {
+// ownedWorks lists the ManifestWorks of FleetSet key in every cluster
+// namespace, through the WorkOwnerIndex (a lookup, not a scan of every
+// work).
+func (r *FleetSetReconciler) ownedWorks(ctx context.Context, key types.NamespacedName) (map[types.NamespacedName]*workv1.ManifestWork, error) {
 	var list workv1.ManifestWorkList
-	if err := r.List(ctx, &list, client.MatchingFields{WorkOwnerIndex: workOwnerKey(fs.Namespace, fs.Name)}); err != nil {
-		return nil, fmt.Errorf("listing ManifestWorks of %s/%s: %w", fs.Namespace, fs.Name, err)
+	if err := r.List(ctx, &list, client.MatchingFields{WorkOwnerIndex: workOwnerKey(key.Namespace, key.Name)}); err != nil {
+		return nil, fmt.Errorf("listing ManifestWorks of %s: %w", key, err)
 	}
 	out := make(map[types.NamespacedName]*workv1.ManifestWork, len(list.Items))
 	for i := range list.Items {
@@ -521,16 +542,49 @@ func listClusters(clusters []string) string {
 	return strings.Join(c[:maxEventClusters], ", ") + fmt.Sprintf(" and %d more", len(c)-maxEventClusters)
 }
 
-// finalize deletes the FleetSet's ManifestWorks and removes the finalizer
-// once none is left. A work whose agent never confirms deletion (a detached
-// cluster) holds the FleetSet until OCM cleans the cluster's namespace.
+// finalize handles a FleetSet whose deletion waits on finalizers (another
+// controller's, or fleetset.io/manifestworks, which hubs before this one
+// added): it deletes the FleetSet's ManifestWorks at once and, once none is
+// left, removes fleetset.io/manifestworks if present. A work whose agent
+// never confirms deletion (a detached cluster) holds that finalizer until
+// OCM cleans the cluster's namespace.
 func (r *FleetSetReconciler) finalize(ctx context.Context, fs *fleetv1.FleetSet) (ctrl.Result, error) {
+	left, err := r.deleteWorks(ctx, client.ObjectKeyFromObject(fs), fs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if !controllerutil.ContainsFinalizer(fs, fleetv1.FleetSetFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	works, err := r.ownedWorks(ctx, fs)
-	if err != nil {
+	if left > 0 {
+		// The ManifestWork watch requeues when they are gone; poll as well.
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+	}
+	controllerutil.RemoveFinalizer(fs, fleetv1.FleetSetFinalizer)
+	if err := r.Update(ctx, fs); err != nil {
 		return ctrl.Result{}, err
+	}
+	r.expectations.expectWrite(r.owner(fs), kindFleetSet, fs)
+	return ctrl.Result{}, nil
+}
+
+// collect deletes the ManifestWorks of FleetSet key, which is gone: the
+// background cascade of its deletion. It returns the first delete's error.
+func (r *FleetSetReconciler) collect(ctx context.Context, key types.NamespacedName) error {
+	gone := &fleetv1.FleetSet{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	_, err := r.deleteWorks(ctx, key, gone)
+	return err
+}
+
+// deleteWorks deletes, up to MaxParallelWrites at a time, the ManifestWorks
+// of FleetSet key that are not being deleted yet, and emits one
+// WorksDeleted event on fs naming their clusters. It returns how many of
+// its works the cache held (being deleted or not) and an error naming the
+// first work it failed to delete.
+func (r *FleetSetReconciler) deleteWorks(ctx context.Context, key types.NamespacedName, fs *fleetv1.FleetSet) (int, error) {
+	works, err := r.ownedWorks(ctx, key)
+	if err != nil {
+		return 0, err
 	}
 	var remove []*workv1.ManifestWork
 	for _, w := range works {
@@ -553,28 +607,18 @@ func (r *FleetSetReconciler) finalize(ctx context.Context, fs *fleetv1.FleetSet)
 	var failed error
 	for i, w := range remove {
 		if errs[i] != nil {
-			failed = fmt.Errorf("deleting ManifestWork %s: %w", client.ObjectKeyFromObject(w), errs[i])
+			if failed == nil {
+				failed = fmt.Errorf("deleting ManifestWork %s: %w", client.ObjectKeyFromObject(w), errs[i])
+			}
 			continue
 		}
 		workWrites.WithLabelValues("delete").Inc()
 		sum.deleted = append(sum.deleted, w.Namespace)
 	}
-	if msg := sum.message(manifestwork.WorkName(fs.Namespace, fs.Name)); msg != "" {
+	if msg := sum.message(manifestwork.WorkName(key.Namespace, key.Name)); msg != "" {
 		r.Recorder.Event(fs, corev1.EventTypeNormal, EventWorksDeleted, msg)
 	}
-	if failed != nil {
-		return ctrl.Result{}, failed
-	}
-	if len(works) > 0 {
-		// The ManifestWork watch requeues when they are gone; poll as well.
-		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
-	}
-	controllerutil.RemoveFinalizer(fs, fleetv1.FleetSetFinalizer)
-	if err := r.Update(ctx, fs); err != nil {
-		return ctrl.Result{}, err
-	}
-	r.expectations.expectWrite(r.owner(fs), kindFleetSet, fs)
-	return ctrl.Result{}, nil
+	return len(works), failed
 }
 
 // deleteWork deletes ManifestWork w of fs and, when the delete was accepted,

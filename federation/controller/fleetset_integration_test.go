@@ -171,8 +171,8 @@ func TestDelivery(t *testing.T) {
 	if c := condition(got, fleetv1.ConditionProgressing); c.Status != metav1.ConditionTrue || c.Reason != fleetv1.ReasonWaitingForFeedback {
 		t.Errorf("Progressing = %+v, want True/%s", c, fleetv1.ReasonWaitingForFeedback)
 	}
-	if !controllerutilContains(got.Finalizers, fleetv1.FleetSetFinalizer) {
-		t.Errorf("finalizers = %v, want %s", got.Finalizers, fleetv1.FleetSetFinalizer)
+	if len(got.Finalizers) != 0 {
+		t.Errorf("finalizers = %v, want none (deletion cascades in the background)", got.Finalizers)
 	}
 
 	// Steady state: no write to the FleetSet or its works.
@@ -248,7 +248,7 @@ func TestDelivery(t *testing.T) {
 		t.Errorf("moved subset west starts at %d, want its block 1000 kept", s.Start)
 	}
 
-	// Delete: the works go, then the FleetSet.
+	// Delete: the FleetSet goes at once, its works after it.
 	if err := k8sClient.Delete(ctx, getFleetSet(t, "delivery", "mydb")); err != nil {
 		t.Fatal(err)
 	}
@@ -256,6 +256,76 @@ func TestDelivery(t *testing.T) {
 		err := k8sClient.Get(ctx, clientKey("delivery", "mydb"), &fleetv1.FleetSet{})
 		return apierrors.IsNotFound(err) && len(works(t, "delivery", "mydb")) == 0, nil
 	})
+	if !hasEvent(t, "delivery", "mydb", EventWorksDeleted) {
+		t.Errorf("no %s event on the deleted FleetSet", EventWorksDeleted)
+	}
+}
+
+// TestDeletionCascades checks the background cascade of a FleetSet's
+// deletion to its ManifestWorks: for a FleetSet deleted while no hub ran (the
+// next hub finds its works orphaned), and for one that carries the
+// finalizer earlier hubs added (the hub deletes the works, then removes it).
+func TestDeletionCascades(t *testing.T) {
+	ctx := context.Background()
+	createCluster(t, "gc-east", true)
+	createCluster(t, "gc-west", true)
+	createNamespace(t, "cascade")
+	newFleetSet := func(name string, finalizers ...string) *fleetv1.FleetSet {
+		fs := sampleFleetSet("cascade", name)
+		fs.Spec.Topology.Subsets[0].Cluster, fs.Spec.Topology.Subsets[1].Cluster = "gc-east", "gc-west"
+		fs.Finalizers = finalizers
+		if err := k8sClient.Create(ctx, fs); err != nil {
+			t.Fatal(err)
+		}
+		return fs
+	}
+	h := startHub(t, time.Minute)
+	orphan := newFleetSet("orphan")
+	legacy := newFleetSet("legacy", fleetv1.FleetSetFinalizer)
+	for _, name := range []string{"orphan", "legacy"} {
+		eventually(t, 20*time.Second, name+": works in both clusters", func() (bool, error) {
+			return len(works(t, "cascade", name)) == 2, nil
+		})
+	}
+	// Sibling: a live FleetSet whose works must stay.
+	newFleetSet("live")
+	eventually(t, 20*time.Second, "live: works in both clusters", func() (bool, error) {
+		return len(works(t, "cascade", "live")) == 2, nil
+	})
+
+	// Deleted while no hub runs: the FleetSet is gone at once (no
+	// finalizer) and its works stay until a hub starts.
+	h.stop()
+	if err := k8sClient.Delete(ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "orphan: FleetSet gone", func() (bool, error) {
+		return apierrors.IsNotFound(k8sClient.Get(ctx, clientKey("cascade", "orphan"), &fleetv1.FleetSet{})), nil
+	})
+	time.Sleep(time.Second)
+	if n := len(works(t, "cascade", "orphan")); n != 2 {
+		t.Fatalf("orphan: %d works with no hub running, want the 2 left as they were", n)
+	}
+	startHub(t, time.Minute)
+	eventually(t, 20*time.Second, "orphan: works collected by the next hub", func() (bool, error) {
+		return len(works(t, "cascade", "orphan")) == 0, nil
+	})
+	if !hasEvent(t, "cascade", "orphan", EventWorksDeleted) {
+		t.Errorf("orphan: no %s event", EventWorksDeleted)
+	}
+
+	// The finalizer of earlier hubs: works deleted, then the finalizer
+	// removed and the FleetSet gone.
+	if err := k8sClient.Delete(ctx, legacy); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "legacy: works and FleetSet deleted", func() (bool, error) {
+		err := k8sClient.Get(ctx, clientKey("cascade", "legacy"), &fleetv1.FleetSet{})
+		return apierrors.IsNotFound(err) && len(works(t, "cascade", "legacy")) == 0, nil
+	})
+	if n := len(works(t, "cascade", "live")); n != 2 {
+		t.Errorf("live: %d works, want its 2 untouched", n)
+	}
 }
 
 func TestClusterProblems(t *testing.T) {
@@ -386,13 +456,4 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
-}
-
-func controllerutilContains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
