@@ -5,10 +5,13 @@ go 1.25.0
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/prometheus/client_golang v1.22.0
+	github.com/prometheus/common v0.62.0
 	github.com/spf13/cobra v1.9.1
 	golang.org/x/sync v0.12.0
 	k8s.io/api v0.34.4
+	k8s.io/apiextensions-apiserver v0.34.4
 	k8s.io/apimachinery v0.34.4
+	k8s.io/apiserver v0.34.4
 	k8s.io/cli-runtime v0.34.4
 	k8s.io/client-go v0.34.4
 	k8s.io/component-base v0.34.4
@@ -102,7 +105,6 @@ require (
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/pquerna/cachecontrol v0.1.0 // indirect
 	github.com/prometheus/client_model v0.6.1 // indirect
-	github.com/prometheus/common v0.62.0 // indirect
 	github.com/prometheus/procfs v0.15.1 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/sirupsen/logrus v1.9.3 // indirect
@@ -148,8 +150,6 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/apiextensions-apiserver v0.34.4 // indirect
-	k8s.io/apiserver v0.34.4 // indirect
 	k8s.io/cloud-provider v0.34.4 // indirect
 	k8s.io/cluster-bootstrap v0.0.0 // indirect
 	k8s.io/controller-manager v0.34.4 // indirect

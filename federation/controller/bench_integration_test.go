@@ -8,13 +8,17 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"maps"
 	"runtime"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -351,6 +355,7 @@ func measureLimit(t *testing.T, parallel int, ns string, clusters []string, flee
 	if err != nil {
 		t.Fatal(err)
 	}
+	reqBefore, cpuBefore := apiserverRequests(cp.Config), processCPU()
 	start := time.Now()
 	if f := os.Getenv("BENCH_APISERVER_PROFILE"); f != "" {
 		go func() {
@@ -363,6 +368,8 @@ func measureLimit(t *testing.T, parallel int, ns string, clusters []string, flee
 	}
 	obs.waitFor(t, 30*time.Minute, "every ManifestWork", func(w, _ int) bool { return w == len(works) })
 	secs := time.Since(start).Seconds()
+	printCPU(fmt.Sprintf("limit parallel=%d", parallel), cpuBefore, processCPU())
+	printRequests(fmt.Sprintf("limit parallel=%d", parallel), reqBefore, apiserverRequests(cp.Config))
 	n := wc.snapshot()
 	return limitResult{parallel: parallel, seconds: secs, writes: n["work"] + n["other"], throttled: n["throttled"], limiterWait: limiter.seconds(), load: loadAvg()}
 }
@@ -481,6 +488,7 @@ func TestHubThroughput(t *testing.T) {
 	errorsBefore := metricSum(t, "controller_runtime_reconcile_errors_total", map[string]string{"controller": "fleetset"})
 	retriesBefore := metricSum(t, "workqueue_retries_total", map[string]string{"name": "fleetset"})
 	reconcilesBefore := metricSum(t, "controller_runtime_reconcile_total", map[string]string{"controller": "fleetset"})
+	reqBefore, cpuBefore := apiserverRequests(env.Config), processCPU()
 	start = time.Now()
 	h := startHubWith(t, Options{HubIdentity: "test-hub", LeaseDuration: leaseDuration, MaxParallelWrites: envInt(t, "BENCH_PARALLEL_WRITES", DefaultMaxParallelWrites)})
 	if os.Getenv("BENCH_PROGRESS") != "" {
@@ -505,6 +513,7 @@ func TestHubThroughput(t *testing.T) {
 	}
 	obs.waitFor(t, 30*time.Minute, "every ManifestWork", func(w, _ int) bool { return w == wantWorks })
 	allWorks := time.Since(start)
+	cpuWorks := processCPU()
 	worksLoad := loadAvg()
 	obs.waitFor(t, 30*time.Minute, "every status", func(_, d int) bool { return d == nFS })
 	allStatus := time.Since(start)
@@ -521,6 +530,8 @@ func TestHubThroughput(t *testing.T) {
 		}
 	}
 	converged := quiet()
+	printCPU("hub", cpuBefore, cpuWorks)
+	printRequests("hub", reqBefore, apiserverRequests(env.Config))
 
 	ratio := ""
 	if best != nil {
@@ -626,4 +637,116 @@ func metricSum(t testing.TB, name string, match map[string]string) float64 {
 		}
 	}
 	return sum
+}
+
+// apiserverRequests returns the apiserver's request counts
+// (apiserver_request_total) by "VERB resource[/subresource]", and the
+// watchers it closed for not keeping up (apiserver_terminated_watchers_total)
+// by "TERMINATED_WATCH resource", read from its
+// /metrics through cfg; none when they cannot be read (diagnostics only).
+func apiserverRequests(cfg *rest.Config) map[string]float64 {
+	out := map[string]float64{}
+	rc, err := rest.RESTClientFor(restConfigFor(cfg))
+	if err != nil {
+		return out
+	}
+	b, err := rc.Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		return out
+	}
+	var p expfmt.TextParser
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(string(b)))
+	if err != nil {
+		return out
+	}
+	for _, m := range mfs["apiserver_terminated_watchers_total"].GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == "resource" {
+				out["TERMINATED_WATCH "+lp.GetValue()] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	for _, m := range mfs["apiserver_request_total"].GetMetric() {
+		l := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			l[lp.GetName()] = lp.GetValue()
+		}
+		k := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			k += "/" + l["subresource"]
+		}
+		out[k] += m.GetCounter().GetValue()
+	}
+	return out
+}
+
+// printRequests prints, as one BENCH line labelled what, the requests the
+// apiserver served between before and after (apiserverRequests), by count.
+func printRequests(what string, before, after map[string]float64) {
+	type kv struct {
+		k string
+		n float64
+	}
+	var d []kv
+	for k, v := range after {
+		if n := v - before[k]; n >= 1 {
+			d = append(d, kv{k, n})
+		}
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i].n > d[j].n })
+	var parts []string
+	for _, x := range d {
+		parts = append(parts, fmt.Sprintf("%s=%.0f", strings.ReplaceAll(x.k, " ", ":"), x.n))
+	}
+	fmt.Printf("BENCH %s apiserver_requests %s\n", what, strings.Join(parts, " "))
+}
+
+// processCPU returns the CPU seconds (user + system) used so far by this
+// process ("test": the hub or the plain client, and the observer) and by
+// its child processes, by command name (kube-apiserver, etcd), from
+// /proc/<pid>/stat at 100 ticks per second; none where /proc cannot be read
+// (diagnostics only).
+func processCPU() map[string]float64 {
+	out := map[string]float64{}
+	self := os.Getpid()
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || closing < open {
+			continue
+		}
+		comm, f := s[open+1:closing], strings.Fields(s[closing+1:])
+		if len(f) < 13 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		utime, _ := strconv.ParseFloat(f[11], 64)
+		stime, _ := strconv.ParseFloat(f[12], 64)
+		switch {
+		case pid == self:
+			out["test"] += (utime + stime) / 100
+		case ppid == self:
+			out[comm] += (utime + stime) / 100
+		}
+	}
+	return out
+}
+
+// printCPU prints, as one BENCH line labelled what, the CPU seconds each
+// process used between before and after (processCPU).
+func printCPU(what string, before, after map[string]float64) {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(after)) {
+		parts = append(parts, fmt.Sprintf("%s=%.1f", k, after[k]-before[k]))
+	}
+	fmt.Printf("BENCH %s cpu_seconds %s\n", what, strings.Join(parts, " "))
 }

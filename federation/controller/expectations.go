@@ -192,6 +192,20 @@ func (e *cacheExpectations) satisfied(owner string) bool {
 	return len(e.byOwner[owner]) == 0
 }
 
+// holds reports whether the informer of kind has delivered the object at key
+// and not its deletion, without a cache read; known is false for the nil
+// expectations (nothing is tracked). Its handler may run behind the cache's
+// own, so a false held can be stale: a hint, not a verdict.
+func (e *cacheExpectations) holds(kind string, key types.NamespacedName) (held, known bool) {
+	if e == nil {
+		return false, false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, held = e.seen[objectRef{kind, key}]
+	return held, true
+}
+
 // add records p for ref, replacing an earlier write of ref (by any owner).
 // e.mu must be held.
 func (e *cacheExpectations) add(ref objectRef, p expectation) {

@@ -118,3 +118,29 @@ func TestWorksSummary(t *testing.T) {
 		t.Errorf("message = %q, want 10 clusters named and 2 counted", got)
 	}
 }
+
+// TestCacheExpectationsHolds: holds tells which objects the informer
+// delivered and has not deleted; the nil expectations know nothing.
+func TestCacheExpectationsHolds(t *testing.T) {
+	e := newCacheExpectations(30*time.Second, nil)
+	h := e.handler(kindManifestWork)
+	key := types.NamespacedName{Namespace: "east", Name: "w"}
+	if held, known := e.holds(kindManifestWork, key); held || !known {
+		t.Fatalf("before delivery: held %v known %v, want false, true", held, known)
+	}
+	h.OnAdd(work("east", "w", "1"), false)
+	if held, _ := e.holds(kindManifestWork, key); !held {
+		t.Fatal("not held once delivered")
+	}
+	if held, _ := e.holds(kindFleetSet, key); held {
+		t.Fatal("held under another kind")
+	}
+	h.OnDelete(work("east", "w", "2"))
+	if held, _ := e.holds(kindManifestWork, key); held {
+		t.Fatal("held after its deletion was delivered")
+	}
+	var none *cacheExpectations
+	if _, known := none.holds(kindManifestWork, key); known {
+		t.Fatal("nil expectations claim to know")
+	}
+}

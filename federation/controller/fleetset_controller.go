@@ -157,12 +157,17 @@ func isAvailable(mc *clusterv1.ManagedCluster) bool {
 
 // orphaned reports whether ManifestWork o has owner labels naming a
 // FleetSet the cache does not hold (one deleted while the hub was not
-// running: the informer's first list delivers its works as creations). The
-// cache read waits for the FleetSet informer's first list.
+// running: the informer's first list delivers its works as creations). It
+// asks the expectations, which track every FleetSet the informer delivered
+// (no copy of the FleetSet per work), else the cache. A FleetSet they have
+// not heard of yet passes too: its reconcile reads the cache and finds it.
 func (r *FleetSetReconciler) orphaned(o client.Object) bool {
 	reqs := workOwner(context.Background(), o)
 	if len(reqs) == 0 {
 		return false
+	}
+	if held, known := r.expectations.holds(kindFleetSet, reqs[0].NamespacedName); known {
+		return !held
 	}
 	err := r.Get(context.Background(), reqs[0].NamespacedName, &fleetv1.FleetSet{})
 	return apierrors.IsNotFound(err)
