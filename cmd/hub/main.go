@@ -50,6 +50,7 @@ func run() error {
 		kubeAPIBurst      int
 		maxConcurrentRecs int
 		maxParallelWrites int
+		maxUnobserved     int
 		printVersion      bool
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:8080", "Address the Prometheus /metrics endpoint binds to; \"0\" disables it.")
@@ -65,6 +66,7 @@ func run() error {
 	flag.IntVar(&kubeAPIBurst, "kube-api-burst", controller.DefaultKubeAPIBurst, "Burst of queries to the hub's kube-apiserver above --kube-api-qps.")
 	flag.IntVar(&maxConcurrentRecs, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "Reconciles run in parallel per controller.")
 	flag.IntVar(&maxParallelWrites, "max-parallel-work-writes", controller.DefaultMaxParallelWrites, "ManifestWork writes one FleetSet reconcile makes in parallel (at most this × --max-concurrent-reconciles in flight).")
+	flag.IntVar(&maxUnobserved, "max-unobserved-work-writes", controller.DefaultMaxUnobservedWrites, "ManifestWork writes, over all reconciles, made or in flight that the hub's own cache has not seen yet; further writes wait. Keeps the hub's watch of ManifestWorks within what the apiserver buffers per watcher (100 events for a custom resource), so that a burst does not get it closed and replayed.")
 	flag.BoolVar(&printVersion, "version", false, "Print the version and exit.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
@@ -102,7 +104,7 @@ func run() error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := controller.Setup(ctx, mgr, controller.Options{HubIdentity: hubIdentity, LeaseDuration: leaseDuration, LeaseSkew: leaseSkew, MaxParallelWrites: maxParallelWrites}); err != nil {
+	if err := controller.Setup(ctx, mgr, controller.Options{HubIdentity: hubIdentity, LeaseDuration: leaseDuration, LeaseSkew: leaseSkew, MaxParallelWrites: maxParallelWrites, MaxUnobservedWrites: maxUnobserved}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -6,9 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
-	"maps"
 	"runtime"
 	"slices"
 	"sort"
@@ -397,7 +397,8 @@ func measureLimit(t *testing.T, parallel int, ns string, clusters []string, flee
 // are byte for byte the ones the limit wrote (same spec hash).
 //
 // The hub runs with cmd/hub's defaults; BENCH_QPS (burst twice that),
-// BENCH_RECONCILES and BENCH_PARALLEL_WRITES override them. Diagnostics:
+// BENCH_RECONCILES, BENCH_PARALLEL_WRITES and BENCH_UNOBSERVED_WRITES
+// override them. Diagnostics:
 // BENCH_PROGRESS=1 prints every 10 s the works seen, the works in the hub's
 // cache (how far its watch lags) and the writes so far;
 // BENCH_APISERVER_PROFILE=<file> writes 60 s CPU profiles of the apiserver
@@ -490,7 +491,8 @@ func TestHubThroughput(t *testing.T) {
 	reconcilesBefore := metricSum(t, "controller_runtime_reconcile_total", map[string]string{"controller": "fleetset"})
 	reqBefore, cpuBefore := apiserverRequests(env.Config), processCPU()
 	start = time.Now()
-	h := startHubWith(t, Options{HubIdentity: "test-hub", LeaseDuration: leaseDuration, MaxParallelWrites: envInt(t, "BENCH_PARALLEL_WRITES", DefaultMaxParallelWrites)})
+	h := startHubWith(t, Options{HubIdentity: "test-hub", LeaseDuration: leaseDuration, MaxParallelWrites: envInt(t, "BENCH_PARALLEL_WRITES", DefaultMaxParallelWrites),
+		MaxUnobservedWrites: envInt(t, "BENCH_UNOBSERVED_WRITES", DefaultMaxUnobservedWrites)})
 	if os.Getenv("BENCH_PROGRESS") != "" {
 		stop := make(chan struct{})
 		defer close(stop)
@@ -537,8 +539,8 @@ func TestHubThroughput(t *testing.T) {
 	if best != nil {
 		ratio = fmt.Sprintf(" vs_limit=%.2fx", allWorks.Seconds()/best.seconds)
 	}
-	fmt.Printf("BENCH hub client_qps=%.0f burst=%d reconciles=%d parallel_writes=%d fleetsets=%d clusters=%d manifestworks=%d create_fleetsets=%.2fs all_manifestworks=%.2fs all_status=%.2fs manifestworks_per_s=%.0f%s %s\n",
-		qps, burst, h.reconciles, envInt(t, "BENCH_PARALLEL_WRITES", DefaultMaxParallelWrites), nFS, nC, wantWorks,
+	fmt.Printf("BENCH hub client_qps=%.0f burst=%d reconciles=%d parallel_writes=%d unobserved_writes=%d fleetsets=%d clusters=%d manifestworks=%d create_fleetsets=%.2fs all_manifestworks=%.2fs all_status=%.2fs manifestworks_per_s=%.0f%s %s\n",
+		qps, burst, h.reconciles, envInt(t, "BENCH_PARALLEL_WRITES", DefaultMaxParallelWrites), envInt(t, "BENCH_UNOBSERVED_WRITES", DefaultMaxUnobservedWrites), nFS, nC, wantWorks,
 		created.Seconds(), allWorks.Seconds(), allStatus.Seconds(), float64(wantWorks)/allWorks.Seconds(), ratio, worksLoad)
 	hubWrites := converged["work"] + converged["fleetset"] + converged["other"]
 	fmt.Printf("BENCH hub writes_per_fleetset=%.2f (ManifestWorks %d + status 1 = %d expected) writes_per_fleetset_cluster=%.2f (1 expected) fleetset_writes_per_fleetset=%.2f (1 expected) events_per_fleetset=%.2f conflicts=%d throttled=%d lease_writes=%d leader_writes=%d\n",
@@ -547,7 +549,7 @@ func TestHubThroughput(t *testing.T) {
 	// What could hold the hub back besides the apiserver: its client-side
 	// rate limiter, and the workqueue's rate limiter (it delays only
 	// retries: errors and conflicts).
-	fmt.Printf("BENCH hub rate_limiter_wait=%.1fs reconciles=%.0f reconcile_errors=%.0f workqueue_retries=%.0f\n", h.limiter.seconds(),
+	fmt.Printf("BENCH hub rate_limiter_wait=%.1fs manifestwork_watches=%d reconciles=%.0f reconcile_errors=%.0f workqueue_retries=%.0f\n", h.limiter.seconds(), converged["watch_manifestworks"],
 		metricSum(t, "controller_runtime_reconcile_total", map[string]string{"controller": "fleetset"})-reconcilesBefore,
 		metricSum(t, "controller_runtime_reconcile_errors_total", map[string]string{"controller": "fleetset"})-errorsBefore,
 		metricSum(t, "workqueue_retries_total", map[string]string{"name": "fleetset"})-retriesBefore)

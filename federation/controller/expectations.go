@@ -78,6 +78,11 @@ type cacheExpectations struct {
 	seen    map[objectRef]seenState
 	pending map[objectRef]expectation
 	byOwner map[string]map[objectRef]struct{}
+
+	// window is the most writes admit lets be unobserved (pending) or
+	// admitted and not yet recorded (admitted) at once; 0: no bound.
+	window   int
+	admitted int
 }
 
 // newCacheExpectations returns empty expectations with the given TTL, read
@@ -204,6 +209,58 @@ func (e *cacheExpectations) holds(kind string, key types.NamespacedName) (held, 
 	defer e.mu.Unlock()
 	_, held = e.seen[objectRef{kind, key}]
 	return held, true
+}
+
+// admitPoll is how often a write held back by admit checks the window again.
+const admitPoll = 5 * time.Millisecond
+
+// admit waits until one more write fits the window: fewer than window
+// writes are pending (written and not yet delivered by the informers;
+// those past the TTL no longer count) or admitted and not yet released.
+// The caller writes, records the write (expectWrite, expectDelete), and then
+// calls the returned release, also when it did not write. It returns ctx's
+// error if ctx ends first. The nil expectations, or a window of 0, admit at
+// once. Flow control: a hub that writes faster than the apiserver can send
+// its own watch events back gets that watch closed ("too slow") and
+// replayed, which costs the apiserver more than the wait (README, Hub).
+func (e *cacheExpectations) admit(ctx context.Context) (release func(), err error) {
+	if e == nil || e.window <= 0 {
+		return func() {}, nil
+	}
+	for {
+		e.mu.Lock()
+		if len(e.pending)+e.admitted >= e.window {
+			e.expireLocked()
+		}
+		if len(e.pending)+e.admitted < e.window {
+			e.admitted++
+			e.mu.Unlock()
+			var once sync.Once
+			return func() {
+				once.Do(func() {
+					e.mu.Lock()
+					e.admitted--
+					e.mu.Unlock()
+				})
+			}, nil
+		}
+		e.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return func() {}, ctx.Err()
+		case <-time.After(admitPoll):
+		}
+	}
+}
+
+// expireLocked drops the writes older than the TTL. e.mu must be held.
+func (e *cacheExpectations) expireLocked() {
+	now := e.now()
+	for ref, p := range e.pending {
+		if now.Sub(p.at) > e.ttl {
+			e.clear(ref, p.owner)
+		}
+	}
 }
 
 // add records p for ref, replacing an earlier write of ref (by any owner).

@@ -1,7 +1,10 @@
 package controller
 
 import (
+	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -142,5 +145,84 @@ func TestCacheExpectationsHolds(t *testing.T) {
 	var none *cacheExpectations
 	if _, known := none.holds(kindManifestWork, key); known {
 		t.Fatal("nil expectations claim to know")
+	}
+}
+
+// TestCacheExpectationsAdmit: admit lets at most window writes be admitted
+// and unobserved at once; a delivery, a release or the TTL makes room, and a
+// cancelled wait returns the context's error.
+func TestCacheExpectationsAdmit(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	e := newCacheExpectations(30*time.Second, clock)
+	e.window = 2
+	h := e.handler(kindManifestWork)
+	const owner = "fleetset/db/mydb"
+	ctx := context.Background()
+	admitNow := func() (func(), bool) {
+		t.Helper()
+		c, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		release, err := e.admit(c)
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("admit: %v", err)
+		}
+		return release, err == nil
+	}
+
+	r1, ok1 := admitNow()
+	e.expectWrite(owner, kindManifestWork, work("east", "w", "5"))
+	r1()
+	r2, ok2 := admitNow()
+	if !ok1 || !ok2 {
+		t.Fatal("the first two writes were not admitted")
+	}
+	// One pending, one admitted: the window is full.
+	if _, ok := admitNow(); ok {
+		t.Fatal("admitted a third write with a window of 2")
+	}
+	// Released without a write: room again.
+	r2()
+	r3, ok := admitNow()
+	if !ok {
+		t.Fatal("not admitted after a release")
+	}
+	e.expectWrite(owner, kindManifestWork, work("west", "w", "7"))
+	r3()
+	if _, ok := admitNow(); ok {
+		t.Fatal("admitted while two writes are unobserved")
+	}
+	// Delivered: room.
+	h.OnAdd(work("east", "w", "5"), false)
+	r4, ok := admitNow()
+	if !ok {
+		t.Fatal("not admitted after the informer delivered a write")
+	}
+	e.expectWrite(owner, kindManifestWork, work("north", "w", "9"))
+	r4()
+	// Never delivered: the TTL ends the wait.
+	mu.Lock()
+	now = now.Add(31 * time.Second)
+	mu.Unlock()
+	if _, ok := admitNow(); !ok {
+		t.Fatal("not admitted once the unobserved writes passed the TTL")
+	}
+
+	// A wait ends with its context.
+	full := newCacheExpectations(30*time.Second, nil)
+	full.window = 1
+	if _, err := full.admit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := full.admit(c); !errors.Is(err, context.Canceled) {
+		t.Fatalf("admit on a cancelled context: %v, want context.Canceled", err)
+	}
+	// No window, or no expectations: admitted at once.
+	var none *cacheExpectations
+	if _, err := none.admit(c); err != nil {
+		t.Fatalf("nil expectations: %v", err)
 	}
 }

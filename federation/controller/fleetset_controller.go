@@ -387,7 +387,8 @@ func (r *FleetSetReconciler) checkClusters(ctx context.Context, st *state, plann
 
 // writeWorks creates or updates the ManifestWork of every existing cluster
 // that differs from its rendering, and deletes the FleetSet's ManifestWorks
-// in clusters it no longer uses, up to MaxParallelWrites at a time; one
+// in clusters it no longer uses, up to MaxParallelWrites at a time, each
+// once the expectations admit it (Options.MaxUnobservedWrites); one
 // WorksApplied event sums up what was written. A ManifestWork in a cluster
 // that is named but not found is left as it is. Write failures become
 // ApplyFailed problems; a conflict (or a create of a work that exists) is
@@ -440,7 +441,16 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, fs *fleetv1.FleetSe
 	// Each write is expected as soon as it returns.
 	for i, w := range apply {
 		g.Go(func() error {
-			op, written, err := manifestwork.ApplyTo(ctx, r.Client, st.works[client.ObjectKeyFromObject(w)], w)
+			existing := st.works[client.ObjectKeyFromObject(w)]
+			if existing == nil || !manifestwork.UpToDate(existing, w) {
+				release, err := r.expectations.admit(ctx)
+				defer release()
+				if err != nil {
+					applied[i] = result{err: err}
+					return nil
+				}
+			}
+			op, written, err := manifestwork.ApplyTo(ctx, r.Client, existing, w)
 			if op != controllerutil.OperationResultNone {
 				r.expectations.expectWrite(r.owner(fs), kindManifestWork, written)
 			}
@@ -626,11 +636,17 @@ func (r *FleetSetReconciler) deleteWorks(ctx context.Context, key types.Namespac
 	return len(works), failed
 }
 
-// deleteWork deletes ManifestWork w of fs and, when the delete was accepted,
-// expects the informer to deliver it. It returns the delete's error, nil
-// when w was already gone.
+// deleteWork deletes ManifestWork w of fs, once the expectations admit one
+// more unobserved write, and, when the delete was accepted, expects the
+// informer to deliver it. It returns the delete's error, nil when w was
+// already gone.
 func (r *FleetSetReconciler) deleteWork(ctx context.Context, fs *fleetv1.FleetSet, w *workv1.ManifestWork) error {
-	err := r.Delete(ctx, w)
+	release, err := r.expectations.admit(ctx)
+	defer release()
+	if err != nil {
+		return err
+	}
+	err = r.Delete(ctx, w)
 	if err == nil {
 		r.expectations.expectDelete(r.owner(fs), kindManifestWork, client.ObjectKeyFromObject(w))
 	}

@@ -62,6 +62,11 @@ const (
 	// DefaultMaxParallelWrites is how many ManifestWork writes one FleetSet
 	// reconcile has in flight.
 	DefaultMaxParallelWrites = 8
+	// DefaultMaxUnobservedWrites is how many ManifestWork writes the hub
+	// lets be made and not yet seen by its own cache at once: the
+	// apiserver buffers 100 events per watcher of a custom resource and
+	// closes a watch that falls further behind (README, Benchmarks).
+	DefaultMaxUnobservedWrites = 100
 )
 
 // Options configures the hub's controllers.
@@ -79,6 +84,11 @@ type Options struct {
 	// MaxParallelWrites bounds the ManifestWork writes one FleetSet
 	// reconcile has in flight; 0 means DefaultMaxParallelWrites.
 	MaxParallelWrites int
+	// MaxUnobservedWrites bounds, over all reconciles, the ManifestWork
+	// writes (creations, updates, deletions) made or in flight that the
+	// hub's cache has not delivered yet (a write stops counting after 30 s
+	// undelivered); 0 means DefaultMaxUnobservedWrites.
+	MaxUnobservedWrites int
 }
 
 // NewScheme returns a scheme with the types the hub reads and writes:
@@ -130,6 +140,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.MaxParallelWrites == 0 {
 		opts.MaxParallelWrites = DefaultMaxParallelWrites
 	}
+	if opts.MaxUnobservedWrites < 0 {
+		return fmt.Errorf("max unobserved writes: must not be negative, got %d", opts.MaxUnobservedWrites)
+	}
+	if opts.MaxUnobservedWrites == 0 {
+		opts.MaxUnobservedWrites = DefaultMaxUnobservedWrites
+	}
 	for _, ix := range []struct {
 		obj   client.Object
 		field string
@@ -146,6 +162,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	exp := newCacheExpectations(expectationTTL, opts.Clock.Now)
+	exp.window = opts.MaxUnobservedWrites
 	delivered := &deliveredLeases{}
 	if err := exp.watch(ctx, mgr.GetCache(), map[string]client.Object{kindFleetSet: &fleetv1.FleetSet{}, kindManifestWork: &workv1.ManifestWork{}}); err != nil {
 		return err

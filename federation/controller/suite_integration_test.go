@@ -204,7 +204,8 @@ func (w *writeCounter) snapshot() map[string]int {
 }
 
 // countingTransport counts every request that is not a GET (reads, lists and
-// watches are GETs): "lease" for the resync lease ManifestWork, "event" for
+// watches are GETs; a watch of ManifestWorks is noted as
+// "watch_manifestworks"): "lease" for the resync lease ManifestWork, "event" for
 // Events, "leader" for leader election, "work" for the FleetSets'
 // ManifestWorks, "fleetset" for FleetSets (update, status), else "other".
 // A request the apiserver throttles (429, retried by client-go) counts as
@@ -217,6 +218,9 @@ type countingTransport struct {
 
 func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method == http.MethodGet {
+		if r.URL.Query().Get("watch") == "true" && strings.HasSuffix(r.URL.Path, "/manifestworks") {
+			t.c.note("watch_manifestworks")
+		}
 		return t.next.RoundTrip(r)
 	}
 	var cat string
