@@ -190,7 +190,7 @@ func (e *cacheExpectations) satisfied(owner string) bool {
 	defer e.mu.Unlock()
 	now := e.now()
 	for ref := range e.byOwner[owner] {
-		if now.Sub(e.pending[ref].at) > e.ttl {
+		if e.expired(e.pending[ref], now) {
 			e.clear(ref, owner)
 		}
 	}
@@ -257,10 +257,16 @@ func (e *cacheExpectations) admit(ctx context.Context) (release func(), err erro
 func (e *cacheExpectations) expireLocked() {
 	now := e.now()
 	for ref, p := range e.pending {
-		if now.Sub(p.at) > e.ttl {
+		if e.expired(p, now) {
 			e.clear(ref, p.owner)
 		}
 	}
+}
+
+// expired reports whether write p, recorded at p.at, is older than the TTL
+// at now: no longer awaited.
+func (e *cacheExpectations) expired(p expectation, now time.Time) bool {
+	return now.Sub(p.at) > e.ttl
 }
 
 // add records p for ref, replacing an earlier write of ref (by any owner).
