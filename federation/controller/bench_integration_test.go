@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -402,7 +403,9 @@ func measureLimit(t *testing.T, parallel int, ns string, clusters []string, flee
 // BENCH_PROGRESS=1 prints every 10 s the works seen, the works in the hub's
 // cache (how far its watch lags) and the writes so far;
 // BENCH_APISERVER_PROFILE=<file> writes 60 s CPU profiles of the apiserver
-// (<file>.limit<N>, <file>.hub; with BENCH_PROGRESS).
+// (<file>.limit<N>, <file>.hub; with BENCH_PROGRESS);
+// BENCH_HUB_PROFILE=<file> writes a CPU profile of the test process (the
+// hub and the observer) from the hub's start until every work is seen.
 func TestHubThroughput(t *testing.T) {
 	if os.Getenv("BENCH_HUB") == "" {
 		t.Skip("benchmark: set BENCH_HUB=1 (make bench-hub)")
@@ -490,6 +493,16 @@ func TestHubThroughput(t *testing.T) {
 	retriesBefore := metricSum(t, "workqueue_retries_total", map[string]string{"name": "fleetset"})
 	reconcilesBefore := metricSum(t, "controller_runtime_reconcile_total", map[string]string{"controller": "fleetset"})
 	reqBefore, cpuBefore := apiserverRequests(env.Config), processCPU()
+	var hubProfile *os.File
+	if f := os.Getenv("BENCH_HUB_PROFILE"); f != "" {
+		var err error
+		if hubProfile, err = os.Create(f); err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(hubProfile); err != nil {
+			t.Fatal(err)
+		}
+	}
 	start = time.Now()
 	h := startHubWith(t, Options{HubIdentity: "test-hub", LeaseDuration: leaseDuration, MaxParallelWrites: envInt(t, "BENCH_PARALLEL_WRITES", DefaultMaxParallelWrites),
 		MaxUnobservedWrites: envInt(t, "BENCH_UNOBSERVED_WRITES", DefaultMaxUnobservedWrites)})
@@ -516,6 +529,10 @@ func TestHubThroughput(t *testing.T) {
 	obs.waitFor(t, 30*time.Minute, "every ManifestWork", func(w, _ int) bool { return w == wantWorks })
 	allWorks := time.Since(start)
 	cpuWorks := processCPU()
+	if hubProfile != nil {
+		pprof.StopCPUProfile()
+		_ = hubProfile.Close()
+	}
 	worksLoad := loadAvg()
 	obs.waitFor(t, 30*time.Minute, "every status", func(_, d int) bool { return d == nFS })
 	allStatus := time.Since(start)

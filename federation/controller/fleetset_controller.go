@@ -75,6 +75,10 @@ type FleetSetReconciler struct {
 	// MaxParallelWrites bounds the ManifestWork writes one reconcile has in
 	// flight; below 1: one at a time.
 	MaxParallelWrites int
+	// Writer writes ManifestWorks and FleetSet status; Setup sets a
+	// metawrite.Writer, which reads back only the answers' metadata. nil:
+	// Client, which reads back whole objects.
+	Writer Writer
 
 	// expectations holds the writes the cache has not delivered yet; nil
 	// (a reconciler built without Setup, as in unit tests): none awaited.
@@ -288,7 +292,7 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 	if !equality.Semantic.DeepEqual(&fs.Status, status) {
 		old := fs.Status.DeepCopy()
 		fs.Status = *status
-		if err := r.Status().Update(ctx, fs); err != nil {
+		if err := r.writer().UpdateStatus(ctx, fs); err != nil {
 			return ctrl.Result{}, err
 		}
 		r.expectations.expectWrite(r.owner(fs), kindFleetSet, fs)
@@ -303,6 +307,29 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		r.Recorder.Event(fs, e.eventType, e.reason, e.message)
 	}
 	return ctrl.Result{RequeueAfter: minPositive(rolloutRequeue(st, status), st.failoverRetry)}, nil
+}
+
+// Writer is what the FleetSet reconciler writes ManifestWorks and FleetSet
+// status through (metawrite.Writer is one).
+type Writer interface {
+	manifestwork.Writer
+	UpdateStatus(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error
+}
+
+// clientWriter is a Writer over a controller-runtime client.
+type clientWriter struct{ client.Client }
+
+// UpdateStatus writes obj's status subresource.
+func (c clientWriter) UpdateStatus(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	return c.Status().Update(ctx, obj, opts...)
+}
+
+// writer returns r.Writer, else a Writer over r.Client.
+func (r *FleetSetReconciler) writer() Writer {
+	if r.Writer != nil {
+		return r.Writer
+	}
+	return clientWriter{r.Client}
 }
 
 // now reads the reconciler's clock (the real one when unset).
@@ -450,7 +477,7 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, fs *fleetv1.FleetSe
 					return nil
 				}
 			}
-			op, written, err := manifestwork.ApplyTo(ctx, r.Client, existing, w)
+			op, written, err := manifestwork.ApplyTo(ctx, r.writer(), existing, w)
 			if op != controllerutil.OperationResultNone {
 				r.expectations.expectWrite(r.owner(fs), kindManifestWork, written)
 			}

@@ -21,6 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/manager"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/metawrite"
 )
 
 // ClusterIndex is the FleetSet field index holding the ManagedCluster name of
@@ -167,8 +168,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := exp.watch(ctx, mgr.GetCache(), map[string]client.Object{kindFleetSet: &fleetv1.FleetSet{}, kindManifestWork: &workv1.ManifestWork{}}); err != nil {
 		return err
 	}
+	writer, err := metawrite.New(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetScheme(), mgr.GetRESTMapper())
+	if err != nil {
+		return err
+	}
 	fr := &FleetSetReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("fleetset-hub"), LeaseSkew: opts.LeaseSkew, Clock: opts.Clock,
-		MaxParallelWrites: opts.MaxParallelWrites, expectations: exp, delivered: delivered}
+		MaxParallelWrites: opts.MaxParallelWrites, Writer: writer, expectations: exp, delivered: delivered}
 	if err := fr.SetupWithManager(mgr); err != nil {
 		return err
 	}

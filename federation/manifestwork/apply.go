@@ -27,16 +27,26 @@ func Apply(ctx context.Context, c client.Client, desired *workv1.ManifestWork) (
 	return ApplyTo(ctx, c, existing, desired)
 }
 
+// Writer is what ApplyTo writes through: a controller-runtime client.Client,
+// which reads back the whole object the apiserver answers with, or a
+// metawrite.Writer, which reads back its metadata only (fleetset-hub's).
+type Writer interface {
+	Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error
+	Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error
+}
+
 // ApplyTo writes desired over existing, the work as the caller last read it
-// (nil: none exists), with at most one API write: a create when existing is
-// nil; nothing when existing is UpToDate; otherwise an update of existing
-// (its resourceVersion, so a stale read fails with a conflict) with the
-// hub's labels and annotations merged in (others are kept) and the spec
+// (nil: none exists), with at most one API write through c: a create when
+// existing is nil; nothing when existing is UpToDate; otherwise an update of
+// existing (its resourceVersion, so a stale read fails with a conflict) with
+// the hub's labels and annotations merged in (others are kept) and the spec
 // replaced. existing is not modified. It returns what was done, the work as
-// it now is (the apiserver's answer, status included), and the write's error,
-// wrapped with the work's key (apierrors.IsConflict and IsAlreadyExists
-// still see through it).
-func ApplyTo(ctx context.Context, c client.Client, existing, desired *workv1.ManifestWork) (controllerutil.OperationResult, *workv1.ManifestWork, error) {
+// it now is (its metadata from the apiserver's answer; its spec as written
+// and its status as existing held, which the update's resourceVersion
+// precondition makes the stored status, when c is a metawrite.Writer), and
+// the write's error, wrapped with the work's key (apierrors.IsConflict and
+// IsAlreadyExists still see through it).
+func ApplyTo(ctx context.Context, c Writer, existing, desired *workv1.ManifestWork) (controllerutil.OperationResult, *workv1.ManifestWork, error) {
 	if existing == nil {
 		w := desired.DeepCopy()
 		if err := c.Create(ctx, w); err != nil {
