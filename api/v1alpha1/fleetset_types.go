@@ -355,9 +355,10 @@ type SubsetStatus struct {
 	// Partition is the partition forwarded to the subset's StatefulSet.
 	// +optional
 	Partition int32 `json:"partition,omitempty"`
-	// Domains are the per-domain desired replicas given to the subset's SubsetPlacement.
-	// +listType=map
-	// +listMapKey=name
+	// Domains are the per-domain desired replicas given to the subset's
+	// SubsetPlacement, in spec order. Atomic: only the hub writes status
+	// (see Subsets).
+	// +listType=atomic
 	// +optional
 	Domains []DomainStatus `json:"domains,omitempty"`
 	// ObservedReplicas is the member StatefulSet's status.replicas.
@@ -476,9 +477,12 @@ type FleetSetStatus struct {
 	// Selector is spec.selector in string form, for the scale subresource.
 	// +optional
 	Selector string `json:"selector,omitempty"`
-	// Subsets are the per-subset observations, in spec order.
-	// +listType=map
-	// +listMapKey=name
+	// Subsets are the per-subset observations, in spec order, one per
+	// subset name. The list is atomic: the hub is its only writer, so
+	// per-field ownership would buy nothing, and it would cost every status
+	// write: server-side field tracking of a 20-subset status took 6.8 KB of
+	// managedFields, more than the status itself (README, Benchmarks).
+	// +listType=atomic
 	// +optional
 	Subsets []SubsetStatus `json:"subsets,omitempty"`
 	// Conditions are Ready, Progressing and Degraded.
