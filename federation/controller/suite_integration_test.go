@@ -97,8 +97,14 @@ func startHub(t testing.TB, leaseDuration time.Duration) *hub {
 // startHubWith is startHub with the given Options.
 func startHubWith(t testing.TB, opts Options) *hub {
 	t.Helper()
+	return startHubOn(t, env.Config, opts)
+}
+
+// startHubOn is startHubWith on the apiserver of base.
+func startHubOn(t testing.TB, base *rest.Config, opts Options) *hub {
+	t.Helper()
 	wc := &writeCounter{}
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(base)
 	// The hub's defaults (cmd/hub --kube-api-qps, --kube-api-burst,
 	// --max-concurrent-reconciles), unless BENCH_QPS (burst twice that) or
 	// BENCH_RECONCILES set them. The token bucket is shared by the manager's
