@@ -158,8 +158,10 @@ func (w *Writer) do(ctx context.Context, req *rest.Request, obj client.Object) e
 // setMeta copies src onto dst.
 func setMeta(dst metav1.Object, src *metav1.ObjectMeta) {
 	if om, ok := dst.(metav1.ObjectMetaAccessor); ok {
-		*om.GetObjectMeta().(*metav1.ObjectMeta) = *src
-		return
+		if m, ok := om.GetObjectMeta().(*metav1.ObjectMeta); ok {
+			*m = *src
+			return
+		}
 	}
 	dst.SetResourceVersion(src.ResourceVersion)
 	dst.SetUID(src.UID)
