@@ -304,6 +304,34 @@ func (o *benchObserver) waitFor(t testing.TB, timeout time.Duration, what string
 	}
 }
 
+// benchControlPlane starts a fresh control plane with the fleetset and OCM
+// CRDs for the benchmark's run what ("limit", "hub"), creates namespace ns
+// and the clusters there (setupBench), and returns it, a client of it and
+// the function that stops it.
+func benchControlPlane(t *testing.T, what, ns string, clusters []string) (*controlplane.Env, client.Client, func()) {
+	t.Helper()
+	crds, err := controlplane.OCMCRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := controlplane.Start(append([]string{"manifests/crds"}, crds...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("stopping the %s's control plane: %v", what, err)
+		}
+	}
+	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	setupBench(t, c, ns, clusters)
+	return cp, c, stop
+}
+
 // limitResult is one run of the plain client.
 type limitResult struct {
 	parallel  int
@@ -322,24 +350,8 @@ type limitResult struct {
 // an observer saw every work.
 func measureLimit(t *testing.T, parallel int, ns string, clusters []string, fleetSets []*fleetv1.FleetSet, works []*workv1.ManifestWork) limitResult {
 	t.Helper()
-	crds, err := controlplane.OCMCRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, err := controlplane.Start(append([]string{"manifests/crds"}, crds...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := cp.Stop(); err != nil {
-			t.Errorf("stopping the limit's control plane: %v", err)
-		}
-	}()
-	setup, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	setupBench(t, setup, ns, clusters)
+	cp, setup, stop := benchControlPlane(t, "limit", ns, clusters)
+	defer stop()
 	ctx := context.Background()
 	if err := createAll(ctx, setup, fleetSets, 16); err != nil {
 		t.Fatal(err)
@@ -527,24 +539,8 @@ func measureHub(t *testing.T, pair int, ns string, clusters []string, fleetSets 
 	qps, burst := benchQPS(t)
 	steady := time.Duration(envInt(t, "BENCH_STEADY_SECONDS", 60)) * time.Second
 	leaseDuration := time.Duration(envInt(t, "BENCH_LEASE_SECONDS", fleetv1.DefaultResyncLeaseDurationSeconds)) * time.Second
-	crds, err := controlplane.OCMCRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, err := controlplane.Start(append([]string{"manifests/crds"}, crds...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := cp.Stop(); err != nil {
-			t.Errorf("stopping the hub's control plane: %v", err)
-		}
-	}()
-	setup, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	setupBench(t, setup, ns, clusters)
+	cp, setup, stop := benchControlPlane(t, "hub", ns, clusters)
+	defer stop()
 	obs := observe(t, cp.Config, ns, nC)
 	defer obs.cancel()
 	start := time.Now()
@@ -560,6 +556,7 @@ func measureHub(t *testing.T, pair int, ns string, clusters []string, fleetSets 
 	reqBefore, cpuBefore := apiserverRequests(cp.Config), processCPU()
 	var hubProfile *os.File
 	if f := os.Getenv("BENCH_HUB_PROFILE"); f != "" {
+		var err error
 		if hubProfile, err = os.Create(fmt.Sprintf("%s.%d", f, pair)); err != nil {
 			t.Fatal(err)
 		}

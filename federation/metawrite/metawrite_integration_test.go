@@ -126,20 +126,21 @@ func TestWriter(t *testing.T) {
 	}
 	sent := work.Spec.DeepCopy()
 
-	// Create.
-	if err := w.Create(ctx, work); err != nil {
-		t.Fatal(err)
-	}
-	kind, size := rec.last(t)
-	if kind != "PartialObjectMetadata" || size >= len(raw) {
-		t.Errorf("answer to the create: a %s of %d bytes, want a PartialObjectMetadata smaller than the %d-byte manifest", kind, size, len(raw))
-	}
 	stored := &workv1.ManifestWork{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(work), stored); err != nil {
-		t.Fatal(err)
-	}
-	checkMeta := func(what string) {
+	// written checks one write of work: the apiserver answered with a
+	// PartialObjectMetadata smaller than the manifest, and work now has the
+	// stored metadata (without managedFields) and status.
+	written := func(what string, err error) {
 		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if kind, size := rec.last(t); kind != "PartialObjectMetadata" || size >= len(raw) {
+			t.Errorf("answer to the %s: a %s of %d bytes, want a PartialObjectMetadata smaller than the %d-byte manifest", what, kind, size, len(raw))
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(work), stored); err != nil {
+			t.Fatal(err)
+		}
 		if work.ResourceVersion == "" || work.ResourceVersion != stored.ResourceVersion || work.UID != stored.UID || work.Generation != stored.Generation ||
 			!work.CreationTimestamp.Equal(&stored.CreationTimestamp) || work.Labels["fleetset.io/owner-name"] != "big" {
 			t.Errorf("%s: metadata %+v, want the stored %+v", what, work.ObjectMeta, stored.ObjectMeta)
@@ -151,7 +152,8 @@ func TestWriter(t *testing.T) {
 			t.Errorf("%s: status %v, want the stored %v", what, work.Status.Conditions, stored.Status.Conditions)
 		}
 	}
-	checkMeta("create")
+
+	written("create", w.Create(ctx, work))
 	if string(work.Spec.Workload.Manifests[0].Raw) != string(sent.Workload.Manifests[0].Raw) {
 		t.Errorf("create: the spec changed to %s", work.Spec.Workload.Manifests[0].Raw)
 	}
@@ -164,33 +166,15 @@ func TestWriter(t *testing.T) {
 
 	// Status, then a spec update: the status sent along is kept.
 	apimeta.SetStatusCondition(&work.Status.Conditions, metav1.Condition{Type: "Tested", Status: metav1.ConditionTrue, Reason: "Test", Message: "set by test"})
-	if err := w.UpdateStatus(ctx, work); err != nil {
-		t.Fatal(err)
-	}
-	if kind, _ := rec.last(t); kind != "PartialObjectMetadata" {
-		t.Errorf("answer to the status update: a %s, want a PartialObjectMetadata", kind)
-	}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(work), stored); err != nil {
-		t.Fatal(err)
-	}
-	checkMeta("status update")
+	written("status update", w.UpdateStatus(ctx, work))
 	stale := work.DeepCopy()
 	work.Spec.DeleteOption = &workv1.DeleteOption{PropagationPolicy: workv1.DeletePropagationPolicyTypeOrphan}
-	if err := w.Update(ctx, work); err != nil {
-		t.Fatal(err)
-	}
-	if kind, _ := rec.last(t); kind != "PartialObjectMetadata" {
-		t.Errorf("answer to the update: a %s, want a PartialObjectMetadata", kind)
-	}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(work), stored); err != nil {
-		t.Fatal(err)
-	}
-	checkMeta("update")
+	written("update", w.Update(ctx, work))
 	if work.Generation != 2 || stored.Spec.DeleteOption == nil || stored.Spec.DeleteOption.PropagationPolicy != workv1.DeletePropagationPolicyTypeOrphan {
 		t.Errorf("update: generation %d, stored deleteOption %+v; want 2, Orphan", work.Generation, stored.Spec.DeleteOption)
 	}
 
-	// An update from a stale read: Conflict, and the object is untouched.
+	// An update from a stale read: Conflict.
 	stale.Labels["other"] = "x"
 	if err := w.Update(ctx, stale); !apierrors.IsConflict(err) {
 		t.Errorf("update from a stale read: %v, want a Conflict", err)
