@@ -178,7 +178,7 @@ bench-scheduler: $(LOCALBIN)/etcd ## Scheduler throughput with kube-scheduler's 
 # BENCH_PAIRS pairs, each on fresh apiservers: first the machine's limit (the
 # same works from a plain client with BENCH_LIMIT_PARALLELISM goroutines; a
 # list tries each, 0 skips it), then the hub; it prints each pair's ratio and
-# their median. About 10 minutes on a 2-core machine; BENCH_FLEETSETS=200
+# their median. About 12 minutes on a 2-core machine; BENCH_FLEETSETS=200
 # BENCH_CLUSTERS=10 BENCH_PAIRS=1 for a 2-minute run.
 BENCH_FLEETSETS ?= 1000
 BENCH_CLUSTERS ?= 20

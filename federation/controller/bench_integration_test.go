@@ -307,7 +307,7 @@ func (o *benchObserver) waitFor(t testing.TB, timeout time.Duration, what string
 // benchControlPlane starts a fresh control plane with the fleetset and OCM
 // CRDs for the benchmark's run what ("limit", "hub"), creates namespace ns
 // and the clusters there (setupBench), and returns it, a client of it and
-// the function that stops it.
+// the function that stops it (once; the test's cleanup calls it too).
 func benchControlPlane(t *testing.T, what, ns string, clusters []string) (*controlplane.Env, client.Client, func()) {
 	t.Helper()
 	crds, err := controlplane.OCMCRDs()
@@ -318,14 +318,18 @@ func benchControlPlane(t *testing.T, what, ns string, clusters []string) (*contr
 	if err != nil {
 		t.Fatal(err)
 	}
+	var once sync.Once
 	stop := func() {
-		if err := cp.Stop(); err != nil {
-			t.Errorf("stopping the %s's control plane: %v", what, err)
-		}
+		once.Do(func() {
+			if err := cp.Stop(); err != nil {
+				t.Errorf("stopping the %s's control plane: %v", what, err)
+			}
+		})
 	}
+	// Also when setupBench or the run fails.
+	t.Cleanup(stop)
 	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
 	if err != nil {
-		stop()
 		t.Fatal(err)
 	}
 	setupBench(t, c, ns, clusters)
@@ -348,7 +352,7 @@ type limitResult struct {
 // rest.Config settings (QPS, burst), after creating the benchmark's
 // namespaces, ManagedClusters and FleetSets there, and returns the time until
 // an observer saw every work.
-func measureLimit(t *testing.T, parallel int, ns string, clusters []string, fleetSets []*fleetv1.FleetSet, works []*workv1.ManifestWork) limitResult {
+func measureLimit(t *testing.T, pair, parallel int, ns string, clusters []string, fleetSets []*fleetv1.FleetSet, works []*workv1.ManifestWork) limitResult {
 	t.Helper()
 	cp, setup, stop := benchControlPlane(t, "limit", ns, clusters)
 	defer stop()
@@ -373,7 +377,7 @@ func measureLimit(t *testing.T, parallel int, ns string, clusters []string, flee
 	if f := os.Getenv("BENCH_APISERVER_PROFILE"); f != "" {
 		go func() {
 			time.Sleep(10 * time.Second)
-			profileAPIServer(cp.Config, fmt.Sprintf("%s.limit%d", f, parallel))
+			profileAPIServer(cp.Config, fmt.Sprintf("%s.limit%d.%d", f, parallel, pair))
 		}()
 	}
 	if err := createAll(ctx, c, works, parallel); err != nil {
@@ -381,8 +385,8 @@ func measureLimit(t *testing.T, parallel int, ns string, clusters []string, flee
 	}
 	obs.waitFor(t, 30*time.Minute, "every ManifestWork", func(w, _ int) bool { return w == len(works) })
 	secs := time.Since(start).Seconds()
-	printCPU(fmt.Sprintf("limit parallel=%d", parallel), cpuBefore, processCPU())
-	printRequests(fmt.Sprintf("limit parallel=%d", parallel), reqBefore, apiserverRequests(cp.Config))
+	printCPU(fmt.Sprintf("limit pair=%d parallel=%d", pair, parallel), cpuBefore, processCPU())
+	printRequests(fmt.Sprintf("limit pair=%d parallel=%d", pair, parallel), reqBefore, apiserverRequests(cp.Config))
 	n := wc.snapshot()
 	return limitResult{parallel: parallel, seconds: secs, writes: n["work"] + n["other"], throttled: n["throttled"], limiterWait: limiter.seconds(), load: loadAvg()}
 }
@@ -421,7 +425,7 @@ func measureLimit(t *testing.T, parallel int, ns string, clusters []string, flee
 // BENCH_PROGRESS=1 prints every 10 s the works seen, the works in the hub's
 // cache (how far its watch lags) and the writes so far;
 // BENCH_APISERVER_PROFILE=<file> writes 60 s CPU profiles of the apiserver
-// (<file>.limit<N>, <file>.hub<pair>; with BENCH_PROGRESS);
+// (<file>.limit<N>.<pair>, <file>.hub<pair>; with BENCH_PROGRESS);
 // BENCH_HUB_PROFILE=<file> writes a CPU profile of the test process (the
 // hub and the observer) from the hub's start until every work is seen
 // (<file>.<pair>).
@@ -489,7 +493,7 @@ func TestHubThroughput(t *testing.T) {
 		var best *limitResult
 		rendered := render()
 		for _, p := range envInts(t, "BENCH_LIMIT_PARALLELISM", "8,32,128") {
-			r := measureLimit(t, p, ns, clusters, fleetSets, rendered)
+			r := measureLimit(t, pair, p, ns, clusters, fleetSets, rendered)
 			fmt.Printf("BENCH limit pair=%d client_qps=%.0f burst=%d parallel=%d manifestworks=%d bytes_per_manifestwork=%d seconds=%.2f manifestworks_per_s=%.0f writes=%d throttled=%d rate_limiter_wait=%.1fs %s\n",
 				pair, qps, burst, r.parallel, wantWorks, bytes/wantWorks, r.seconds, float64(wantWorks)/r.seconds, r.writes, r.throttled, r.limiterWait, r.load)
 			if r.writes != wantWorks {
@@ -563,6 +567,12 @@ func measureHub(t *testing.T, pair int, ns string, clusters []string, fleetSets 
 		if err := pprof.StartCPUProfile(hubProfile); err != nil {
 			t.Fatal(err)
 		}
+		defer func() {
+			if hubProfile != nil {
+				pprof.StopCPUProfile()
+				_ = hubProfile.Close()
+			}
+		}()
 	}
 	start = time.Now()
 	h := startHubOn(t, cp.Config, Options{HubIdentity: "test-hub", LeaseDuration: leaseDuration, MaxParallelWrites: envInt(t, "BENCH_PARALLEL_WRITES", DefaultMaxParallelWrites),
@@ -594,6 +604,7 @@ func measureHub(t *testing.T, pair int, ns string, clusters []string, fleetSets 
 	if hubProfile != nil {
 		pprof.StopCPUProfile()
 		_ = hubProfile.Close()
+		hubProfile = nil
 	}
 	worksLoad := loadAvg()
 	obs.waitFor(t, 30*time.Minute, "every status", func(_, d int) bool { return d == nFS })

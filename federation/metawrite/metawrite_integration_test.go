@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -183,6 +184,15 @@ func TestWriter(t *testing.T) {
 	bad := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: "east", Name: "Not_A_Name"}}
 	if err := w.Create(ctx, bad); !apierrors.IsInvalid(err) {
 		t.Errorf("create with an invalid name: %v, want Invalid", err)
+	}
+	// An unstructured object: refused before any request.
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(workv1.SchemeGroupVersion.WithKind("ManifestWork"))
+	u.SetNamespace("east")
+	u.SetName("db.unstructured")
+	before := len(rec.bodies)
+	if err := w.Create(ctx, u); err == nil || len(rec.bodies) != before {
+		t.Errorf("create of an unstructured object: %v after %d requests, want an error and none", err, len(rec.bodies)-before)
 	}
 	// A kind the scheme does not know.
 	if err := w.Create(ctx, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x"}}); err == nil {
