@@ -88,20 +88,10 @@ func New(config *rest.Config, httpClient *http.Client, scheme *runtime.Scheme, m
 // Create creates obj (as client.Client's Create does, options included) and
 // sets its metadata from the apiserver's answer.
 func (w *Writer) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	m, err := objectMeta(obj)
-	if err != nil {
-		return err
-	}
-	r, err := w.resourceFor(obj)
-	if err != nil {
-		return err
-	}
 	o := (&client.CreateOptions{}).ApplyOptions(opts)
-	req := r.rest.Post().Resource(r.plural).VersionedParams(o.AsCreateOptions(), w.params)
-	if r.namespaced {
-		req = req.Namespace(obj.GetNamespace())
-	}
-	return w.do(ctx, req, obj, m)
+	return w.write(ctx, obj, func(c rest.Interface, plural string) *rest.Request {
+		return c.Post().Resource(plural).VersionedParams(o.AsCreateOptions(), w.params)
+	})
 }
 
 // Update replaces obj (as client.Client's Update does: its
@@ -124,6 +114,19 @@ func (w *Writer) UpdateStatus(ctx context.Context, obj client.Object, opts ...cl
 }
 
 func (w *Writer) update(ctx context.Context, obj client.Object, subresource string, opts *metav1.UpdateOptions) error {
+	return w.write(ctx, obj, func(c rest.Interface, plural string) *rest.Request {
+		req := c.Put().Resource(plural).Name(obj.GetName()).VersionedParams(opts, w.params)
+		if subresource != "" {
+			req = req.SubResource(subresource)
+		}
+		return req
+	})
+}
+
+// write sends the request build returns for obj's resource (its REST
+// client and plural name), in obj's namespace if the resource has one, and
+// sets obj's metadata from the answer.
+func (w *Writer) write(ctx context.Context, obj client.Object, build func(c rest.Interface, plural string) *rest.Request) error {
 	m, err := objectMeta(obj)
 	if err != nil {
 		return err
@@ -132,10 +135,7 @@ func (w *Writer) update(ctx context.Context, obj client.Object, subresource stri
 	if err != nil {
 		return err
 	}
-	req := r.rest.Put().Resource(r.plural).Name(obj.GetName()).VersionedParams(opts, w.params)
-	if subresource != "" {
-		req = req.SubResource(subresource)
-	}
+	req := build(r.rest, r.plural)
 	if r.namespaced {
 		req = req.Namespace(obj.GetNamespace())
 	}
