@@ -506,9 +506,9 @@ func TestHubThroughput(t *testing.T) {
 		if best != nil {
 			fmt.Printf("BENCH limit pair=%d best parallel=%d seconds=%.2f manifestworks_per_s=%.0f %s\n", pair, best.parallel, best.seconds, float64(wantWorks)/best.seconds, best.load)
 		}
-		// The rendered works (some 130 MB) are not the hub's to carry:
-		// drop them before it runs in this process, so its heap is its own.
-		rendered = nil
+		// The rendered works (some 130 MB) are not the hub's to carry: they
+		// are dead here (only the limit used them), so a collection now
+		// frees them before the hub runs in this process.
 		runtime.GC()
 		hubSecs := measureHub(t, pair, ns, clusters, fleetSets, renderedHash, best, pair == pairs)
 		if best != nil {
