@@ -73,13 +73,12 @@ type SubsetPlacementSpec struct {
 	// +optional
 	OrdinalStart int32 `json:"ordinalStart,omitempty"`
 
-	// Fencing, when set, makes fleetset-scheduler fence the placement's pods
-	// on the cluster's resync lease (fleetset-system/fleetset-resync, see
-	// the contract in api/v1alpha1/resync.go): while that Lease is expired
-	// (renewTime + leaseDurationSeconds in the past, by this cluster's clock)
-	// or missing, the pods are not scheduled, and running ones are deleted
-	// after graceSeconds; their PVCs are kept. The hub sets it for FleetSets
-	// with failover policy Relocate.
+	// Fencing, when set, makes the member's fleetset component fence the
+	// placement's pods when the member is cut off from the hub (see the
+	// contract in api/v1alpha1/member.go): while fenced the pods are not
+	// scheduled, and running ones are deleted after graceSeconds; their PVCs
+	// are kept. A silent hub never fences. The hub sets it for FleetSets with
+	// failover policy Relocate.
 	// +optional
 	Fencing *PlacementFencing `json:"fencing,omitempty"`
 
@@ -91,14 +90,24 @@ type SubsetPlacementSpec struct {
 	WhenUnsatisfiable WhenUnsatisfiable `json:"whenUnsatisfiable,omitempty"`
 }
 
-// PlacementFencing is how a placement's pods are fenced on the resync lease.
+// PlacementFencing is how a placement's pods are fenced when the member is
+// cut off from the hub.
 type PlacementFencing struct {
 	// GraceSeconds is how long, in seconds, running pods may keep running
-	// after the lease expired. Default 0.
+	// after the member fenced itself. Default 0.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=3600
 	// +optional
 	GraceSeconds int32 `json:"graceSeconds,omitempty"`
+
+	// Epoch is the subset's fencing epoch (FleetSet
+	// status.subsets[].epoch) when the hub delivered the placement: it grows
+	// by one at every move of the subset to another cluster. A member that
+	// fenced the placement at an epoch runs it again only when the hub
+	// confirms that epoch or delivers a higher one.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Epoch int64 `json:"epoch,omitempty"`
 }
 
 // SubsetPlacement is the input of fleetset-scheduler for one StatefulSet: the

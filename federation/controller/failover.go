@@ -97,7 +97,7 @@ func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planne
 			p.Domains = nil
 		}
 		if spec.Relocate {
-			p.Fencing = &fleetv1.PlacementFencing{GraceSeconds: fs.Spec.Failover.FenceGraceSeconds}
+			p.Fencing = &fleetv1.PlacementFencing{GraceSeconds: fs.Spec.Failover.FenceGraceSeconds, Epoch: d.Epoch}
 		}
 		out[i] = subsetFailover{undelivered: !d.Deliver, failover: d.Phase}
 		switch d.Phase {

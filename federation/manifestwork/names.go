@@ -1,25 +1,13 @@
 package manifestwork
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 )
 
-// maxNameLength is the longest ManifestWork name (a DNS subdomain).
-const maxNameLength = 253
-
 // WorkName returns the name of the ManifestWork of FleetSet namespace/name in
-// every member cluster: "<namespace>.<name>" (OCM style; namespaces hold no
-// dot, so it is unique), cut to 253 characters with a hash suffix if longer.
+// every member cluster: v1alpha1.ManifestWorkName.
 func WorkName(namespace, name string) string {
-	n := namespace + "." + name
-	if len(n) <= maxNameLength {
-		return n
-	}
-	sum := sha256.Sum256([]byte(n))
-	return n[:maxNameLength-11] + "-" + hex.EncodeToString(sum[:])[:10]
+	return fleetv1.ManifestWorkName(namespace, name)
 }
 
 // StatefulSetName returns the name of the StatefulSet, SubsetPlacement and

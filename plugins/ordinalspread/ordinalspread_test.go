@@ -211,7 +211,7 @@ func TestScoreWithSubsetPlacement(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			placement := subsetplacement.NewWithResolver(plugintest.Resolver(t, sp))
+			placement := subsetplacement.NewWithResolver(plugintest.Resolver(t, sp), nil)
 			fw := plugintest.Framework(t, tt.existing, nodes,
 				tf.RegisterPreFilterPlugin(subsetplacement.Name, plugintest.Factory(placement)),
 				tf.RegisterFilterPlugin(subsetplacement.Name, plugintest.Factory(placement)),

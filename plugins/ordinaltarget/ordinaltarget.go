@@ -3,9 +3,6 @@
 // part the SubsetPlacement and OrdinalSpread plugins share: one informer-backed
 // reader of SubsetPlacements per scheduler and one ordinal map per placement
 // generation, so a scheduling cycle does no API call and no map rebuild.
-//
-// The same cache holds the cluster's resync Lease, on which placements with
-// spec.fencing are fenced (see fencing.go).
 package ordinaltarget
 
 import (
@@ -16,10 +13,8 @@ import (
 	"sync"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -70,17 +65,15 @@ type compiled struct {
 	err          error
 }
 
-// Resolver reads SubsetPlacements and the resync Lease from an informer cache
-// and resolves pods to Targets. Safe for concurrent use.
+// Resolver reads SubsetPlacements from an informer cache and resolves pods
+// to Targets. Safe for concurrent use.
 type Resolver struct {
 	cache     client.Reader
 	apiReader client.Reader
-	compiled  sync.Map // types.NamespacedName → *compiled
-	// leaseInformer is the informer of the resync Lease; nil for a Resolver
-	// built by NewResolver.
-	leaseInformer cache.Informer
-	// fencerOnce starts at most one Fencer per Resolver, so per scheduler.
-	fencerOnce sync.Once
+	// writer writes SubsetPlacements (the member component's fence
+	// records); nil for a Resolver built by NewResolver.
+	writer   client.Writer
+	compiled sync.Map // types.NamespacedName → *compiled
 }
 
 var (
@@ -89,24 +82,18 @@ var (
 )
 
 // SyncTimeout bounds how long ForConfig waits for the first sync of the
-// SubsetPlacement and resync Lease informers.
+// SubsetPlacement informer.
 var SyncTimeout = time.Minute
 
-// cacheOptions is what the Resolver's cache holds: every SubsetPlacement, and
-// of the Leases only the resync Lease (one namespace, one name), so the
-// scheduler does not watch the cluster's other Leases (node heartbeats,
-// leader elections), and RBAC may grant it that one Lease by resourceNames.
-// SubsetPlacements are read without a deep copy (Resolve runs in every
-// scheduling cycle of a managed pod): the Resolver and its callers never
-// modify what the cache returns.
+// cacheOptions is what the Resolver's cache holds: every SubsetPlacement,
+// read without a deep copy (Resolve runs in every scheduling cycle of a
+// managed pod): the Resolver and its callers never modify what the cache
+// returns.
 func cacheOptions(scheme *runtime.Scheme) cache.Options {
 	return cache.Options{
 		Scheme: scheme,
 		ByObject: map[client.Object]cache.ByObject{
 			&fleetv1.SubsetPlacement{}: {UnsafeDisableDeepCopy: ptr.To(true)},
-			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{
-				fleetv1.ResyncLeaseNamespace: {FieldSelector: fields.OneTermEqualSelector("metadata.name", fleetv1.ResyncLeaseName)},
-			}},
 		},
 	}
 }
@@ -115,9 +102,6 @@ func cacheOptions(scheme *runtime.Scheme) cache.Options {
 func newScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	if err := fleetv1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := coordinationv1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	return scheme, nil
@@ -138,16 +122,14 @@ func ForHandle(ctx context.Context, plugin string, h framework.Handle) (*Resolve
 
 // ForConfig returns the Resolver for a scheduler's kubeconfig: the plugins of
 // all profiles of one scheduler get the same kubeconfig and share one cache,
-// holding the SubsetPlacement informer and the informer of the resync Lease
-// (fleetset-system/fleetset-resync only). On first use it starts both and
-// waits, at most SyncTimeout, for their first sync, as scheduler-plugins'
-// NewClientWithCachedReader does; the informers stop when ctx is done.
+// holding the SubsetPlacement informer. On first use it starts it and waits,
+// at most SyncTimeout, for its first sync, as scheduler-plugins'
+// NewClientWithCachedReader does; the informer stops when ctx is done.
 //
-// It returns an error if the cache or client cannot be built, or an informer
-// stops or does not sync in time (the SubsetPlacement CRD missing, or the
-// scheduler not allowed to list subsetplacements, or to list and watch the
-// resync Lease); the scheduler then fails to start with that error rather
-// than leave pods Pending.
+// It returns an error if the cache or client cannot be built, or the
+// informer stops or does not sync in time (the SubsetPlacement CRD missing,
+// or the scheduler not allowed to list subsetplacements); the scheduler then
+// fails to start with that error rather than leave pods Pending.
 func ForConfig(ctx context.Context, cfg *rest.Config) (*Resolver, error) {
 	resolversMu.Lock()
 	defer resolversMu.Unlock()
@@ -172,11 +154,7 @@ func ForConfig(ctx context.Context, cfg *rest.Config) (*Resolver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting SubsetPlacement informer: %w", err)
 	}
-	leaseInf, err := c.GetInformer(syncCtx, &coordinationv1.Lease{}, cache.BlockUntilSynced(false))
-	if err != nil {
-		return nil, fmt.Errorf("starting the informer of Lease %s/%s: %w", fleetv1.ResyncLeaseNamespace, fleetv1.ResyncLeaseName, err)
-	}
-	r := &Resolver{cache: c, apiReader: apiReader, leaseInformer: leaseInf}
+	r := &Resolver{cache: c, apiReader: apiReader, writer: apiReader}
 	// Forget the compiled form of deleted placements.
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj interface{}) {
@@ -195,15 +173,15 @@ func ForConfig(ctx context.Context, cfg *rest.Config) (*Resolver, error) {
 	if !c.WaitForCacheSync(syncCtx) {
 		select {
 		case err := <-stopped:
-			return nil, fmt.Errorf("SubsetPlacement and Lease informers stopped before their first sync: %v", err)
+			return nil, fmt.Errorf("SubsetPlacement informer stopped before its first sync: %v", err)
 		default:
-			return nil, fmt.Errorf("SubsetPlacement and Lease informers did not sync within %s: is the SubsetPlacement CRD installed, may the scheduler list and watch subsetplacements.fleetset.io, and leases.coordination.k8s.io %s in namespace %s (manifests/scheduler/rbac.yaml)?",
-				SyncTimeout, fleetv1.ResyncLeaseName, fleetv1.ResyncLeaseNamespace)
+			return nil, fmt.Errorf("SubsetPlacement informer did not sync within %s: is the SubsetPlacement CRD installed, and may the scheduler list and watch subsetplacements.fleetset.io (manifests/scheduler/rbac.yaml)?",
+				SyncTimeout)
 		}
 	}
 	go func() {
 		if err := <-stopped; err != nil {
-			klog.FromContext(ctx).Error(err, "SubsetPlacement and Lease informers stopped")
+			klog.FromContext(ctx).Error(err, "SubsetPlacement informer stopped")
 		}
 	}()
 	resolvers[cfg] = r
@@ -221,6 +199,13 @@ func ForConfig(ctx context.Context, cfg *rest.Config) (*Resolver, error) {
 func NewResolver(cached, live client.Reader) *Resolver {
 	return &Resolver{cache: cached, apiReader: live}
 }
+
+// Reader returns the Resolver's cached reader of SubsetPlacements.
+func (r *Resolver) Reader() client.Reader { return r.cache }
+
+// Writer returns the Resolver's writer of SubsetPlacements (a live client),
+// nil for a Resolver built by NewResolver.
+func (r *Resolver) Writer() client.Writer { return r.writer }
 
 // Managed reports whether the pod opted in to placement: it carries the
 // fleetset.io/placement label.

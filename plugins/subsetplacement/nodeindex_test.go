@@ -29,7 +29,7 @@ func TestPreFilterFollowsNodeChanges(t *testing.T) {
 	ssd.Spec.NodeSelector = &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
 		MatchExpressions: []v1.NodeSelectorRequirement{{Key: "disk", Operator: v1.NodeSelectorOpIn, Values: []string{"ssd"}}},
 	}}}
-	pl := NewWithResolver(plugintest.Resolver(t, abc, soft, ssd))
+	pl := NewWithResolver(plugintest.Resolver(t, abc, soft, ssd), nil)
 	node := func(name, zone string, labels ...string) *v1.Node {
 		w := st.MakeNode().Name(name).Label(v1.LabelTopologyZone, zone)
 		for i := 0; i+1 < len(labels); i += 2 {
@@ -105,7 +105,7 @@ func TestNodeIndexSetsAreNotModified(t *testing.T) {
 	a1 := st.MakeNode().Name("a1").Label(v1.LabelTopologyZone, "zone-a").Obj()
 	a1Status := a1.DeepCopy()
 	abc := makePlacement("abc", fleetv1.DoNotSchedule, 0, dom("zone-a"), dom("zone-b"), dom("zone-c"))
-	pl := NewWithResolver(plugintest.Resolver(t, abc))
+	pl := NewWithResolver(plugintest.Resolver(t, abc), nil)
 	state := framework.NewCycleState()
 	if _, status := pl.PreFilter(context.Background(), state, pod("db-0", "abc", "0"), tf.BuildNodeInfos([]*v1.Node{a1})); !status.IsSuccess() {
 		t.Fatal(status)

@@ -3,9 +3,7 @@ package subsetplacement
 import (
 	"context"
 	"testing"
-	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -13,6 +11,7 @@ import (
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/member/fence/fencetest"
 	"github.com/fleetset/fleetset/plugins/internal/plugintest"
 	"github.com/fleetset/fleetset/plugins/ordinaltarget"
 )
@@ -75,7 +74,8 @@ func TestIsSchedulableAfterNodeChange(t *testing.T) {
 		name     string
 		pod      *v1.Pod
 		old, new *v1.Node
-		lease    *coordinationv1.Lease
+		// fence drives the member to Fenced; false: in contact.
+		fence bool
 		want     fwk.QueueingHint
 	}{
 		{name: "node added in the ordinal's domain", pod: pod("db-1", "abc", "1"), new: node("zone-b"), want: fwk.Queue},
@@ -95,15 +95,19 @@ func TestIsSchedulableAfterNodeChange(t *testing.T) {
 		{name: "missing placement: only a placement event helps", pod: pod("db-0", "nope", "0"), new: node("zone-a"), want: fwk.QueueSkip},
 		{name: "invalid placement: only a placement event helps", pod: pod("db-0", "invalid", "0"), new: node("zone-a"), want: fwk.QueueSkip},
 		{name: "garbled ordinal: no node helps", pod: pod("db-x", "abc", "x"), new: node("zone-a"), want: fwk.QueueSkip},
-		{name: "fenced placement: the Lease's renewal re-queues, not nodes", pod: pod("db-0", "fenced", "0"), new: node("zone-a"), want: fwk.QueueSkip},
-		{name: "fencing placement with a fresh Lease", pod: pod("db-0", "fenced", "0"), new: node("zone-a"),
-			lease: leaseAt(fencingNow, 60), want: fwk.Queue},
+		{name: "fenced placement: the end of the fence re-queues, not nodes", pod: pod("db-0", "fenced", "0"), new: node("zone-a"), fence: true, want: fwk.QueueSkip},
+		{name: "fencing placement in contact with the hub", pod: pod("db-0", "fenced", "0"), new: node("zone-a"), want: fwk.Queue},
 		{name: "unmanaged pod", pod: pod("web-0", "", "0"), new: node("zone-a"), want: fwk.QueueSkip},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pl := NewWithResolver(ordinaltarget.NewResolver(plugintest.Client(t, tt.lease, abc, soft, spread, ssd, invalid, fenced), nil))
-			pl.now = func() time.Time { return fencingNow }
+			d := fencetest.New()
+			if tt.fence {
+				d.Fence()
+			} else {
+				d.Contact()
+			}
+			pl := NewWithResolver(ordinaltarget.NewResolver(plugintest.Client(t, abc, soft, spread, ssd, invalid, fenced), nil), d.Guard)
 			hint := nodeHint(t, pl)
 			var oldObj interface{}
 			if tt.old != nil {

@@ -4,11 +4,12 @@
 // DoNotSchedule only in the domain its ordinal maps to (the seat sequence of
 // package internal/apportion). Pods without the label are skipped.
 //
-// For a placement with spec.fencing it also gates scheduling on the cluster's
-// resync Lease (api/v1alpha1/resync.go): while the Lease is expired or
-// missing, the placement's pods are not scheduled, and the plugin starts the
-// scheduler's Fencer (ordinaltarget.Fencer), which deletes their running pods
-// after graceSeconds.
+// For a placement with spec.fencing it also gates scheduling on the member
+// component (package member, contract in api/v1alpha1/member.go): while the
+// member is fenced, or the placement carries a fence the hub has not yet
+// confirmed, its pods are not scheduled. New starts the member component,
+// whose Fencer deletes the running pods of a fenced member after
+// graceSeconds.
 package subsetplacement
 
 import (
@@ -16,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +28,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/util"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/member"
 	"github.com/fleetset/fleetset/plugins/ordinaltarget"
 )
 
@@ -49,9 +50,10 @@ const (
 	// ErrReasonNodeSelector is used for nodes not matching the placement's nodeSelector.
 	ErrReasonNodeSelector = "node(s) didn't match the SubsetPlacement's nodeSelector"
 	// ErrReasonFenced prefixes the reason when the placement has
-	// spec.fencing and the resync Lease is expired or missing; the detail
-	// names the Lease and its expiry, e.g. "fenced: Lease
-	// fleetset-system/fleetset-resync expired at 2026-01-02T15:04:05Z".
+	// spec.fencing and the member component fences it (the member is cut
+	// off from the hub, or fenced the placement and the hub has not yet
+	// confirmed it); the detail says which, e.g. "fenced: cut off: no
+	// contact with the hub for 1m0s while peer(s) west reach it".
 	ErrReasonFenced = "fenced"
 )
 
@@ -62,12 +64,14 @@ var subsetPlacementEvents = fwk.EventResource("subsetplacements." + fleetv1.Grou
 // SubsetPlacement is the plugin.
 type SubsetPlacement struct {
 	resolver *ordinaltarget.Resolver
+	// gate is the member component's verdict on fencing placements; nil:
+	// no member component, nothing is fenced.
+	gate member.Gate
 	// activator moves pods back to the active queue; nil: never (tests).
 	activator framework.PodActivator
-	now       func() time.Time
 
-	// fenced holds the pods last rejected because the lease fenced them, by
-	// namespace/name, until the lease is fresh again and they are activated.
+	// fenced holds the pods last rejected because the gate fenced them, by
+	// namespace/name, until the gate changes and they are activated.
 	fencedMu sync.Mutex
 	fenced   map[string]*v1.Pod
 
@@ -82,34 +86,36 @@ var _ framework.EnqueueExtensions = &SubsetPlacement{}
 // Name returns the plugin name.
 func (pl *SubsetPlacement) Name() string { return Name }
 
-// New builds the plugin. It takes no args; it reads SubsetPlacements and the
-// resync Lease through the informers shared with OrdinalSpread (see
-// ordinaltarget.ForConfig), re-queues the pods it fenced when the Lease is
-// renewed, and starts the scheduler's one Fencer (see
-// ordinaltarget.Resolver.StartFencer) over the scheduler's own pod informer
-// and clientset. Errors come from building those informers.
+// New builds the plugin. It takes no args; it reads SubsetPlacements
+// through the informer shared with OrdinalSpread (see
+// ordinaltarget.ForConfig), and starts the process's one member component
+// (member.Start, configured by the --member-* flags) over the scheduler's own
+// pod informer and clientset; it re-queues the pods the member component
+// fenced when its verdict changes. Errors come from building the informers
+// or starting the member component.
 func New(ctx context.Context, _ runtime.Object, h framework.Handle) (framework.Plugin, error) {
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
 	r, err := ordinaltarget.ForHandle(ctx, Name, h)
 	if err != nil {
 		return nil, err
 	}
-	pl := NewWithResolver(r)
+	gate, err := member.Start(ctx, member.Flags, h.SharedInformerFactory().Core().V1().Pods(), h.ClientSet(), r.Reader(), r.Writer())
+	if err != nil {
+		return nil, fmt.Errorf("%s: member component: %w", Name, err)
+	}
+	pl := NewWithResolver(r, gate)
 	pl.activator = h
-	if err := r.OnLeaseChange(func() { pl.leaseChanged(logger) }); err != nil {
-		return nil, fmt.Errorf("%s: watching Lease %s/%s: %w", Name, fleetv1.ResyncLeaseNamespace, fleetv1.ResyncLeaseName, err)
+	if gate != nil {
+		gate.OnChange(func() { pl.gateChanged(logger) })
 	}
-	if r.StartFencer(ctx, h.SharedInformerFactory().Core().V1().Pods(), h.ClientSet()) {
-		logger.V(2).Info("Fencer started", "lease", klog.KRef(fleetv1.ResyncLeaseNamespace, fleetv1.ResyncLeaseName))
-	}
-	logger.V(2).Info("Plugin ready")
+	logger.V(2).Info("Plugin ready", "fencing", gate != nil)
 	return pl, nil
 }
 
-// NewWithResolver builds the plugin over an existing resolver (tests,
-// embedding); it re-queues no pod and starts no Fencer.
-func NewWithResolver(r *ordinaltarget.Resolver) *SubsetPlacement {
-	return &SubsetPlacement{resolver: r, now: time.Now, fenced: map[string]*v1.Pod{}}
+// NewWithResolver builds the plugin over an existing resolver and gate (nil:
+// nothing is fenced), for tests and embedding; it re-queues no pod.
+func NewWithResolver(r *ordinaltarget.Resolver, gate member.Gate) *SubsetPlacement {
+	return &SubsetPlacement{resolver: r, gate: gate, fenced: map[string]*v1.Pod{}}
 }
 
 // PreFilter resolves the pod's placement, ordinal and ordinal domain once per
@@ -119,10 +125,9 @@ func NewWithResolver(r *ordinaltarget.Resolver) *SubsetPlacement {
 // PreFilterResult, so the other Filter plugins run only on those nodes. The
 // nodes come from a per-domain index of the snapshot's nodes (nodeIndex),
 // not from reading every node's labels. Unmanaged pods get Skip; an
-// unusable placement, a placement with spec.fencing while the resync Lease
-// is expired or missing, or no node in the allowed domains, makes the pod
-// UnschedulableAndUnresolvable with the reason naming the placement, the
-// Lease or the domain.
+// unusable placement, a placement the member component fences, or no node
+// in the allowed domains, makes the pod UnschedulableAndUnresolvable with
+// the reason naming the placement, why it is fenced, or the domain.
 func (pl *SubsetPlacement) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
 	if !ordinaltarget.Managed(pod) {
 		return nil, fwk.NewStatus(fwk.Skip)
@@ -136,8 +141,8 @@ func (pl *SubsetPlacement) PreFilter(ctx context.Context, state fwk.CycleState, 
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s: %v", ErrReasonPlacement, err))
 	}
 	if t.Placement.Spec.Fencing != nil {
-		if reason, fenced := pl.fence(pod); fenced {
-			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
+		if reason, fenced := pl.fence(pod, t.Placement); fenced {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonFenced+": "+reason)
 		}
 	}
 	klog.FromContext(ctx).V(5).Info("Pod placement resolved", "plugin", Name, "pod", klog.KObj(pod),
@@ -166,40 +171,36 @@ type filterState struct {
 // Clone returns the same state: it is never modified after PreFilter.
 func (s *filterState) Clone() fwk.StateData { return s }
 
-// fence reports whether the resync Lease fences the pod now, and why. The
-// pod is recorded for re-queueing before the Lease is read: a renewal seen
-// after the read finds it recorded, and one seen before the read is what the
-// read returns, so a fenced pod never waits for an event already past.
-func (pl *SubsetPlacement) fence(pod *v1.Pod) (string, bool) {
+// fence reports whether the member component fences the pod's placement
+// now, and why. The pod is recorded for re-queueing before the gate is
+// asked: a change seen after the question finds it recorded, and one seen
+// before is what the answer reflects, so a fenced pod never waits for an
+// event already past.
+func (pl *SubsetPlacement) fence(pod *v1.Pod, sp *fleetv1.SubsetPlacement) (string, bool) {
+	if pl.gate == nil {
+		return "", false
+	}
 	key := pod.Namespace + "/" + pod.Name
 	pl.fencedMu.Lock()
 	pl.fenced[key] = pod
 	pl.fencedMu.Unlock()
-	fenced, reason, _ := pl.resolver.Fenced(pl.now())
-	if !fenced {
+	ok, reason := pl.gate.Allows(sp)
+	if ok {
 		pl.fencedMu.Lock()
 		if pl.fenced[key] == pod {
 			delete(pl.fenced, key)
 		}
 		pl.fencedMu.Unlock()
 	}
-	return reason, fenced
+	return reason, !ok
 }
 
-// leaseChanged runs on every change of the resync Lease in the cache: when
-// the Lease is fresh, it moves the pods it fenced back to the active queue.
-// This is the plugin's re-queueing on the Lease, done from its own informer,
-// which watches that one Lease, rather than through EventsToRegister: the
-// framework serves an event of a resource it has no typed informer for
-// ("leases.v1.coordination.k8s.io") from a dynamic informer over every
-// namespace, that is every Lease of the cluster (a node heartbeat every 10s
-// per node), each event scanning the unschedulable pods under the queue's
-// lock, and that informer needs list and watch on all Leases, without which
-// kube-scheduler waits for its sync forever and schedules nothing.
-func (pl *SubsetPlacement) leaseChanged(logger klog.Logger) {
-	if fenced, _, _ := pl.resolver.Fenced(pl.now()); fenced {
-		return
-	}
+// gateChanged runs when the member component's verdict changes (or a
+// placement's fence is lifted): it moves every pod it fenced back to the
+// active queue, where PreFilter asks the gate again. This is the plugin's
+// re-queueing on fencing, done from the member component rather than
+// through EventsToRegister: no cluster event marks the end of a fence.
+func (pl *SubsetPlacement) gateChanged(logger klog.Logger) {
 	pl.fencedMu.Lock()
 	pods := pl.fenced
 	if len(pods) == 0 || pl.activator == nil {
@@ -208,7 +209,7 @@ func (pl *SubsetPlacement) leaseChanged(logger klog.Logger) {
 	}
 	pl.fenced = map[string]*v1.Pod{}
 	pl.fencedMu.Unlock()
-	logger.V(4).Info("Resync Lease is fresh: re-queueing fenced pods", "pods", len(pods))
+	logger.V(4).Info("Fencing verdict changed: re-queueing fenced pods", "pods", len(pods))
 	pl.activator.Activate(logger, pods)
 }
 
@@ -274,9 +275,8 @@ func (pl *SubsetPlacement) Filter(_ context.Context, state fwk.CycleState, _ *v1
 }
 
 // EventsToRegister returns the events that can make a pod this plugin
-// rejected schedulable. A renewal of the resync Lease, which ends fencing,
-// is not among them: the plugin re-queues the pods it fenced itself (see
-// leaseChanged).
+// rejected schedulable. The end of a fence is not among them: the plugin
+// re-queues the pods it fenced itself (see gateChanged).
 func (pl *SubsetPlacement) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		// A missing or invalid placement is fixed by creating or updating it;
@@ -319,7 +319,7 @@ func isSchedulableAfterPlacementChange(logger klog.Logger, pod *v1.Pod, _, newOb
 // placement is read from the cache only. A placement missing or unusable,
 // or an ordinal the placement cannot use, is QueueSkip: no node fixes it (a
 // placement event or a pod update does), and neither does a node while the
-// placement is fenced (the renewal of the Lease re-queues the pod). Other
+// placement is fenced (the end of the fence re-queues the pod). Other
 // read errors return Queue.
 func (pl *SubsetPlacement) isSchedulableAfterNodeChange(logger klog.Logger, pod *v1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
 	if !ordinaltarget.Managed(pod) {
@@ -347,8 +347,8 @@ func (pl *SubsetPlacement) isSchedulableAfterNodeChange(logger klog.Logger, pod 
 	if oldNode != nil && nodeMismatch(t, oldNode) == "" {
 		return fwk.QueueSkip, nil // admitted before too: this plugin's verdict did not change
 	}
-	if t.Placement.Spec.Fencing != nil {
-		if fenced, _, _ := pl.resolver.Fenced(pl.now()); fenced {
+	if pl.gate != nil {
+		if ok, _ := pl.gate.Allows(t.Placement); !ok {
 			return fwk.QueueSkip, nil
 		}
 	}

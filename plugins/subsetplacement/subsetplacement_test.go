@@ -97,7 +97,7 @@ func TestFilter(t *testing.T) {
 		{name: "garbled ordinal label", pod: pod("db-x", "abc", "x"), wantPreFilter: `label apps.kubernetes.io/pod-index="x" is not a non-negative integer`},
 	}
 	r := plugintest.Resolver(t, abc, soft, weighted, ssd, invalid, nozoneb, unordered, spread)
-	pl := NewWithResolver(r)
+	pl := NewWithResolver(r, nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fw := plugintest.Framework(t, nil, nodes,

@@ -1,17 +1,14 @@
 // Package plugintest builds a real scheduler framework (the runtime that
 // kube-scheduler runs plugins in) holding the fleetset plugins over
-// in-memory SubsetPlacements (and resync Lease) and a snapshot of pods and
+// in-memory SubsetPlacements and a snapshot of pods and
 // nodes, for unit tests.
 package plugintest
 
 import (
 	"context"
 	"testing"
-	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -21,7 +18,6 @@ import (
 	fwkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -30,28 +26,21 @@ import (
 )
 
 // Resolver returns a ordinaltarget.Resolver reading the given SubsetPlacements
-// from memory; there is no resync Lease.
+// from memory.
 func Resolver(t *testing.T, placements ...*fleetv1.SubsetPlacement) *ordinaltarget.Resolver {
 	t.Helper()
-	return ordinaltarget.NewResolver(Client(t, nil, placements...), nil)
+	return ordinaltarget.NewResolver(Client(t, placements...), nil)
 }
 
-// Client returns an in-memory client holding the given SubsetPlacements and,
-// unless nil, the resync Lease lease. Each placement is replaced in
-// placements by the stored copy (with a UID).
-func Client(t *testing.T, lease *coordinationv1.Lease, placements ...*fleetv1.SubsetPlacement) client.WithWatch {
+// Client returns an in-memory client holding the given SubsetPlacements.
+// Each placement is replaced in placements by the stored copy (with a UID).
+func Client(t *testing.T, placements ...*fleetv1.SubsetPlacement) client.WithWatch {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := fleetv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	if err := coordinationv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	var objs []client.Object
-	if lease != nil {
-		objs = append(objs, lease.DeepCopy())
-	}
 	for i, sp := range placements {
 		sp = sp.DeepCopy()
 		sp.UID = types.UID("uid-" + sp.Name)
@@ -60,19 +49,6 @@ func Client(t *testing.T, lease *coordinationv1.Lease, placements ...*fleetv1.Su
 		objs = append(objs, sp)
 	}
 	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
-}
-
-// Lease returns the resync Lease (fleetset-system/fleetset-resync) renewed at
-// renewTime for durationSeconds; nil renewTime or durationSeconds leave the
-// field unset.
-func Lease(renewTime *time.Time, durationSeconds *int32) *coordinationv1.Lease {
-	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: fleetv1.ResyncLeaseNamespace, Name: fleetv1.ResyncLeaseName}}
-	l.Spec.HolderIdentity = ptr.To("fleetset-hub")
-	l.Spec.LeaseDurationSeconds = durationSeconds
-	if renewTime != nil {
-		l.Spec.RenewTime = &metav1.MicroTime{Time: *renewTime}
-	}
-	return l
 }
 
 // Framework returns a framework with PrioritySort, DefaultBinder and the

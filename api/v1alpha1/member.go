@@ -1,0 +1,78 @@
+package v1alpha1
+
+// The member's heartbeat and fencing contract (the failure model is in
+// docs/failover.md).
+//
+// fleetset's member component (run by fleetset-scheduler in every member
+// cluster, installed by the fleetset add-on) reaches the hub with the
+// add-on's own hub credentials and renews a Lease HeartbeatLeaseName in its
+// cluster namespace on the hub every third of its heartbeat timeout. The hub
+// notes when it observes each renewal on its own clock; it never compares
+// renewTime with its time.
+//
+// The member measures, on its local monotonic clock, the time since its last
+// successful heartbeat was sent. Past the heartbeat timeout, and only when
+// its own latest attempt failed, it asks its peers (the other members'
+// components, at the addresses the hub delivers in the ConfigMap
+// PeersConfigMapName of ResyncLeaseNamespace):
+//   - a peer still reaches the hub, or no peer answers: this member is the
+//     one cut off, and it fences: it schedules no pod of a placement with
+//     spec.fencing and, fenceGraceSeconds later, deletes their running pods;
+//   - the peers that answer lost the hub too, and with this member they are
+//     more than half of all members: the hub itself is down; it holds, and
+//     every pod keeps running.
+//
+// The hub relocates a lost cluster's subset only after that cluster's fence
+// deadline as the member computes it, counted from the hub's own observation
+// of the last heartbeat: heartbeat timeout + fenceGraceSeconds + the largest
+// terminationGracePeriodSeconds of the pod template + RelocationMarginSeconds,
+// or at once on a positive confirmation (the ManagedCluster deleted, or
+// tainted TaintOutOfService). It relocates nothing while more than half of
+// the member clusters, or of a FleetSet's clusters, are lost at once.
+//
+// A placement fenced on a member stays fenced after the member reaches the
+// hub again, until the hub confirms the placement is still this cluster's at
+// the same epoch (the placement in the hub's ManifestWork for this cluster)
+// or delivers it anew with a higher epoch; the record is the annotation
+// AnnotationFencedEpoch on the SubsetPlacement.
+const (
+	// HeartbeatLeaseName is the member's heartbeat Lease, in the namespace
+	// named after its ManagedCluster on the hub.
+	HeartbeatLeaseName = "fleetset-member"
+	// MemberLeaseName is the member's own record of its last contact with
+	// the hub, a Lease in ResyncLeaseNamespace of the member cluster, renewed
+	// (renewTime: the member's wall clock) after each successful heartbeat.
+	// In-cluster actors may read it: expired (now > renewTime +
+	// leaseDurationSeconds, by the member cluster's clock) means the member
+	// has not reached the hub for its heartbeat timeout.
+	MemberLeaseName = "fleetset-member"
+	// LabelHeartbeat marks heartbeat Leases on the hub (value "true"); the
+	// hub watches only those.
+	LabelHeartbeat = "fleetset.io/member-heartbeat"
+	// AnnotationPeerURL on a heartbeat Lease is the URL at which other
+	// members ask this one whether it reaches the hub.
+	AnnotationPeerURL = "fleetset.io/peer-url"
+	// PeersConfigMapName is the ConfigMap, in ResyncLeaseNamespace of every
+	// member, in which the hub delivers the peers' URLs (key PeersKey: a JSON
+	// object of cluster name to URL), with the resync lease's ManifestWork.
+	PeersConfigMapName = "fleetset-peers"
+	// PeersKey is the key of the peers' JSON in PeersConfigMapName.
+	PeersKey = "peers.json"
+	// AnnotationFencedEpoch on a SubsetPlacement records that the member
+	// fenced it at that epoch (spec.fencing.epoch); see the contract above.
+	AnnotationFencedEpoch = "fleetset.io/fenced-epoch"
+	// TaintOutOfService on a ManagedCluster (spec.taints, any effect) is an
+	// operator's confirmation that the cluster runs none of its pods any
+	// more (it is powered off, or its pods were stopped by hand): the hub
+	// relocates its subsets without waiting for the fence deadline, as
+	// node.kubernetes.io/out-of-service does for a node (KEP-2268).
+	TaintOutOfService = "fleetset.io/out-of-service"
+	// DefaultHeartbeatTimeoutSeconds is the member's heartbeat timeout when
+	// unset, in seconds.
+	DefaultHeartbeatTimeoutSeconds = 60
+	// RelocationMarginSeconds is added to a lost member's fence deadline
+	// before the hub relocates its subsets, in seconds: it covers the
+	// member's peer poll, its fencer's sweep and the hub's own observation
+	// delay.
+	RelocationMarginSeconds = 10
+)

@@ -1,0 +1,23 @@
+package v1alpha1
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
+// maxNameLength is the longest ManifestWork name (a DNS subdomain).
+const maxNameLength = 253
+
+// ManifestWorkName returns the name of the ManifestWork of FleetSet
+// namespace/name in every member cluster's namespace on the hub:
+// "<namespace>.<name>" (OCM style; namespaces hold no dot, so it is unique),
+// cut to 253 characters with a hash suffix if longer. Hub and members both
+// use it: the member reads its own work to confirm a fenced placement.
+func ManifestWorkName(namespace, name string) string {
+	n := namespace + "." + name
+	if len(n) <= maxNameLength {
+		return n
+	}
+	sum := sha256.Sum256([]byte(n))
+	return n[:maxNameLength-11] + "-" + hex.EncodeToString(sum[:])[:10]
+}

@@ -1,0 +1,158 @@
+package contact
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+)
+
+// Heartbeat renews the member's heartbeat Lease on the hub
+// (v1alpha1.HeartbeatLeaseName in the namespace named after the
+// ManagedCluster) every Period, and the member's local record of its last
+// contact (v1alpha1.MemberLeaseName in v1alpha1.ResyncLeaseNamespace of the
+// member cluster), reporting each hub attempt to Monitor.
+//
+// The hub reads the heartbeat with its own clock: it notes when it observed
+// each change, never compares renewTime with its time. renewTime is written
+// for people (kubectl get lease) and for the member's own record.
+type Heartbeat struct {
+	// Cluster is the ManagedCluster's name: the heartbeat's namespace on the hub.
+	Cluster string
+	// Identity is the Lease's holderIdentity (the member process).
+	Identity string
+	// PeerURL, when set, is written to the annotation
+	// v1alpha1.AnnotationPeerURL: where other members ask this one whether
+	// it reaches the hub. The hub delivers it to the other members.
+	PeerURL string
+	// Hub writes the heartbeat Lease on the hub.
+	Hub coordinationclient.LeasesGetter
+	// Local writes the record Lease in the member cluster; nil: none.
+	Local coordinationclient.LeasesGetter
+	// Monitor receives every hub attempt.
+	Monitor *Monitor
+	// Clock gives the send times: the Monitor's clock.
+	Clock clock.Clock
+	// Period is the time between attempts (seconds; a third of the timeout
+	// by default); each attempt is bounded by it too.
+	Period time.Duration
+}
+
+// Run renews every Period until ctx is done. Before the first attempt it
+// restores the Monitor from the local record, when there is one.
+func (h *Heartbeat) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithName("heartbeat").WithValues("cluster", h.Cluster)
+	h.restore(ctx, logger)
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		if err := h.Beat(ctx); err != nil {
+			logger.V(2).Info("Heartbeat to the hub failed", "err", err, "sinceContact", h.Monitor.Status().SinceContact.Round(time.Second))
+		}
+	}, h.Period)
+}
+
+// Beat makes one attempt: it renews the hub Lease and, on success, the local
+// record. The error is the hub write's, or the local record's.
+func (h *Heartbeat) Beat(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, h.Period)
+	defer cancel()
+	sent := h.Clock.Now()
+	err := renew(ctx, h.Hub.Leases(h.Cluster), fleetv1.HeartbeatLeaseName, h.lease(sent))
+	h.Monitor.Attempt(sent, err)
+	if err != nil {
+		heartbeatFailures.Inc()
+		return fmt.Errorf("renewing Lease %s/%s on the hub: %w", h.Cluster, fleetv1.HeartbeatLeaseName, err)
+	}
+	if h.Local == nil {
+		return nil
+	}
+	l := h.lease(sent)
+	l.Labels = nil
+	l.Annotations = nil
+	if err := renew(ctx, h.Local.Leases(fleetv1.ResyncLeaseNamespace), fleetv1.MemberLeaseName, l); err != nil {
+		return fmt.Errorf("renewing the member's record Lease %s/%s: %w", fleetv1.ResyncLeaseNamespace, fleetv1.MemberLeaseName, err)
+	}
+	return nil
+}
+
+// lease is the desired heartbeat Lease at sent.
+func (h *Heartbeat) lease(sent time.Time) *coordinationv1.Lease {
+	l := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{fleetv1.LabelHeartbeat: "true"}},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To(h.Identity),
+			LeaseDurationSeconds: ptr.To(int32(h.Monitor.Timeout() / time.Second)),
+			RenewTime:            ptr.To(metav1.NewMicroTime(sent)),
+		},
+	}
+	if h.PeerURL != "" {
+		l.Annotations = map[string]string{fleetv1.AnnotationPeerURL: h.PeerURL}
+	}
+	return l
+}
+
+// renew creates the Lease name in c, or updates its spec, labels and
+// annotations to want's.
+func renew(ctx context.Context, c coordinationclient.LeaseInterface, name string, want *coordinationv1.Lease) error {
+	cur, err := c.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		want.Name = name
+		want.Spec.AcquireTime = want.Spec.RenewTime
+		_, err = c.Create(ctx, want, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if cur.Labels == nil {
+		cur.Labels = map[string]string{}
+	}
+	for k, v := range want.Labels {
+		cur.Labels[k] = v
+	}
+	if len(want.Annotations) > 0 && cur.Annotations == nil {
+		cur.Annotations = map[string]string{}
+	}
+	for k, v := range want.Annotations {
+		cur.Annotations[k] = v
+	}
+	if cur.Spec.HolderIdentity == nil || *cur.Spec.HolderIdentity != *want.Spec.HolderIdentity || cur.Spec.AcquireTime == nil {
+		cur.Spec.AcquireTime = want.Spec.RenewTime
+	}
+	cur.Spec.HolderIdentity = want.Spec.HolderIdentity
+	cur.Spec.LeaseDurationSeconds = want.Spec.LeaseDurationSeconds
+	cur.Spec.RenewTime = want.Spec.RenewTime
+	_, err = c.Update(ctx, cur, metav1.UpdateOptions{})
+	return err
+}
+
+// restore reads the local record and restores the Monitor's last contact
+// from its renewTime. The record is this cluster's own, compared with this
+// cluster's own wall clock, and only across a restart of this process.
+func (h *Heartbeat) restore(ctx context.Context, logger klog.Logger) {
+	if h.Local == nil {
+		return
+	}
+	l, err := h.Local.Leases(fleetv1.ResyncLeaseNamespace).Get(ctx, fleetv1.MemberLeaseName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return
+	case err != nil:
+		logger.Error(err, "Reading the member's record Lease; the timeout starts now")
+		return
+	case l.Spec.RenewTime == nil:
+		return
+	}
+	age := h.Clock.Since(l.Spec.RenewTime.Time)
+	h.Monitor.Restore(age)
+	logger.V(2).Info("Restored last contact with the hub", "age", age.Round(time.Second))
+}

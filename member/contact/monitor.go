@@ -1,0 +1,106 @@
+// Package contact measures the member's contact with the hub: the Heartbeat
+// renews the member's own Lease on the hub and reports each attempt to a
+// Monitor, which keeps, on the local monotonic clock, when the member last
+// reached the hub.
+package contact
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Monitor records the member's attempts to reach the hub and answers how long
+// ago the last successful one was sent. All times come from its clock, whose
+// readings carry Go's monotonic reading: a step of the wall clock (NTP, an
+// operator) changes nothing, and no timestamp written by another machine is
+// ever compared with it (client-go leader election's observedTime rule).
+// Safe for concurrent use.
+type Monitor struct {
+	clock   clock.PassiveClock
+	timeout time.Duration
+
+	mu sync.Mutex
+	// last is when the last successful attempt was sent; its zero value is
+	// replaced by Restore or the first success.
+	last time.Time
+	// known is true once last holds a real or restored contact.
+	known bool
+	// failed is true when the latest finished attempt failed.
+	failed bool
+	// attempted is true once an attempt of this process finished.
+	attempted bool
+	// started is when the Monitor was built.
+	started time.Time
+}
+
+// NewMonitor returns a Monitor on clk that considers the hub lost once no
+// attempt sent in the last timeout succeeded.
+func NewMonitor(clk clock.PassiveClock, timeout time.Duration) *Monitor {
+	return &Monitor{clock: clk, timeout: timeout, started: clk.Now()}
+}
+
+// Timeout is the heartbeat timeout the Monitor was built with.
+func (m *Monitor) Timeout() time.Duration { return m.timeout }
+
+// Restore sets the last contact to age before now, for a process that
+// restarts: the age comes from the member's own record (the local Lease the
+// Agent keeps), so a member restarted while cut off does not start its
+// timeout over. It never moves the last contact later than one already known.
+func (m *Monitor) Restore(age time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at := m.clock.Now().Add(-max(age, 0))
+	if !m.known || at.After(m.last) {
+		m.last, m.known = at, true
+	}
+}
+
+// Attempt records an attempt to reach the hub that was sent at sent (a
+// reading of the Monitor's clock taken before the request left) and ended
+// with err. A success counts from sent, not from when the answer came: the
+// hub may have seen the write as early as that, so the member's timeout
+// never ends later than the hub's.
+func (m *Monitor) Attempt(sent time.Time, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.attempted = true
+	m.failed = err != nil
+	if err == nil && (!m.known || sent.After(m.last)) {
+		m.last, m.known = sent, true
+	}
+}
+
+// Status is the Monitor's view at one instant.
+type Status struct {
+	// SinceContact is how long ago the last successful attempt was sent; when
+	// the member never reached the hub (nor restored a record), the time
+	// since the Monitor started plus the timeout: a member that never
+	// reached the hub counts as lost once one attempt has failed.
+	SinceContact time.Duration
+	// Known is false when the member never reached the hub and restored no
+	// record.
+	Known bool
+	// InContact is true while SinceContact is below the timeout.
+	InContact bool
+	// Lost is true when the member is not in contact and its own latest
+	// attempt failed: its own observation that it cannot reach the hub.
+	// Before the first attempt of this process ends, Lost is false.
+	Lost bool
+}
+
+// Status returns the view at the clock's now.
+func (m *Monitor) Status() Status {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock.Now()
+	var since time.Duration
+	if m.known {
+		since = now.Sub(m.last)
+	} else {
+		since = now.Sub(m.started) + m.timeout
+	}
+	in := since < m.timeout
+	return Status{SinceContact: since, Known: m.known, InContact: in, Lost: !in && m.attempted && m.failed}
+}

@@ -1,0 +1,24 @@
+// Package member is fleetset's member side: what runs in every member
+// cluster, beside the scheduler plugins, to keep the fleet's promise that one
+// identity never runs in two clusters without ever stopping a workload
+// because the hub is silent.
+//
+// It is made of three parts, one package each:
+//
+//   - contact: the member's own heartbeat to the hub (a Lease in its cluster
+//     namespace on the hub, written with the add-on's hub credentials) and
+//     the Monitor that measures, on this process's monotonic clock, how long
+//     ago the member last reached the hub;
+//   - peers: a small HTTP endpoint that tells other members whether this one
+//     reaches the hub, and the client that asks them;
+//   - fence: the decision (in contact, holding, fenced) and the Fencer that
+//     stops the pods of failover-protected placements once fenced.
+//
+// The rules follow the systems the field trusts: the kubelet never kills
+// pods because its control plane is silent; client-go leader election
+// measures expiry on its own observed, monotonic time, never on a remote
+// timestamp; medik8s self-node-remediation fences only when its peers
+// confirm that it, not the control plane, is cut off; the node lifecycle
+// controller stops evicting when most nodes are lost at once. Agent (this
+// package) wires them together for fleetset-scheduler.
+package member

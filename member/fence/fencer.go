@@ -1,0 +1,224 @@
+package fence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+)
+
+// Fencer acts on the Guard's verdict once per Interval.
+//
+// While the member is Fenced it records the fence on every placement with
+// spec.fencing (the annotation AnnotationFencedEpoch, at the placement's
+// epoch) and deletes the running pods of each once the fence is
+// spec.fencing.graceSeconds old. The pods are those whose controller is the
+// StatefulSet of the placement's name, in its namespace, as the hub delivers
+// them: a label a tenant can edit chooses nothing. Deletion is a normal
+// Delete with the pod's own grace period and a UID precondition;
+// PersistentVolumeClaims and every other object are never touched.
+//
+// While the member is InContact it lifts the records: at once when the hub
+// delivered the placement at a higher epoch; otherwise when the hub's own
+// ManifestWork for this cluster still holds the placement at the recorded
+// epoch or a higher one (Confirm), asked no earlier than ConfirmAfter after
+// the member reached the hub again. While Holding it does nothing.
+type Fencer struct {
+	Guard *Guard
+	// Placements reads SubsetPlacements (the scheduler's cache).
+	Placements client.Reader
+	// Writer patches the fence records on SubsetPlacements.
+	Writer client.Writer
+	// Pods lists pods (the scheduler's pod informer).
+	Pods corelisters.PodLister
+	// Client deletes pods.
+	Client kubernetes.Interface
+	// Confirm asks the hub whether it still places sp in this cluster at
+	// epoch or above.
+	Confirm func(ctx context.Context, sp *fleetv1.SubsetPlacement, epoch int64) (bool, error)
+	// ConfirmAfter is how long the member must be InContact before it asks
+	// the hub to confirm a fenced placement: long enough for the hub to see
+	// the member back and to have written any move it decided before.
+	ConfirmAfter time.Duration
+	Clock        clock.PassiveClock
+	// Interval is the time between sweeps.
+	Interval time.Duration
+
+	inContactSince time.Time
+}
+
+// Run sweeps every Interval until ctx is done, once synced reports true.
+func (f *Fencer) Run(ctx context.Context, synced func() bool) {
+	logger := klog.FromContext(ctx).WithName("fencer")
+	ctx = klog.NewContext(ctx, logger)
+	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) { return synced(), nil }); err != nil {
+		return
+	}
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		if _, err := f.Sweep(ctx); err != nil {
+			logger.Error(err, "Fencing sweep failed")
+		}
+	}, f.Interval)
+}
+
+// Sweep evaluates the Guard once and acts on its verdict; it returns how
+// many pods it deleted.
+func (f *Fencer) Sweep(ctx context.Context) (int, error) {
+	v, since := f.Guard.Evaluate(ctx)
+	now := f.Clock.Now()
+	if v.State != InContact {
+		f.inContactSince = time.Time{}
+	} else if f.inContactSince.IsZero() {
+		f.inContactSince = now
+	}
+	var list fleetv1.SubsetPlacementList
+	if err := f.Placements.List(ctx, &list); err != nil {
+		return 0, fmt.Errorf("listing SubsetPlacements: %w", err)
+	}
+	var fencing []*fleetv1.SubsetPlacement
+	records := 0
+	for i := range list.Items {
+		sp := &list.Items[i]
+		if sp.Spec.Fencing == nil || !sp.DeletionTimestamp.IsZero() {
+			continue
+		}
+		fencing = append(fencing, sp)
+		if _, ok := FencedEpoch(sp); ok {
+			records++
+		}
+	}
+	fencedPlacements.Set(float64(records))
+	switch v.State {
+	case Fenced:
+		return f.fence(ctx, v, since, now, fencing)
+	case InContact:
+		return 0, f.lift(ctx, now, fencing)
+	}
+	return 0, nil
+}
+
+// fence records the fence on every placement and deletes the pods whose
+// grace is over.
+func (f *Fencer) fence(ctx context.Context, v Verdict, since, now time.Time, fencing []*fleetv1.SubsetPlacement) (int, error) {
+	logger := klog.FromContext(ctx)
+	var errs []error
+	deleted := 0
+	for _, sp := range fencing {
+		if e, ok := FencedEpoch(sp); !ok || e < sp.Spec.Fencing.Epoch {
+			if err := f.record(ctx, sp, &sp.Spec.Fencing.Epoch); err != nil {
+				errs = append(errs, err)
+				continue // no pod is deleted before its fence is recorded
+			}
+			logger.Info("Fenced placement", "placement", klog.KObj(sp), "epoch", sp.Spec.Fencing.Epoch, "reason", v.Reason)
+		}
+		if now.Sub(since) < time.Duration(sp.Spec.Fencing.GraceSeconds)*time.Second {
+			continue
+		}
+		pods, err := f.Pods.Pods(sp.Namespace).List(labels.Everything())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listing pods in %s: %w", sp.Namespace, err))
+			continue
+		}
+		for _, p := range pods {
+			if !ownedBy(p, sp.Name) || p.Spec.NodeName == "" || p.DeletionTimestamp != nil ||
+				p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+				continue
+			}
+			err := f.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(p.UID))})
+			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+				continue // gone, or re-created under the same name
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("deleting fenced pod %s: %w", klog.KObj(p), err))
+				continue
+			}
+			deleted++
+			fencedPods.Inc()
+			logger.Info("Deleted fenced pod", "pod", klog.KObj(p), "placement", klog.KObj(sp),
+				"reason", v.Reason, "graceSeconds", sp.Spec.Fencing.GraceSeconds)
+		}
+	}
+	return deleted, errors.Join(errs...)
+}
+
+// lift removes the fence records the hub has superseded or confirmed.
+func (f *Fencer) lift(ctx context.Context, now time.Time, fencing []*fleetv1.SubsetPlacement) error {
+	logger := klog.FromContext(ctx)
+	var errs []error
+	lifted := false
+	for _, sp := range fencing {
+		e, ok := FencedEpoch(sp)
+		if !ok {
+			continue
+		}
+		why := fmt.Sprintf("delivered at epoch %d, above the fence's %d", sp.Spec.Fencing.Epoch, e)
+		if e >= sp.Spec.Fencing.Epoch {
+			if now.Sub(f.inContactSince) < f.ConfirmAfter || f.Confirm == nil {
+				continue
+			}
+			ok, err := f.Confirm(ctx, sp, e)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("confirming SubsetPlacement %s with the hub: %w", klog.KObj(sp), err))
+				continue
+			}
+			if !ok {
+				continue // moved away: the work agent removes it
+			}
+			why = fmt.Sprintf("the hub confirms it here at epoch %d", e)
+		}
+		if err := f.record(ctx, sp, nil); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		lifted = true
+		logger.Info("Lifted the fence of a placement", "placement", klog.KObj(sp), "why", why)
+	}
+	if lifted {
+		f.Guard.Lifted()
+	}
+	return errors.Join(errs...)
+}
+
+// record sets the fence record of sp to epoch, or removes it (nil), with a
+// merge patch.
+func (f *Fencer) record(ctx context.Context, sp *fleetv1.SubsetPlacement, epoch *int64) error {
+	var val any
+	if epoch != nil {
+		val = strconv.FormatInt(*epoch, 10)
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%s}}}`, fleetv1.AnnotationFencedEpoch, jsonValue(val))
+	obj := &fleetv1.SubsetPlacement{}
+	obj.Namespace, obj.Name = sp.Namespace, sp.Name
+	if err := f.Writer.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("recording the fence of SubsetPlacement %s: %w", klog.KObj(sp), err)
+	}
+	return nil
+}
+
+func jsonValue(v any) string {
+	if v == nil {
+		return "null"
+	}
+	return strconv.Quote(v.(string))
+}
+
+// ownedBy reports whether p's controller is the StatefulSet name.
+func ownedBy(p *v1.Pod, name string) bool {
+	ref := metav1.GetControllerOf(p)
+	return ref != nil && ref.Kind == "StatefulSet" && ref.APIVersion == "apps/v1" && ref.Name == name
+}

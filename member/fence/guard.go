@@ -1,0 +1,165 @@
+package fence
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/member/contact"
+	"github.com/fleetset/fleetset/member/peers"
+)
+
+// Guard keeps the member's Verdict over time: it asks the peers (at most
+// once per PeerPoll, and only while the member has lost the hub), notes when
+// the fence started, and answers the scheduler's gate. Safe for concurrent
+// use; Evaluate is called by one loop (the Fencer's).
+type Guard struct {
+	// Monitor is the member's contact with the hub.
+	Monitor *contact.Monitor
+	// Clock is the Monitor's clock.
+	Clock clock.PassiveClock
+	// Peers returns the other members' URLs (cluster → URL), as the hub
+	// delivered them; an error is treated as no peers known.
+	Peers func(ctx context.Context) (map[string]string, error)
+	// Ask asks the peers (peers.Ask with the member's HTTP client).
+	Ask func(ctx context.Context, peers map[string]string) []peers.Result
+	// PeerPoll is the least time between two rounds of questions.
+	PeerPoll time.Duration
+
+	mu          sync.Mutex
+	verdict     Verdict
+	fencedSince time.Time
+	asked       time.Time
+	results     []peers.Result
+	listeners   []func()
+}
+
+// Evaluate decides the member's state now, asking the peers when the
+// member has lost the hub and the last round is older than PeerPoll, and
+// returns it with the time the fence started (zero unless Fenced). A fence
+// that follows a full-disruption hold starts when the hold ends; otherwise
+// it starts when the heartbeat timed out (last contact + timeout), so a
+// restarted member keeps the deadline it had. Listeners (OnChange) run when
+// the state changes.
+func (g *Guard) Evaluate(ctx context.Context) (Verdict, time.Time) {
+	s := g.Monitor.Status()
+	var results []peers.Result
+	if s.Lost {
+		results = g.peerResults(ctx)
+	}
+	v := Decide(s, results)
+	now := g.Clock.Now()
+
+	g.mu.Lock()
+	prev := g.verdict
+	g.verdict = v
+	switch {
+	case v.State != Fenced:
+		g.fencedSince = time.Time{}
+	case prev.State == Fenced:
+	case prev.State == Holding && prev.Disruption:
+		g.fencedSince = now // the full disruption ended now: the peers learn it as the hub does
+	default:
+		g.fencedSince = now.Add(-(s.SinceContact - g.Monitor.Timeout()))
+	}
+	since := g.fencedSince
+	var fire []func()
+	if prev.State != v.State {
+		fire = append(fire, g.listeners...)
+	}
+	g.mu.Unlock()
+
+	setStateMetrics(v, s)
+	for _, fn := range fire {
+		fn()
+	}
+	return v, since
+}
+
+// peerResults asks the peers, or returns the last round's results when it
+// is younger than PeerPoll.
+func (g *Guard) peerResults(ctx context.Context) []peers.Result {
+	now := g.Clock.Now()
+	g.mu.Lock()
+	if !g.asked.IsZero() && now.Sub(g.asked) < g.PeerPoll {
+		r := g.results
+		g.mu.Unlock()
+		return r
+	}
+	g.mu.Unlock()
+	urls, err := g.Peers(ctx)
+	if err != nil {
+		urls = nil
+	}
+	r := g.Ask(ctx, urls)
+	g.mu.Lock()
+	g.asked, g.results = now, r
+	g.mu.Unlock()
+	return r
+}
+
+// Current returns the last Verdict and when the fence started.
+func (g *Guard) Current() (Verdict, time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.verdict, g.fencedSince
+}
+
+// OnChange registers fn to run after every change of state, and after a
+// placement's fence is lifted (see Lifted).
+func (g *Guard) OnChange(fn func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.listeners = append(g.listeners, fn)
+}
+
+// Lifted runs the listeners: a placement's fence record was removed.
+func (g *Guard) Lifted() {
+	g.mu.Lock()
+	fire := append([]func(){}, g.listeners...)
+	g.mu.Unlock()
+	for _, fn := range fire {
+		fn()
+	}
+}
+
+// Allows reports whether the pods of placement sp may be scheduled now, and
+// why not: a placement without spec.fencing always may; one with it may not
+// while the member is Fenced, nor while it carries a fence record
+// (AnnotationFencedEpoch) at or above its spec.fencing.epoch — the member
+// fenced it and the hub has not yet confirmed it here. Holding allows.
+func (g *Guard) Allows(sp *fleetv1.SubsetPlacement) (bool, string) {
+	if sp.Spec.Fencing == nil {
+		return true, ""
+	}
+	g.mu.Lock()
+	v := g.verdict
+	g.mu.Unlock()
+	if v.State == Fenced {
+		return false, v.Reason
+	}
+	if e, ok := FencedEpoch(sp); ok && e >= sp.Spec.Fencing.Epoch {
+		return false, fmt.Sprintf("fenced at epoch %d while cut off; waiting for the hub to confirm the placement here", e)
+	}
+	return true, ""
+}
+
+// FencedEpoch returns the epoch of sp's fence record, and whether it has a
+// valid one.
+func FencedEpoch(sp *fleetv1.SubsetPlacement) (int64, bool) {
+	s, ok := sp.Annotations[fleetv1.AnnotationFencedEpoch]
+	if !ok {
+		return 0, false
+	}
+	e, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return math.MaxInt64, true // a record we cannot read fences until it is lifted
+	}
+	return e, true
+}

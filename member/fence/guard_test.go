@@ -1,0 +1,105 @@
+package fence_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/fleetset/fleetset/member/fence"
+	"github.com/fleetset/fleetset/member/fence/fencetest"
+	"github.com/fleetset/fleetset/member/peers"
+)
+
+// TestGuardFenceStart: a fence that follows contact starts when the
+// heartbeat timed out (last contact + timeout), so a member that restarts
+// while cut off keeps its deadline; one that follows a full-disruption hold
+// starts when the hold ends; it ends on contact.
+func TestGuardFenceStart(t *testing.T) {
+	d := fencetest.New()
+	start := d.Clock.Now()
+	if v := d.Contact(); v.State != fence.InContact {
+		t.Fatalf("after contact: %s", v.State)
+	}
+	if v := d.Fence(); v.State != fence.Fenced { // 30 s later, a peer reaches the hub
+		t.Fatalf("cut off: %s %q", v.State, v.Reason)
+	}
+	_, since := d.Guard.Current()
+	if want := start.Add(fencetest.Timeout); !since.Equal(want) {
+		t.Errorf("fence started at %s, want last contact + timeout %s", since, want)
+	}
+	d.Lose(10 * time.Second)
+	if _, again := d.Guard.Current(); !again.Equal(since) {
+		t.Errorf("fence start moved from %s to %s while still fenced", since, again)
+	}
+	if v := d.Contact(); v.State != fence.InContact {
+		t.Fatalf("back in contact: %s", v.State)
+	}
+	if _, since := d.Guard.Current(); !since.IsZero() {
+		t.Errorf("fence start %s kept after contact", since)
+	}
+
+	// A hub outage: hold; then the peers reach the hub again while this
+	// member still does not: the fence starts now, not at the timeout.
+	if v := d.Hold(); v.State != fence.Holding || !v.Disruption {
+		t.Fatalf("hub outage: %s %q", v.State, v.Reason)
+	}
+	d.SetPeers([]string{"west"}, []string{"north"}, nil)
+	v := d.Lose(5 * time.Second)
+	_, since = d.Guard.Current()
+	if v.State != fence.Fenced || !since.Equal(d.Clock.Now()) {
+		t.Errorf("after the outage: %s since %s, want Fenced since now %s", v.State, since, d.Clock.Now())
+	}
+}
+
+// TestGuardClockSkew: the Guard reads only its own monotonic clock. A member
+// whose wall clock is minutes off the hub's decides exactly as one in step:
+// contact every few seconds keeps it in contact for an hour of steps, and
+// the fence comes only after its own heartbeat timeout.
+func TestGuardClockSkew(t *testing.T) {
+	for _, skew := range []time.Duration{-5 * time.Minute, 0, 5 * time.Minute} {
+		d := fencetest.New()
+		d.Clock.SetTime(d.Clock.Now().Add(skew)) // the member's clock is off the hub's
+		d.Contact()
+		d.SetPeers([]string{"west"}, nil, nil)
+		for i := 0; i < 720; i++ {
+			d.Clock.Step(5 * time.Second)
+			if v := d.Contact(); v.State != fence.InContact {
+				t.Fatalf("skew %s: step %d: %s", skew, i, v.State)
+			}
+		}
+		if v := d.Lose(fencetest.Timeout - time.Second); v.State == fence.Fenced {
+			t.Errorf("skew %s: fenced %s after contact, before the timeout %s", skew, fencetest.Timeout-time.Second, fencetest.Timeout)
+		}
+		if v := d.Lose(time.Second); v.State != fence.Fenced {
+			t.Errorf("skew %s: %s at the timeout, want Fenced", skew, v.State)
+		}
+	}
+}
+
+// TestGuardAsksPeersOnlyWhenLost: no question while in contact; at most one
+// round per PeerPoll while lost.
+func TestGuardAsksPeersOnlyWhenLost(t *testing.T) {
+	d := fencetest.New()
+	asked := 0
+	ask := d.Guard.Ask
+	d.Guard.Ask = func(ctx context.Context, p map[string]string) []peers.Result {
+		asked++
+		return ask(ctx, p)
+	}
+	d.Guard.PeerPoll = 5 * time.Second
+	for i := 0; i < 10; i++ {
+		d.Clock.Step(time.Second)
+		d.Contact()
+	}
+	if asked != 0 {
+		t.Fatalf("asked the peers %d times while in contact", asked)
+	}
+	d.SetPeers([]string{"west"}, nil, nil)
+	d.Lose(fencetest.Timeout)
+	for i := 0; i < 9; i++ {
+		d.Lose(time.Second)
+	}
+	if asked != 2 {
+		t.Errorf("asked %d rounds in 10 s lost with a 5 s poll, want 2", asked)
+	}
+}

@@ -1,0 +1,106 @@
+// Package peers lets members corroborate a lost hub: each member serves
+// whether it reaches the hub (Handler), and a member that lost the hub asks
+// the others (Ask) before it fences, as medik8s self-node-remediation asks
+// its peers before a node fences itself.
+//
+// Fan-out is bounded: a member asks only while it has lost the hub, at most
+// once per poll, every peer at once with one short timeout; with 100 member
+// clusters that is at most 99 small GETs per poll per lost member, and none
+// while the fleet is healthy.
+package peers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/fleetset/fleetset/member/contact"
+)
+
+// Path is the peer endpoint's path.
+const Path = "/fleetset/v1/contact"
+
+// Answer is what one member says of its contact with the hub.
+type Answer struct {
+	// Cluster is the answering member's ManagedCluster name.
+	Cluster string `json:"cluster"`
+	// InContact is true when it reached the hub within its heartbeat timeout.
+	InContact bool `json:"inContact"`
+	// SinceContactSeconds is how long ago it last reached the hub, in whole
+	// seconds, by its own monotonic clock.
+	SinceContactSeconds int64 `json:"sinceContactSeconds"`
+}
+
+// Handler serves GET Path with this member's Answer, read from m.
+func Handler(cluster string, m *contact.Monitor) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+Path, func(w http.ResponseWriter, _ *http.Request) {
+		s := m.Status()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(Answer{Cluster: cluster, InContact: s.InContact, SinceContactSeconds: int64(s.SinceContact / time.Second)})
+	})
+	return mux
+}
+
+// Result is one peer's answer, or why there is none.
+type Result struct {
+	// Cluster is the peer asked.
+	Cluster string
+	// Answer is its answer; valid when Err is nil.
+	Answer Answer
+	// Err says why the peer did not answer (unreachable, timeout, a bad
+	// answer, or an answer naming another cluster).
+	Err error
+}
+
+// Ask asks every peer (cluster name → base URL) at once, each bounded by
+// timeout, and returns the results sorted by cluster. It never fails as a
+// whole: an unreachable peer is a Result with Err.
+func Ask(ctx context.Context, hc *http.Client, peers map[string]string, timeout time.Duration) []Result {
+	out := make([]Result, 0, len(peers))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for cluster, url := range peers {
+		wg.Go(func() {
+			r := Result{Cluster: cluster}
+			r.Answer, r.Err = ask(ctx, hc, url, timeout)
+			if r.Err == nil && r.Answer.Cluster != cluster {
+				r.Err = fmt.Errorf("peer at %s answered as cluster %q", url, r.Answer.Cluster)
+				r.Answer = Answer{}
+			}
+			mu.Lock()
+			out = append(out, r)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	sort.Slice(out, func(i, j int) bool { return out[i].Cluster < out[j].Cluster })
+	return out
+}
+
+func ask(ctx context.Context, hc *http.Client, url string, timeout time.Duration) (Answer, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+Path, nil)
+	if err != nil {
+		return Answer{}, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return Answer{}, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return Answer{}, fmt.Errorf("peer at %s: %s", url, resp.Status)
+	}
+	var a Answer
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&a); err != nil {
+		return Answer{}, fmt.Errorf("peer at %s: %w", url, err)
+	}
+	return a, nil
+}
