@@ -147,6 +147,10 @@ func Start(ctx context.Context, cfg Config, pods coreinformers.PodInformer, cs k
 		ConfirmAfter: period, Clock: clk, Interval: time.Second}
 	synced := pods.Informer().HasSynced
 	ctx = klog.NewContext(ctx, logger)
+	hb.Report = func() (string, string) {
+		v, _ := g.Current()
+		return string(v.State), v.Reason
+	}
 	go hb.Run(ctx)
 	go f.Run(ctx, synced)
 	logger.Info("Member component started", "cluster", cfg.Cluster, "heartbeatTimeout", cfg.HeartbeatTimeout, "peerURL", cfg.PeerURL)

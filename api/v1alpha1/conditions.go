@@ -31,10 +31,18 @@ const (
 	ReasonClusterUnavailable = "ClusterUnavailable"
 	// ReasonFailingOver: a subset's cluster is lost and the subset will be
 	// relocated (failover policy Relocate) once the cluster has been
-	// unavailable for tolerationSeconds and its resync lease has certainly
-	// expired; the message says when, or that no fallback cluster is
-	// available.
+	// unavailable for tolerationSeconds and its member has certainly fenced
+	// itself (its fence deadline, counted from the hub's observation of its
+	// last heartbeat); the message says when and why, or that no fallback
+	// cluster is available.
 	ReasonFailingOver = "FailingOver"
+	// ReasonRelocationHeld: a subset's cluster is lost and its relocation is
+	// due, but the hub holds it: more than half of the member clusters, or
+	// of the FleetSet's clusters, are lost at once (the hub may be the one
+	// cut off), or the hub never observed the lost member's heartbeat and
+	// so cannot know it fenced itself. The message says which and what
+	// confirms the loss (the taint fleetset.io/out-of-service).
+	ReasonRelocationHeld = "RelocationHeld"
 	// ReasonFailingBack: a relocated subset is being removed from its
 	// fallback cluster before it is delivered home.
 	ReasonFailingBack = "FailingBack"

@@ -52,6 +52,11 @@ const (
 	// AnnotationPeerURL on a heartbeat Lease is the URL at which other
 	// members ask this one whether it reaches the hub.
 	AnnotationPeerURL = "fleetset.io/peer-url"
+	// AnnotationMemberState and AnnotationMemberReason on a heartbeat Lease
+	// are the member's own state (InContact, Holding, Fenced) and why, as it
+	// last reported them.
+	AnnotationMemberState  = "fleetset.io/member-state"
+	AnnotationMemberReason = "fleetset.io/member-reason"
 	// PeersConfigMapName is the ConfigMap, in ResyncLeaseNamespace of every
 	// member, in which the hub delivers the peers' URLs (key PeersKey: a JSON
 	// object of cluster name to URL), with the resync lease's ManifestWork.

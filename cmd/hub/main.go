@@ -45,7 +45,7 @@ func run() error {
 		leaderElectionNS  string
 		hubIdentity       string
 		leaseDuration     time.Duration
-		leaseSkew         time.Duration
+		relocationMargin  time.Duration
 		kubeAPIQPS        float64
 		kubeAPIBurst      int
 		maxConcurrentRecs int
@@ -60,7 +60,8 @@ func run() error {
 	flag.BoolVar(&leaderElect, "leader-elect", true, "Elect a leader (Lease fleetset-hub) so only one replica writes.")
 	flag.StringVar(&leaderElectionNS, "leader-election-namespace", fleetv1.ResyncLeaseNamespace, "Namespace of the leader election Lease.")
 	flag.StringVar(&hubIdentity, "hub-identity", "fleetset-hub", "holderIdentity of the resync Lease in every member cluster.")
-	flag.DurationVar(&leaseSkew, "lease-skew", 10*time.Second, "clock-skew margin added to a lost cluster's resync lease expiry before its subsets are relocated (failover policy Relocate).")
+	flag.DurationVar(&relocationMargin, "relocation-margin", fleetv1.RelocationMarginSeconds*time.Second, "Margin added to a lost member's fence deadline (its heartbeat timeout + fenceGraceSeconds + terminationGracePeriodSeconds, counted from the hub's own observation of its last heartbeat) before its subsets are relocated (failover policy Relocate).")
+	flag.DurationVar(&relocationMargin, "lease-skew", fleetv1.RelocationMarginSeconds*time.Second, "Deprecated: use --relocation-margin.")
 	flag.DurationVar(&leaseDuration, "lease-duration", fleetv1.DefaultResyncLeaseDurationSeconds*time.Second, "leaseDurationSeconds of the resync Lease (whole seconds, ≥ 3s); renewed every third of it while the cluster is Available.")
 	flag.Float64Var(&kubeAPIQPS, "kube-api-qps", controller.DefaultKubeAPIQPS, "Client-side limit of queries per second to the hub's kube-apiserver (its priority and fairness still applies).")
 	flag.IntVar(&kubeAPIBurst, "kube-api-burst", controller.DefaultKubeAPIBurst, "Burst of queries to the hub's kube-apiserver above --kube-api-qps.")
@@ -104,7 +105,7 @@ func run() error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := controller.Setup(ctx, mgr, controller.Options{HubIdentity: hubIdentity, LeaseDuration: leaseDuration, LeaseSkew: leaseSkew, MaxParallelWrites: maxParallelWrites, MaxUnobservedWrites: maxUnobserved}); err != nil {
+	if err := controller.Setup(ctx, mgr, controller.Options{HubIdentity: hubIdentity, LeaseDuration: leaseDuration, RelocationMargin: relocationMargin, MaxParallelWrites: maxParallelWrites, MaxUnobservedWrites: maxUnobserved}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

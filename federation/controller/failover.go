@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -24,6 +25,9 @@ const (
 	EventFailedOver  = "FailedOver"
 	EventFailingBack = "FailingBack"
 	EventFailedBack  = "FailedBack"
+	// EventRelocationHeld: a due relocation is held (full disruption, the
+	// FleetSet's majority lost, or no heartbeat from the lost member).
+	EventRelocationHeld = "RelocationHeld"
 )
 
 // DefaultTolerationSeconds is spec.failover.tolerationSeconds when unset.
@@ -44,6 +48,17 @@ func failoverSpec(fs *fleetv1.FleetSet) failover.Spec {
 		Automatic: f.Failback == fleetv1.FailbackAutomatic, FailbackRequested: requested}
 }
 
+// terminationGrace is the largest time, in seconds, a pod of fs's template
+// may take to stop once deleted: terminationGracePeriodSeconds (default 30,
+// as the API defaults it).
+func terminationGrace(fs *fleetv1.FleetSet) time.Duration {
+	secs := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if g := fs.Spec.Template.Spec.TerminationGracePeriodSeconds; g != nil {
+		secs = *g
+	}
+	return time.Duration(secs) * time.Second
+}
+
 // planFailover runs the failover planner (package failover) over the plan's
 // subsets and applies its decision in place: each subset's cluster (where it
 // runs now), epoch and fencing; a relocated subset is spread only (the hub
@@ -54,6 +69,7 @@ func failoverSpec(fs *fleetv1.FleetSet) failover.Spec {
 func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planned []plan.Subset) ([]subsetFailover, error) {
 	fs := st.fs
 	spec := failoverSpec(fs)
+	spec.Disrupted = r.Heartbeats != nil && r.Heartbeats.Disrupted()
 	out := make([]subsetFailover, len(planned))
 	prev := map[string]fleetv1.SubsetStatus{}
 	for _, ss := range fs.Status.Subsets {
@@ -123,6 +139,12 @@ func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planne
 			}
 			st.failoverEvents = append(st.failoverEvents, pendingEvent{typ, reason, d.Step})
 		}
+		if d.Held && !heldBefore(fs) {
+			st.failoverEvents = append(st.failoverEvents, pendingEvent{corev1.EventTypeWarning, EventRelocationHeld, d.Waiting})
+		}
+		if d.Held {
+			st.problems[len(st.problems)-1].Reason = fleetv1.ReasonRelocationHeld
+		}
 		if !d.Retry.IsZero() {
 			st.failoverRetry = minPositive(st.failoverRetry, max(time.Second, d.Retry.Sub(now)+time.Second))
 		}
@@ -130,11 +152,11 @@ func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planne
 	return out, nil
 }
 
-// failoverCluster reads what failover needs of cluster c: availability and
-// since when, when its resync lease certainly expired (the last renewal the
-// hub delivered + its duration + LeaseSkew), and whether it has applied the
-// hub's latest ManifestWork of this FleetSet without the subsets failing
-// back from it.
+// failoverCluster reads what failover needs of cluster c: existence,
+// availability and since when, an out-of-service taint, what the hub has
+// observed of the member's heartbeat and so when the member has certainly
+// fenced itself (fenceDeadline), and whether it has applied the hub's latest
+// ManifestWork of this FleetSet without the subsets failing back from it.
 func (r *FleetSetReconciler) failoverCluster(ctx context.Context, st *state, c string, subsets []failover.Subset) (failover.Cluster, error) {
 	var out failover.Cluster
 	mc := &clusterv1.ManagedCluster{}
@@ -147,20 +169,12 @@ func (r *FleetSetReconciler) failoverCluster(ctx context.Context, st *state, c s
 		if cond := apimeta.FindStatusCondition(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable); cond != nil {
 			out.Since = cond.LastTransitionTime.Time
 		}
+		out.Confirmed = outOfService(mc)
 	}
-	lw := &workv1.ManifestWork{}
-	switch err := r.Get(ctx, types.NamespacedName{Namespace: c, Name: fleetv1.ResyncWorkName}, lw); {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return out, fmt.Errorf("getting resync lease work in %s: %w", c, err)
-	default:
-		if l, err := manifestwork.LeaseOf(lw); err == nil {
-			out.Fenced = l.RenewTime.Add(time.Duration(l.DurationSeconds)*time.Second + r.LeaseSkew)
+	if out.Exists && !out.Available {
+		if err := r.fenceDeadline(ctx, st.fs, c, &out); err != nil {
+			return out, err
 		}
-	}
-	// The cache may not show the hub's latest renewal yet.
-	if exp, ok := r.delivered.expiry(c); ok && exp.Add(r.LeaseSkew).After(out.Fenced) {
-		out.Fenced = exp.Add(r.LeaseSkew)
 	}
 	w, ok := st.works[types.NamespacedName{Namespace: c, Name: manifestwork.WorkName(st.fs.Namespace, st.fs.Name)}]
 	out.Removed = !ok || (w.DeletionTimestamp.IsZero() && appliedAtGeneration(w))
@@ -172,6 +186,49 @@ func (r *FleetSetReconciler) failoverCluster(ctx context.Context, st *state, c s
 		}
 	}
 	return out, nil
+}
+
+// fenceDeadline sets out.Heartbeat, out.Fenced and out.Deadline for lost
+// cluster c: the member's fence deadline as the member computes it,
+// counted from the hub's own observation (api/v1alpha1/member.go). It reads
+// the heartbeat Lease live first, so that a renewal the cache has not shown
+// yet counts.
+func (r *FleetSetReconciler) fenceDeadline(ctx context.Context, fs *fleetv1.FleetSet, c string, out *failover.Cluster) error {
+	if r.Heartbeats == nil {
+		return nil
+	}
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	if err := r.Heartbeats.Refresh(ctx, reader, c); err != nil {
+		return err
+	}
+	v, ok := r.Heartbeats.View(c)
+	if !ok {
+		return nil
+	}
+	var grace time.Duration
+	if f := fs.Spec.Failover; f != nil {
+		grace = time.Duration(f.FenceGraceSeconds) * time.Second
+	}
+	term := terminationGrace(fs)
+	since := r.Heartbeats.Since(v)
+	out.Heartbeat = true
+	out.Fenced = since.Add(v.Timeout + grace + term + r.RelocationMargin)
+	out.Deadline = fmt.Sprintf("heartbeat last observed or disruption ended at %s + timeout %s + fenceGraceSeconds %s + terminationGracePeriodSeconds %s + margin %s",
+		since.UTC().Format(time.RFC3339), v.Timeout, grace, term, r.RelocationMargin)
+	if v.State != "" {
+		out.Deadline += fmt.Sprintf("; member last reported %s: %s", v.State, v.Reason)
+	}
+	return nil
+}
+
+// heldBefore reports whether fs's Degraded condition already says that a
+// relocation is held, so the event is emitted once per hold.
+func heldBefore(fs *fleetv1.FleetSet) bool {
+	c := apimeta.FindStatusCondition(fs.Status.Conditions, fleetv1.ConditionDegraded)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == fleetv1.ReasonRelocationHeld
 }
 
 // appliedAtGeneration reports whether the work agent reports w Applied at

@@ -3,8 +3,10 @@
 package controller
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,13 +14,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/manifestwork"
+	"github.com/fleetset/fleetset/member/contact"
 )
 
 // markApplied reports, as the work agent would, that cluster has applied the
@@ -39,34 +45,199 @@ func markApplied(t testing.TB, cluster, ns, name string) {
 	}
 }
 
-// leaseRenewTime returns the renewTime of the resync lease the hub last
-// delivered to cluster.
-func leaseRenewTime(t testing.TB, cluster string) time.Time {
-	w := &workv1.ManifestWork{}
-	if err := k8sClient.Get(t.Context(), client.ObjectKey{Namespace: cluster, Name: fleetv1.ResyncWorkName}, w); err != nil {
-		t.Fatal(err)
-	}
-	l, err := manifestwork.LeaseOf(w)
+// beatTimeout is the members' heartbeat timeout in these tests.
+const beatTimeout = 3 * time.Second
+
+// memberBeat runs the member's real heartbeat (member/contact) for cluster
+// against the test hub every 500 ms, until the returned stop, which returns
+// when the last successful heartbeat was sent.
+func memberBeat(t testing.TB, cluster string) (stop func() time.Time) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l.RenewTime.Time
+	clk := clock.RealClock{}
+	var mu sync.Mutex
+	var last time.Time
+	mon := contact.NewMonitor(clk, beatTimeout)
+	hb := &contact.Heartbeat{Cluster: cluster, Identity: cluster + "-member", PeerURL: "http://127.0.0.1:1/" + cluster,
+		Hub: cs.CoordinationV1(), Monitor: mon, Clock: clk, Period: 500 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			sent := clk.Now()
+			if err := hb.Beat(ctx); err == nil {
+				mu.Lock()
+				last = sent
+				mu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(hb.Period):
+			}
+		}
+	}()
+	eventually(t, 10*time.Second, cluster+" heartbeat written", func() (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return !last.IsZero(), nil
+	})
+	stopped := false
+	stop = func() time.Time {
+		if !stopped {
+			stopped = true
+			cancel()
+			<-done
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return last
+	}
+	t.Cleanup(func() {
+		stop()
+		// No stale heartbeat is left for the next test's hub to count.
+		_ = cs.CoordinationV1().Leases(cluster).Delete(context.Background(), fleetv1.HeartbeatLeaseName, metav1.DeleteOptions{})
+	})
+	return stop
+}
+
+// threeClusterFleetSet is sampleFleetSet over clusters a, b and c, one
+// subset each, failover Relocate with toleration 0.
+func threeClusterFleetSet(ns, name, a, b, c string) *fleetv1.FleetSet {
+	fs := sampleFleetSet(ns, name)
+	fs.Spec.UpdateStrategy.ManualUpdate = nil
+	fs.Spec.UpdateStrategy.Type = fleetv1.ManualUpdateStrategyType
+	third := *fs.Spec.Topology.Subsets[1].DeepCopy()
+	third.Name = "north"
+	fs.Spec.Topology.Subsets = append(fs.Spec.Topology.Subsets, third)
+	for i, cl := range []string{a, b, c} {
+		fs.Spec.Topology.Subsets[i].Cluster = cl
+		fs.Spec.Topology.Subsets[i].Replicas = nil
+	}
+	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](0)}
+	return fs
+}
+
+// TestRelocationHeld: with two of a FleetSet's three clusters lost at once
+// the hub relocates nothing, past every fence deadline, and says so in
+// Degraded RelocationHeld and one event; an operator's out-of-service taint
+// on one lost cluster relocates its subset at once. A lost cluster whose
+// member never sent a heartbeat is held the same way.
+func TestRelocationHeld(t *testing.T) {
+	for _, c := range []string{"fh-a", "fh-b", "fh-c", "fh-d"} {
+		createCluster(t, c, true)
+	}
+	createNamespace(t, "held")
+	stopA, stopB := memberBeat(t, "fh-a"), memberBeat(t, "fh-b")
+	memberBeat(t, "fh-c")
+	startHubWith(t, Options{HubIdentity: "test-hub", LeaseDuration: 3 * time.Second, RelocationMargin: time.Second})
+	if err := k8sClient.Create(t.Context(), threeClusterFleetSet("held", "db", "fh-a", "fh-b", "fh-c")); err != nil {
+		t.Fatal(err)
+	}
+	// fh-d has no member heartbeat at all.
+	nobeat := threeClusterFleetSet("held", "nobeat", "fh-d", "fh-c", "fh-b")
+	if err := k8sClient.Create(t.Context(), nobeat); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "works delivered", func() (bool, error) {
+		return len(works(t, "held", "db")) == 3 && len(works(t, "held", "nobeat")) == 3, nil
+	})
+
+	stopA()
+	stopB()
+	setAvailable(t, "fh-a", false)
+	setAvailable(t, "fh-b", false)
+	setAvailable(t, "fh-d", false)
+	lost := time.Now()
+	eventually(t, 20*time.Second, "Degraded RelocationHeld (majority lost)", func() (bool, error) {
+		c := condition(getFleetSet(t, "held", "db"), fleetv1.ConditionDegraded)
+		return c.Reason == fleetv1.ReasonRelocationHeld && strings.Contains(c.Message, "2 of the FleetSet's 3 clusters are lost at once"), nil
+	})
+	eventually(t, 20*time.Second, "nobeat: Degraded RelocationHeld (no heartbeat)", func() (bool, error) {
+		c := condition(getFleetSet(t, "held", "nobeat"), fleetv1.ConditionDegraded)
+		return c.Reason == fleetv1.ReasonRelocationHeld && strings.Contains(c.Message, "never observed a heartbeat of fh-d's fleetset member component"), nil
+	})
+	// Past every deadline (3 s + 0 + 0 + 1 s) and several hold retries.
+	time.Sleep(time.Until(lost.Add(10 * time.Second)))
+	for name, home := range map[string]map[string]string{"db": {"fh-a": "db-east", "fh-b": "db-west"}, "nobeat": {"fh-d": "nobeat-east"}} {
+		ws := works(t, "held", name)
+		for cl, sts := range home {
+			if ws[cl] == nil || !manifestwork.HoldsStatefulSet(ws[cl], sts) {
+				t.Errorf("%s: %s moved away from %s while held", name, sts, cl)
+			}
+		}
+	}
+	if n := countEvents(t, "held", "db", EventRelocationHeld); n != 1 {
+		t.Errorf("%d %s events for db, want 1", n, EventRelocationHeld)
+	}
+
+	// The operator confirms fh-a out of service: its subset moves at once.
+	taint(t, "fh-a", fleetv1.TaintOutOfService)
+	eventually(t, 10*time.Second, "db-east relocated to fh-c", func() (bool, error) {
+		ws := works(t, "held", "db")
+		return ws["fh-c"] != nil && manifestwork.HoldsStatefulSet(ws["fh-c"], "db-east"), nil
+	})
+	if ws := works(t, "held", "db"); ws["fh-b"] == nil || !manifestwork.HoldsStatefulSet(ws["fh-b"], "db-west") {
+		t.Errorf("db-west moved from fh-b without a confirmation")
+	}
+}
+
+// TestHubRestartObservesBeforeRelocating: a hub started while a member is
+// lost, with its last heartbeat long past, relocates nothing until it has
+// itself watched for the member's whole fence deadline.
+func TestHubRestartObservesBeforeRelocating(t *testing.T) {
+	createCluster(t, "hr-east", true)
+	createCluster(t, "hr-west", true)
+	createNamespace(t, "hubrestart")
+	stopEast := memberBeat(t, "hr-east")
+	memberBeat(t, "hr-west")
+	fs := sampleFleetSet("hubrestart", "db")
+	fs.Spec.Topology.Subsets[0].Cluster, fs.Spec.Topology.Subsets[1].Cluster = "hr-east", "hr-west"
+	fs.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](2)
+	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](0)}
+	if err := k8sClient.Create(t.Context(), fs); err != nil {
+		t.Fatal(err)
+	}
+	stopEast()
+	setAvailable(t, "hr-east", false)
+	time.Sleep(8 * time.Second) // the last heartbeat is older than the whole deadline (3 + 0 + 2 + 1 s)
+	started := time.Now()
+	startHubWith(t, Options{HubIdentity: "test-hub", LeaseDuration: 3 * time.Second, RelocationMargin: time.Second})
+	eventually(t, 30*time.Second, "east relocated to west", func() (bool, error) {
+		ws := works(t, "hubrestart", "db")
+		return ws["hr-west"] != nil && manifestwork.HoldsStatefulSet(ws["hr-west"], "db-east"), nil
+	})
+	if took := time.Since(started); took < 6*time.Second {
+		t.Errorf("relocated %v after the hub started, before it observed the member for the fence deadline (6s)", took)
+	} else {
+		t.Logf("relocated %v after the hub started (deadline 6s from its own first observation)", took.Round(100*time.Millisecond))
+	}
 }
 
 // TestFailover relocates a lost cluster's subset with its identity, only
-// after the cluster is fenced (toleration and lease expiry + skew), and
-// brings it home on request only once the fallback cluster has applied its
-// removal: epoch 0 → 1 → 2, the fleet view and events following.
+// after the member has certainly fenced itself — its fence deadline
+// (heartbeat timeout + fenceGraceSeconds + terminationGracePeriodSeconds +
+// margin) counted from the hub's own observation of its last heartbeat, and
+// the toleration — and brings it home on request only once the fallback
+// cluster has applied its removal: epoch 0 → 1 → 2, the fencing epoch in the
+// SubsetPlacement, the fleet view and events following. The members'
+// heartbeats are the real member heartbeat writing to the hub's apiserver.
 func TestFailover(t *testing.T) {
 	createCluster(t, "fo-east", true)
 	createCluster(t, "fo-west", true)
 	createNamespace(t, "failover")
-	const lease, skew = 3 * time.Second, time.Second
-	startHubWith(t, Options{HubIdentity: "test-hub", LeaseDuration: lease, LeaseSkew: skew})
+	stopEast := memberBeat(t, "fo-east")
+	memberBeat(t, "fo-west")
+	const margin = time.Second
+	startHubWith(t, Options{HubIdentity: "test-hub", LeaseDuration: 3 * time.Second, RelocationMargin: margin})
 
 	fs := sampleFleetSet("failover", "db")
 	fs.Spec.Topology.Subsets[0].Cluster, fs.Spec.Topology.Subsets[1].Cluster = "fo-east", "fo-west"
-	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](2)}
+	fs.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](2)
+	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](2), FenceGraceSeconds: 1}
 	if err := k8sClient.Create(t.Context(), fs); err != nil {
 		t.Fatal(err)
 	}
@@ -86,26 +257,35 @@ func TestFailover(t *testing.T) {
 		return k8sClient.Get(t.Context(), client.ObjectKey{Namespace: "fo-east", Name: fleetv1.ResyncWorkName}, w) == nil, nil
 	})
 
-	// Cut east off: FailingOver, then relocated to west with its identity.
+	// Cut east off: its heartbeat stops and OCM sees it unavailable:
+	// FailingOver with the fence deadline, then relocated to west with its
+	// identity.
+	lastBeat := stopEast()
 	setAvailable(t, "fo-east", false)
 	lost := time.Now()
-	eventually(t, 10*time.Second, "Degraded FailingOver naming east", func() (bool, error) {
+	eventually(t, 10*time.Second, "Degraded FailingOver naming east and the fence deadline", func() (bool, error) {
 		c := condition(getFleetSet(t, "failover", "db"), fleetv1.ConditionDegraded)
-		return strings.Contains(c.Message, "subset east on cluster fo-east") && strings.Contains(c.Message, "relocating at"), nil
+		return strings.Contains(c.Message, "subset east on cluster fo-east") && strings.Contains(c.Message, "relocating at") &&
+			strings.Contains(c.Message, "timeout 3s + fenceGraceSeconds 1s + terminationGracePeriodSeconds 2s + margin 1s"), nil
 	})
-	lastRenew := leaseRenewTime(t, "fo-east")
 	eventually(t, 30*time.Second, "east relocated to west", func() (bool, error) {
 		ws := works(t, "failover", "db")
 		return ws["fo-east"] == nil && ws["fo-west"] != nil && manifestwork.HoldsStatefulSet(ws["fo-west"], "db-east"), nil
 	})
 	moved := time.Now()
-	if fenced := lastRenew.Add(lease + skew); moved.Before(fenced) || moved.Before(lost.Add(2*time.Second)) {
-		t.Errorf("relocated at %s, before the fence (lease %s + %s + skew %s) or the toleration", moved, lastRenew, lease, skew)
+	if fenced := lastBeat.Add(beatTimeout + time.Second + 2*time.Second + margin); moved.Before(fenced) || moved.Before(lost.Add(2*time.Second)) {
+		t.Errorf("relocated at %s, before the fence deadline %s (last heartbeat sent %s) or the toleration", moved.Format(time.StampMilli), fenced.Format(time.StampMilli), lastBeat.Format(time.StampMilli))
 	}
+	t.Logf("relocated %v after the last heartbeat (deadline %v)", moved.Sub(lastBeat).Round(100*time.Millisecond), beatTimeout+3*time.Second+margin)
 	var sts appsv1.StatefulSet
 	manifest(t, works(t, "failover", "db")["fo-west"], "StatefulSet", "db-east", &sts)
 	if sts.Spec.Ordinals.Start != 0 || ptr.Deref(sts.Spec.Replicas, 0) != 5 {
 		t.Errorf("relocated StatefulSet db-east: start %d replicas %d, want its identity: 0 and 5", sts.Spec.Ordinals.Start, ptr.Deref(sts.Spec.Replicas, 0))
+	}
+	var sp fleetv1.SubsetPlacement
+	manifest(t, works(t, "failover", "db")["fo-west"], "SubsetPlacement", "db-east", &sp)
+	if sp.Spec.Fencing == nil || sp.Spec.Fencing.Epoch != 1 || sp.Spec.Fencing.GraceSeconds != 1 {
+		t.Errorf("relocated SubsetPlacement db-east fencing = %+v, want epoch 1, grace 1", sp.Spec.Fencing)
 	}
 	// The hub writes status after the works, in the same reconcile.
 	var ss fleetv1.SubsetStatus
@@ -159,5 +339,38 @@ func TestFailover(t *testing.T) {
 	})
 	if !hasEvent(t, "failover", "db", EventFailedBack) {
 		t.Errorf("no %s event", EventFailedBack)
+	}
+}
+
+// countEvents returns how many times an event with reason was recorded on
+// ns/name (the recorder folds repeats into one Event's count).
+func countEvents(t testing.TB, ns, name, reason string) int {
+	t.Helper()
+	var list corev1.EventList
+	if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name && e.Reason == reason {
+			n += int(max(e.Count, 1))
+		}
+	}
+	return n
+}
+
+// taint adds a NoExecute taint key to ManagedCluster name.
+func taint(t testing.TB, name, key string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		mc := &clusterv1.ManagedCluster{}
+		if err := k8sClient.Get(context.Background(), client.ObjectKey{Name: name}, mc); err != nil {
+			return err
+		}
+		mc.Spec.Taints = append(mc.Spec.Taints, clusterv1.Taint{Key: key, Effect: clusterv1.TaintEffectNoSelect, TimeAdded: metav1.Now()})
+		return k8sClient.Update(context.Background(), mc)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

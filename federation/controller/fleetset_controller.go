@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/heartbeat"
 	"github.com/fleetset/fleetset/federation/manifestwork"
 	"github.com/fleetset/fleetset/federation/plan"
 	"github.com/fleetset/fleetset/federation/rollout"
@@ -68,8 +69,15 @@ const maxConditionMessage = 32768
 type FleetSetReconciler struct {
 	client.Client
 	Recorder record.EventRecorder
-	// LeaseSkew is the clock-skew margin of failover (see Options).
-	LeaseSkew time.Duration
+	// RelocationMargin is added to a lost member's fence deadline before
+	// its subsets are relocated (see Options).
+	RelocationMargin time.Duration
+	// Heartbeats is the hub's view of the members' heartbeats; nil: none
+	// observed, so no relocation is ever due (only confirmed ones).
+	Heartbeats *heartbeat.Observer
+	// APIReader reads a lost member's heartbeat Lease live before a
+	// relocation; nil: through Client.
+	APIReader client.Reader
 	// Clock reads the time of failover decisions; nil: the real clock.
 	Clock clock.Clock
 	// MaxParallelWrites bounds the ManifestWork writes one reconcile has in
@@ -83,9 +91,6 @@ type FleetSetReconciler struct {
 	// expectations holds the writes the cache has not delivered yet; nil
 	// (a reconciler built without Setup, as in unit tests): none awaited.
 	expectations *cacheExpectations
-	// delivered is the resync leases the hub wrote (ResyncReconciler);
-	// nil: failover reads them from the cache only.
-	delivered *deliveredLeases
 }
 
 // SetupWithManager watches FleetSets (spec and annotation changes: the
@@ -143,9 +148,20 @@ func availabilityChanged() predicate.Predicate {
 			if !ok1 || !ok2 {
 				return true
 			}
-			return isAvailable(o) != isAvailable(n)
+			return isAvailable(o) != isAvailable(n) || outOfService(o) != outOfService(n)
 		},
 	}
+}
+
+// outOfService reports whether mc carries the v1alpha1.TaintOutOfService
+// taint: an operator's confirmation that it runs none of its pods.
+func outOfService(mc *clusterv1.ManagedCluster) bool {
+	for _, t := range mc.Spec.Taints {
+		if t.Key == fleetv1.TaintOutOfService {
+			return true
+		}
+	}
+	return false
 }
 
 func isAvailable(mc *clusterv1.ManagedCluster) bool {
@@ -158,6 +174,7 @@ func isAvailable(mc *clusterv1.ManagedCluster) bool {
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=managedclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=fleetset-system
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
 
 // orphaned reports whether ManifestWork o has owner labels naming a
 // FleetSet the cache does not hold (one deleted while the hub was not

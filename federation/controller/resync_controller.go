@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,43 +52,9 @@ type ResyncReconciler struct {
 	// APIReader reads the resync work live from the apiserver (see
 	// resyncWork); nil: through Client.
 	APIReader client.Reader
-	// delivered records each lease written, for failover; nil: none.
-	delivered *deliveredLeases
-}
-
-// deliveredLeases records, by cluster, the last resync lease this hub wrote,
-// so failover computes a lost cluster's fence from the hub's latest renewal
-// even while the manager's cache has not shown that renewal yet (a cache
-// behind by one renewal would put the fence a renewal period early). The
-// zero of *deliveredLeases (nil) records nothing.
-type deliveredLeases struct {
-	mu sync.Mutex
-	m  map[string]manifestwork.Lease
-}
-
-// record notes that l was written to cluster.
-func (d *deliveredLeases) record(cluster string, l manifestwork.Lease) {
-	if d == nil {
-		return
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.m == nil {
-		d.m = map[string]manifestwork.Lease{}
-	}
-	d.m[cluster] = l
-}
-
-// expiry returns when the last lease recorded for cluster expires, and
-// whether one was recorded.
-func (d *deliveredLeases) expiry(cluster string) (time.Time, bool) {
-	if d == nil {
-		return time.Time{}, false
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	l, ok := d.m[cluster]
-	return l.RenewTime.Add(time.Duration(l.DurationSeconds) * time.Second), ok
+	// Peers returns the members' peer URLs by cluster (the hub's heartbeat
+	// observer), delivered to every member with its lease; nil: none.
+	Peers func() map[string]string
 }
 
 // SetupWithManager watches ManagedClusters (creation, deletion, change of
@@ -246,7 +211,7 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 	durationSeconds := int32(r.LeaseDuration / time.Second)
 	if work == nil {
 		l := manifestwork.Lease{HolderIdentity: r.HubIdentity, DurationSeconds: durationSeconds, AcquireTime: now, RenewTime: now}
-		w, err := manifestwork.ResyncWork(cluster, l)
+		w, err := manifestwork.ResyncWork(cluster, l, r.peers())
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -255,7 +220,6 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 		if err := r.Create(ctx, w); err != nil {
 			return ctrl.Result{}, fmt.Errorf("creating resync lease work in %s: %w", cluster, err)
 		}
-		r.delivered.record(cluster, l)
 		leaseRenewals.WithLabelValues(cluster).Inc()
 		r.Recorder.Event(mc, corev1.EventTypeNormal, EventLeaseCreated, "Created ManifestWork "+fleetv1.ResyncWorkName)
 		return ctrl.Result{RequeueAfter: period}, nil
@@ -275,14 +239,13 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 		acquire = now
 	}
 	l := manifestwork.Lease{HolderIdentity: r.HubIdentity, DurationSeconds: durationSeconds, AcquireTime: acquire, RenewTime: now}
-	w, err := manifestwork.ResyncWork(cluster, l)
+	w, err := manifestwork.ResyncWork(cluster, l, r.peers())
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if _, _, err := manifestwork.ApplyTo(ctx, r.Client, work, w); err != nil {
 		return ctrl.Result{}, fmt.Errorf("renewing resync lease in %s: %w", cluster, err)
 	}
-	r.delivered.record(cluster, l)
 	leaseRenewals.WithLabelValues(cluster).Inc()
 	logger.V(4).Info("Renewed resync lease", "renewTime", now)
 	return ctrl.Result{RequeueAfter: period}, nil
@@ -326,6 +289,14 @@ func (r *ResyncReconciler) holdsMovedSubsets(ctx context.Context, cluster string
 		}
 	}
 	return "", nil
+}
+
+// peers returns the members' peer URLs, none without Peers.
+func (r *ResyncReconciler) peers() map[string]string {
+	if r.Peers == nil {
+		return nil
+	}
+	return r.Peers()
 }
 
 // resyncWork reads the resync work of cluster live from the apiserver

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
-	"github.com/fleetset/fleetset/federation/manifestwork"
 )
 
 // TestLeaseClustersChanged: the FleetSet updates that reach the resync
@@ -79,22 +78,3 @@ func TestLeaseRelevant(t *testing.T) {
 	}
 }
 
-// TestDeliveredLeases: the expiry of the last lease recorded per cluster;
-// nil records nothing.
-func TestDeliveredLeases(t *testing.T) {
-	var none *deliveredLeases
-	none.record("east", manifestwork.Lease{})
-	if _, ok := none.expiry("east"); ok {
-		t.Error("nil deliveredLeases recorded")
-	}
-	d := &deliveredLeases{}
-	at := metav1.NewMicroTime(time.Unix(100, 0))
-	d.record("east", manifestwork.Lease{DurationSeconds: 60, RenewTime: at})
-	d.record("east", manifestwork.Lease{DurationSeconds: 60, RenewTime: metav1.NewMicroTime(at.Add(20 * time.Second))})
-	if exp, ok := d.expiry("east"); !ok || !exp.Equal(at.Add(80*time.Second)) {
-		t.Errorf("expiry = %v, %v; want the last renewal + 60 s", exp, ok)
-	}
-	if _, ok := d.expiry("west"); ok {
-		t.Error("a cluster without renewals has an expiry")
-	}
-}

@@ -12,7 +12,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -21,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/manager"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/heartbeat"
 	"github.com/fleetset/fleetset/federation/metawrite"
 )
 
@@ -79,9 +82,11 @@ type Options struct {
 	LeaseDuration time.Duration
 	// Clock is the clock of the lease renewals; nil means the real clock.
 	Clock clock.Clock
-	// LeaseSkew is the clock-skew margin added to a lost cluster's lease
-	// expiry before its subsets are relocated (failover policy Relocate).
-	LeaseSkew time.Duration
+	// RelocationMargin is added to a lost member's fence deadline (heartbeat
+	// timeout + fenceGraceSeconds + terminationGracePeriodSeconds, counted
+	// from the hub's observation of its last heartbeat) before its subsets
+	// are relocated; 0 means v1alpha1.RelocationMarginSeconds.
+	RelocationMargin time.Duration
 	// MaxParallelWrites bounds the ManifestWork writes one FleetSet
 	// reconcile has in flight; 0 means DefaultMaxParallelWrites.
 	MaxParallelWrites int
@@ -112,7 +117,8 @@ func NewScheme() (*runtime.Scheme, error) {
 func CacheOptions() cache.Options {
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&workv1.ManifestWork{}: {Label: labels.SelectorFromSet(labels.Set{fleetv1.LabelManagedBy: fleetv1.ManagedByHub})},
+			&workv1.ManifestWork{}:   {Label: labels.SelectorFromSet(labels.Set{fleetv1.LabelManagedBy: fleetv1.ManagedByHub})},
+			&coordinationv1.Lease{}: {Label: labels.SelectorFromSet(labels.Set{fleetv1.LabelHeartbeat: "true"})},
 		},
 		DefaultTransform: cache.TransformStripManagedFields(),
 	}
@@ -132,8 +138,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	if opts.LeaseSkew < 0 {
-		return fmt.Errorf("lease skew: must not be negative, got %v", opts.LeaseSkew)
+	if opts.RelocationMargin < 0 {
+		return fmt.Errorf("relocation margin: must not be negative, got %v", opts.RelocationMargin)
+	}
+	if opts.RelocationMargin == 0 {
+		opts.RelocationMargin = fleetv1.RelocationMarginSeconds * time.Second
 	}
 	if opts.MaxParallelWrites < 0 {
 		return fmt.Errorf("max parallel writes: must not be negative, got %d", opts.MaxParallelWrites)
@@ -164,7 +173,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	exp := newCacheExpectations(expectationTTL, opts.Clock.Now)
 	exp.window = opts.MaxUnobservedWrites
-	delivered := &deliveredLeases{}
+	beats, err := watchHeartbeats(ctx, mgr, opts.Clock)
+	if err != nil {
+		return err
+	}
 	if err := exp.watch(ctx, mgr.GetCache(), map[string]client.Object{kindFleetSet: &fleetv1.FleetSet{}, kindManifestWork: &workv1.ManifestWork{}}); err != nil {
 		return err
 	}
@@ -172,8 +184,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	fr := &FleetSetReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("fleetset-hub"), LeaseSkew: opts.LeaseSkew, Clock: opts.Clock,
-		MaxParallelWrites: opts.MaxParallelWrites, Writer: writer, expectations: exp, delivered: delivered}
+	fr := &FleetSetReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("fleetset-hub"), RelocationMargin: opts.RelocationMargin, Clock: opts.Clock,
+		Heartbeats: beats, APIReader: mgr.GetAPIReader(), MaxParallelWrites: opts.MaxParallelWrites, Writer: writer, expectations: exp}
 	if err := fr.SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -184,7 +196,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		LeaseDuration: opts.LeaseDuration,
 		Clock:         opts.Clock,
 		APIReader:     mgr.GetAPIReader(),
-		delivered:     delivered,
+		Peers:         beats.Peers,
 	}
 	return rr.SetupWithManager(mgr)
 }
@@ -275,3 +287,51 @@ func fleetSetClusters(fs *fleetv1.FleetSet, withStatus bool) []string {
 	}
 	return out
 }
+
+// watchHeartbeats returns the hub's heartbeat observer, fed by the manager's
+// informer of heartbeat Leases (label v1alpha1.LabelHeartbeat, every cluster
+// namespace) and ticking every second while the manager runs, leader or not:
+// every replica keeps its own observed times, and a new leader starts from
+// its own start, as a restarted hub does.
+func watchHeartbeats(ctx context.Context, mgr ctrl.Manager, clk clock.Clock) (*heartbeat.Observer, error) {
+	o := heartbeat.NewObserver(clk)
+	inf, err := mgr.GetCache().GetInformer(ctx, &coordinationv1.Lease{})
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat Lease informer: %w", err)
+	}
+	observe := func(obj any) {
+		if l, ok := obj.(*coordinationv1.Lease); ok {
+			o.Observe(l)
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    observe,
+		UpdateFunc: func(_, n any) { observe(n) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if l, ok := obj.(*coordinationv1.Lease); ok && l.Name == fleetv1.HeartbeatLeaseName {
+				o.Forget(l.Namespace)
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(observerRunnable{o}); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// observerRunnable ticks the observer on every replica, leader or not: a
+// replica that becomes leader must know of a full disruption that ended
+// while it was standing by.
+type observerRunnable struct{ o *heartbeat.Observer }
+
+func (r observerRunnable) Start(ctx context.Context) error {
+	r.o.Run(ctx, time.Second)
+	return nil
+}
+
+func (observerRunnable) NeedLeaderElection() bool { return false }

@@ -3,16 +3,18 @@
 // name, ordinal block, replicas), to a fallback cluster, but only once the
 // lost cluster is certainly fenced, and it comes home the same way.
 //
-// The fence is the resync lease (api/v1alpha1/resync.go): the hub renews a
-// member's Lease only while it reaches the member, and the member's
-// fleetset-scheduler stops and deletes fenced pods once the Lease has expired
-// by the member's own clock. The hub therefore moves a subset only after the
-// last renewal it delivered + the lease duration + a clock-skew margin, and
-// after the toleration (leases as fencing: Gray and Cheriton, "Leases: an
-// efficient fault-tolerant mechanism for distributed file cache
-// consistency", SOSP 1989). Every move raises the subset's epoch, a fencing
-// token in-cluster actors compare. The package is pure: the caller reads
-// clusters and works and writes the decision.
+// The fence is the member's own (api/v1alpha1/member.go): a member that
+// cannot reach the hub, while a peer can or no peer answers, stops its
+// failover-protected pods once its heartbeat timeout and fence grace are
+// over. The hub therefore moves a subset only after that deadline as the
+// member computes it, counted from the hub's own observation of the last
+// heartbeat (+ the pods' termination grace + a margin), or on a positive
+// confirmation (the ManagedCluster deleted or tainted out of service); never
+// without the member's heartbeat, and never while most members, or most of
+// the FleetSet's clusters, are lost at once (the node lifecycle
+// controller's full-disruption rule). Every move raises the subset's epoch,
+// a fencing token in-cluster actors compare. The package is pure: the
+// caller reads clusters, heartbeats and works and writes the decision.
 package failover
 
 import (
@@ -37,6 +39,9 @@ type Spec struct {
 	// FailbackRequested is true when the FleetSet carries the
 	// fleetset.io/failback annotation (failback Manual).
 	FailbackRequested bool
+	// Disrupted is true while more than half of all members are lost at
+	// once (the hub's heartbeat observer): nothing is relocated.
+	Disrupted bool
 }
 
 // Cluster is what the hub knows of one ManagedCluster.
@@ -46,10 +51,20 @@ type Cluster struct {
 	Exists, Available bool
 	// Since is when Available last changed.
 	Since time.Time
-	// Fenced is when the member's resync lease has certainly expired by its
-	// own clock: the last renewal the hub delivered + the lease duration +
-	// the skew margin. Zero: no lease was ever delivered (fenced).
+	// Heartbeat is true when the hub has observed the member's heartbeat:
+	// only then can it count on the member to fence itself.
+	Heartbeat bool
+	// Fenced is when the member has certainly fenced itself and its pods
+	// have stopped: the hub-observed last heartbeat (or the end of the last
+	// full disruption) + the heartbeat timeout + the fence grace + the
+	// pods' termination grace + the margin. Meaningful with Heartbeat.
 	Fenced time.Time
+	// Deadline explains Fenced ("heartbeat observed at ... + ..."), for
+	// messages.
+	Deadline string
+	// Confirmed is true when the cluster is certainly not running the
+	// subset: its ManagedCluster is tainted v1alpha1.TaintOutOfService.
+	Confirmed bool
 	// Removed is true when the cluster has applied the hub's latest
 	// ManifestWork for this FleetSet (or the work is gone): what the hub
 	// took out of it is gone from the member.
@@ -87,15 +102,35 @@ type Decision struct {
 	Step string
 	// Retry is when to plan again because a wait ends (zero: none).
 	Retry time.Time
+	// Held is true when a relocation that is due is held back: full
+	// disruption, or no heartbeat from the lost member.
+	Held bool
+}
+
+// HoldRetry is how often a held relocation is planned again.
+const HoldRetry = 5 * time.Second
+
+// fenceDone reports whether a lost cluster has certainly stopped its
+// pods at now: confirmed, gone, or past its fence deadline with a
+// heartbeat the hub observed, outside a full disruption.
+func fenceDone(spec Spec, c Cluster, now time.Time) bool {
+	if !c.Exists || c.Confirmed {
+		return true
+	}
+	return c.Heartbeat && !spec.Disrupted && !c.Fenced.After(now)
 }
 
 // Plan decides, for each subset (in spec order), where it runs at now.
 //
 // A subset whose current cluster is unavailable is FailingOver; it moves
-// once the cluster has been unavailable for the toleration and its lease is
-// certainly expired, to the first Available cluster of its fallbacks (or, by
-// default, of the other subsets' clusters, fewest replicas first), with
-// epoch + 1 (FailedOver). A relocated subset whose home is Available (for
+// once the cluster has been unavailable for the toleration and is certainly
+// fenced (fenceDone), to the first Available cluster of its fallbacks (or,
+// by default, of the other subsets' clusters, fewest replicas first), with
+// epoch + 1 (FailedOver). It is held (Held, with a retry every HoldRetry)
+// while the member's heartbeat was never observed, during a full
+// disruption of the members (spec.Disrupted), or while more than half of
+// the FleetSet's clusters are lost at once; a confirmed or deleted cluster
+// is never held. A relocated subset whose home is Available (for
 // the toleration, with Automatic; on request, with Manual) and has applied
 // the hub's latest ManifestWork (its stale copy is gone) is FailingBack:
 // delivered nowhere until its fallback cluster has removed it (or is itself
@@ -107,6 +142,7 @@ func Plan(spec Spec, subsets []Subset, clusters map[string]Cluster, now time.Tim
 	for _, s := range subsets {
 		load[current(s)] += s.Replicas
 	}
+	lostHere, total := lostClusters(subsets, clusters)
 	for i, s := range subsets {
 		d := Decision{Cluster: current(s), Deliver: true, Phase: s.Phase, Epoch: s.Epoch}
 		if !spec.Relocate {
@@ -120,7 +156,7 @@ func Plan(spec Spec, subsets []Subset, clusters map[string]Cluster, now time.Tim
 			// Removed from the fallback cluster (or that cluster is fenced):
 			// deliver home.
 			d.Deliver = false
-			if cur.Removed || (lost && !cur.Fenced.After(now)) {
+			if cur.Removed || (lost && fenceDone(spec, cur, now)) {
 				d.Cluster, d.Phase, d.Epoch, d.Deliver = s.Home, "", s.Epoch+1, true
 				d.Step = fmt.Sprintf("subset %s failed back from %s to %s, epoch %d", s.Name, current(s), s.Home, d.Epoch)
 			} else {
@@ -129,14 +165,24 @@ func Plan(spec Spec, subsets []Subset, clusters map[string]Cluster, now time.Tim
 		case lost:
 			d.Phase = fleetv1.SubsetFailingOver
 			ready := cur.Since.Add(spec.Toleration)
-			if !cur.Exists {
-				ready = now
+			confirmed := !cur.Exists || cur.Confirmed
+			if confirmed {
+				ready = now // KEP-2268: an out-of-service confirmation needs no wait
 			}
-			if ready.Before(cur.Fenced) {
+			if held := holdReason(spec, cur, d.Cluster, lostHere, total); held != "" && !confirmed {
+				d.Waiting = fmt.Sprintf("subset %s: cluster %s lost; relocation held: %s", s.Name, d.Cluster, held)
+				d.Held, d.Retry = true, now.Add(HoldRetry)
+				break
+			}
+			if !confirmed && ready.Before(cur.Fenced) {
 				ready = cur.Fenced
 			}
 			if now.Before(ready) {
-				d.Waiting = fmt.Sprintf("subset %s: cluster %s unavailable; relocating at %s (toleration and lease expiry)", s.Name, d.Cluster, ready.UTC().Format(time.RFC3339))
+				why := "toleration"
+				if !confirmed && !ready.After(cur.Fenced) {
+					why = "fence deadline: " + cur.Deadline
+				}
+				d.Waiting = fmt.Sprintf("subset %s: cluster %s unavailable; relocating at %s (%s)", s.Name, d.Cluster, ready.UTC().Format(time.RFC3339), why)
 				d.Retry = ready
 				break
 			}
@@ -181,6 +227,39 @@ func Plan(spec Spec, subsets []Subset, clusters map[string]Cluster, now time.Tim
 		out[i] = d
 	}
 	return out
+}
+
+// holdReason says why a due relocation from lost cluster c is held ("" when
+// it is not): no heartbeat observed, a full disruption of the members, or
+// more than half of the FleetSet's clusters lost at once.
+func holdReason(spec Spec, c Cluster, name string, lost, total int) string {
+	switch {
+	case !c.Heartbeat:
+		return fmt.Sprintf("the hub has never observed a heartbeat of %s's fleetset member component, so it cannot know that %s fenced itself; taint ManagedCluster %s %s once it runs none of the subset's pods", name, name, name, fleetv1.TaintOutOfService)
+	case spec.Disrupted:
+		return "full disruption: more than half of the member clusters are lost at once (the hub may be the one cut off); relocating nothing"
+	case 2*lost > total:
+		return fmt.Sprintf("%d of the FleetSet's %d clusters are lost at once; relocating nothing", lost, total)
+	}
+	return ""
+}
+
+// lostClusters counts the distinct clusters the subsets run on now, and
+// how many of them are lost (missing or unavailable).
+func lostClusters(subsets []Subset, clusters map[string]Cluster) (lost, total int) {
+	seen := map[string]bool{}
+	for _, s := range subsets {
+		c := current(s)
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		total++
+		if cl := clusters[c]; !cl.Exists || !cl.Available {
+			lost++
+		}
+	}
+	return lost, total
 }
 
 func current(s Subset) string {

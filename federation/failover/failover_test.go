@@ -16,10 +16,10 @@ func up(since time.Duration) Cluster {
 	return Cluster{Exists: true, Available: true, Since: t0.Add(since), Fenced: t0.Add(time.Hour), Removed: true}
 }
 
-// down is a cluster unavailable since t0+since whose lease is certainly
-// expired at t0+fenced.
+// down is a cluster unavailable since t0+since whose member, heard by the
+// hub, has certainly fenced itself at t0+fenced.
 func down(since, fenced time.Duration) Cluster {
-	return Cluster{Exists: true, Since: t0.Add(since), Fenced: t0.Add(fenced)}
+	return Cluster{Exists: true, Since: t0.Add(since), Heartbeat: true, Fenced: t0.Add(fenced), Deadline: "heartbeat observed at t0"}
 }
 
 func TestPlan(t *testing.T) {
@@ -45,9 +45,10 @@ func TestPlan(t *testing.T) {
 			want: []Decision{{Cluster: "east", Deliver: true, Phase: fleetv1.SubsetFailingOver, Retry: t0.Add(20 * time.Second)}, {Cluster: "west", Deliver: true}},
 		},
 		{
-			name: "toleration passed but lease not yet expired: waits for the lease", spec: relocate, subsets: two,
+			name: "toleration passed but the member not yet certainly fenced: waits for its fence deadline", spec: relocate, subsets: two,
 			clusters: map[string]Cluster{"east": down(0, 35*time.Second), "west": up(0)}, now: 25 * time.Second,
-			want: []Decision{{Cluster: "east", Deliver: true, Phase: fleetv1.SubsetFailingOver, Retry: t0.Add(35 * time.Second)}, {Cluster: "west", Deliver: true}},
+			want: []Decision{{Cluster: "east", Deliver: true, Phase: fleetv1.SubsetFailingOver, Retry: t0.Add(35 * time.Second),
+				Waiting: "subset east: cluster east unavailable; relocating at 2026-11-23T12:00:35Z (fence deadline: heartbeat observed at t0)"}, {Cluster: "west", Deliver: true}},
 		},
 		{
 			name: "fenced: relocated to the other subset's cluster with epoch 1", spec: relocate, subsets: two,
@@ -67,17 +68,47 @@ func TestPlan(t *testing.T) {
 			want: []Decision{{Cluster: "west", Deliver: true, Phase: fleetv1.SubsetFailedOver, Epoch: 1, Step: "subset east relocated from east to west, epoch 1"}, {Cluster: "west", Deliver: true}},
 		},
 		{
-			name: "no fallback cluster available: stays failing over", spec: relocate, subsets: two,
-			clusters: map[string]Cluster{"east": down(0, 0), "west": down(0, 0)}, now: time.Minute,
-			want: []Decision{{Cluster: "east", Deliver: true, Phase: fleetv1.SubsetFailingOver},
-				{Cluster: "west", Deliver: true, Phase: fleetv1.SubsetFailingOver}},
+			name: "no fallback cluster available: stays failing over", spec: relocate,
+			subsets:  []Subset{{Name: "east", Home: "east", Replicas: 5, Fallbacks: []string{"spare"}}, two[1]},
+			clusters: map[string]Cluster{"east": down(0, 0), "west": up(0), "spare": {Exists: true}}, now: time.Minute,
+			want: []Decision{{Cluster: "east", Deliver: true, Phase: fleetv1.SubsetFailingOver,
+				Waiting: "subset east: cluster east lost and fenced, but no fallback cluster is available"},
+				{Cluster: "west", Deliver: true}},
 		},
 		{
-			name: "two clusters lost: both go to the third", spec: relocate, subsets: three,
+			name: "two of three clusters lost at once: nothing moves (majority rule), retried", spec: relocate, subsets: three,
 			clusters: map[string]Cluster{"east": down(0, 0), "west": down(0, 0), "north": up(0)}, now: time.Minute,
+			want: []Decision{
+				{Cluster: "east", Deliver: true, Phase: fleetv1.SubsetFailingOver, Held: true, Retry: t0.Add(time.Minute + HoldRetry),
+					Waiting: "subset east: cluster east lost; relocation held: 2 of the FleetSet's 3 clusters are lost at once; relocating nothing"},
+				{Cluster: "west", Deliver: true, Phase: fleetv1.SubsetFailingOver, Held: true, Retry: t0.Add(time.Minute + HoldRetry)},
+				{Cluster: "north", Deliver: true}},
+		},
+		{
+			name: "two of three clusters lost, both confirmed out of service: both go to the third at once", spec: relocate, subsets: three,
+			clusters: map[string]Cluster{"east": {Exists: true, Since: t0, Confirmed: true}, "west": {Exists: true, Since: t0, Confirmed: true}, "north": up(0)}, now: time.Second,
 			want: []Decision{{Cluster: "north", Deliver: true, Phase: fleetv1.SubsetFailedOver, Epoch: 1, Step: "subset east relocated from east to north, epoch 1"},
 				{Cluster: "north", Deliver: true, Phase: fleetv1.SubsetFailedOver, Epoch: 1, Step: "subset west relocated from west to north, epoch 1"},
 				{Cluster: "north", Deliver: true}},
+		},
+		{
+			name: "ManagedCluster deleted: relocated at once, no heartbeat needed", spec: relocate, subsets: two,
+			clusters: map[string]Cluster{"west": up(0)}, now: time.Second,
+			want: []Decision{{Cluster: "west", Deliver: true, Phase: fleetv1.SubsetFailedOver, Epoch: 1, Step: "subset east relocated from east to west, epoch 1"}, {Cluster: "west", Deliver: true}},
+		},
+		{
+			name: "no heartbeat ever observed from the lost member: held, however long", spec: relocate, subsets: two,
+			clusters: map[string]Cluster{"east": {Exists: true, Since: t0}, "west": up(0)}, now: 24 * time.Hour,
+			want: []Decision{{Cluster: "east", Deliver: true, Phase: fleetv1.SubsetFailingOver, Held: true, Retry: t0.Add(24*time.Hour + HoldRetry),
+				Waiting: "subset east: cluster east lost; relocation held: the hub has never observed a heartbeat of east's fleetset member component, so it cannot know that east fenced itself; taint ManagedCluster east fleetset.io/out-of-service once it runs none of the subset's pods"},
+				{Cluster: "west", Deliver: true}},
+		},
+		{
+			name: "full disruption of the members: held", spec: Spec{Relocate: true, Toleration: 20 * time.Second, Disrupted: true}, subsets: two,
+			clusters: map[string]Cluster{"east": down(0, 0), "west": up(0)}, now: time.Hour,
+			want: []Decision{{Cluster: "east", Deliver: true, Phase: fleetv1.SubsetFailingOver, Held: true, Retry: t0.Add(time.Hour + HoldRetry),
+				Waiting: "subset east: cluster east lost; relocation held: full disruption: more than half of the member clusters are lost at once (the hub may be the one cut off); relocating nothing"},
+				{Cluster: "west", Deliver: true}},
 		},
 		{
 			name: "flapping cluster back within the toleration: nothing moves", spec: relocate,

@@ -28,10 +28,14 @@ type Lease struct {
 
 // ResyncWork renders the per-cluster ManifestWork v1alpha1.ResyncWorkName in
 // namespace cluster: the namespace v1alpha1.ResyncLeaseNamespace (orphaned on
-// deletion: fleetset-scheduler may live there) and the Lease
-// v1alpha1.ResyncLeaseName holding l. Both are applied with server-side apply
-// and force, so every renewTime the hub writes reaches the member Lease.
-func ResyncWork(cluster string, l Lease) (*workv1.ManifestWork, error) {
+// deletion: fleetset-scheduler may live there), the Lease
+// v1alpha1.ResyncLeaseName holding l, and the ConfigMap
+// v1alpha1.PeersConfigMapName listing peers (cluster name → peer URL, the
+// cluster itself left out; JSON under v1alpha1.PeersKey), where the member
+// finds the peers it asks when it loses the hub. All are applied with
+// server-side apply and force, so every renewTime the hub writes reaches the
+// member Lease.
+func ResyncWork(cluster string, l Lease, peers map[string]string) (*workv1.ManifestWork, error) {
 	ns := &corev1.Namespace{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 		ObjectMeta: metav1.ObjectMeta{Name: fleetv1.ResyncLeaseNamespace},
@@ -46,7 +50,22 @@ func ResyncWork(cluster string, l Lease) (*workv1.ManifestWork, error) {
 			RenewTime:            ptr.To(l.RenewTime),
 		},
 	}
-	manifests, err := encode([]runtime.Object{ns, lease})
+	others := map[string]string{}
+	for c, u := range peers {
+		if c != cluster {
+			others[c] = u
+		}
+	}
+	peersJSON, err := json.Marshal(others) // sorted keys: the same peers give the same work
+	if err != nil {
+		return nil, err
+	}
+	cm := &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: fleetv1.PeersConfigMapName, Namespace: fleetv1.ResyncLeaseNamespace},
+		Data:       map[string]string{fleetv1.PeersKey: string(peersJSON)},
+	}
+	manifests, err := encode([]runtime.Object{ns, lease, cm})
 	if err != nil {
 		return nil, err
 	}
@@ -66,6 +85,7 @@ func ResyncWork(cluster string, l Lease) (*workv1.ManifestWork, error) {
 			ManifestConfigs: []workv1.ManifestConfigOption{
 				applyConfig("", "namespaces", "", fleetv1.ResyncLeaseNamespace),
 				applyConfig("coordination.k8s.io", "leases", fleetv1.ResyncLeaseNamespace, fleetv1.ResyncLeaseName),
+				applyConfig("", "configmaps", fleetv1.ResyncLeaseNamespace, fleetv1.PeersConfigMapName),
 			},
 		},
 	}

@@ -35,6 +35,9 @@ type Heartbeat struct {
 	// v1alpha1.AnnotationPeerURL: where other members ask this one whether
 	// it reaches the hub. The hub delivers it to the other members.
 	PeerURL string
+	// Report, when set, returns the member's state and its reason, written
+	// to the annotations AnnotationMemberState and AnnotationMemberReason.
+	Report func() (state, reason string)
 	// Hub writes the heartbeat Lease on the hub.
 	Hub coordinationclient.LeasesGetter
 	// Local writes the record Lease in the member cluster; nil: none.
@@ -94,8 +97,14 @@ func (h *Heartbeat) lease(sent time.Time) *coordinationv1.Lease {
 			RenewTime:            ptr.To(metav1.NewMicroTime(sent)),
 		},
 	}
+	l.Annotations = map[string]string{}
 	if h.PeerURL != "" {
-		l.Annotations = map[string]string{fleetv1.AnnotationPeerURL: h.PeerURL}
+		l.Annotations[fleetv1.AnnotationPeerURL] = h.PeerURL
+	}
+	if h.Report != nil {
+		state, reason := h.Report()
+		l.Annotations[fleetv1.AnnotationMemberState] = state
+		l.Annotations[fleetv1.AnnotationMemberReason] = reason
 	}
 	return l
 }

@@ -33,14 +33,27 @@ func TestCommittedTemplateIsCurrent(t *testing.T) {
 // TestTemplateCarriesTheMemberSide checks the template's objects: every kind
 // the member needs, the CRD, the Namespace and the aggregated SubsetPlacement
 // roles deletion-orphan and nothing else,
-// and no "{{" that OCM's template renderer would take for a variable.
+// the member flags with their add-on variables and the KubeClient
+// registration, and no other "{{" that OCM's template renderer would take
+// for a variable.
 func TestTemplateCarriesTheMemberSide(t *testing.T) {
 	b, err := Render(schedulerDir, crdFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bytes.Contains(b, []byte("{{")) {
-		t.Errorf("the template contains {{, which the add-on manager would render as a variable")
+	// The only {{ }} are the add-on variables of MemberArgs.
+	rest := b
+	for _, a := range MemberArgs {
+		if !bytes.Contains(rest, []byte(a)) {
+			t.Errorf("the template lacks the member flag %s", a)
+		}
+		rest = bytes.ReplaceAll(rest, []byte(a), nil)
+	}
+	if bytes.Contains(rest, []byte("{{")) {
+		t.Errorf("the template contains {{ outside the member flags, which the add-on manager would render as a variable")
+	}
+	if !bytes.Contains(b, []byte("clusterRoleName: "+HubRoleName)) || !bytes.Contains(b, []byte("type: KubeClient")) {
+		t.Errorf("the template lacks the KubeClient registration with ClusterRole %s", HubRoleName)
 	}
 	var tmpl struct {
 		Kind string

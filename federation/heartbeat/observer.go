@@ -1,0 +1,212 @@
+// Package heartbeat is the hub's view of its members' heartbeats (the
+// contract is in api/v1alpha1/member.go): when the hub itself observed each
+// member's last renewal, on its own clock, and whether most members are
+// lost at once (full disruption).
+//
+// It follows client-go leader election's observedTime rule: a heartbeat's
+// renewTime is written by the member's clock and never compared with the
+// hub's; the hub notes the instant it sees renewTime change. A hub that
+// restarts has seen nothing yet, so it counts every member as heard at its
+// start: it relocates nothing until it has itself watched the members for
+// a full fence deadline.
+package heartbeat
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+)
+
+// View is what the hub knows of one member's heartbeat.
+type View struct {
+	// Observed is when the hub last saw the heartbeat renewed (or first saw
+	// it, at the earliest the Observer's start), by the hub's clock.
+	Observed time.Time
+	// Timeout is the member's heartbeat timeout, from the Lease's
+	// leaseDurationSeconds.
+	Timeout time.Duration
+	// PeerURL is the member's advertised peer endpoint ("" none).
+	PeerURL string
+	// State and Reason are what the member last reported of itself
+	// (InContact, Holding, Fenced), from the Lease's annotations.
+	State, Reason string
+}
+
+// record is a View and the renewTime it was observed with.
+type record struct {
+	View
+	renew string
+}
+
+// Observer keeps the Views of every member's heartbeat and the last full
+// disruption. Safe for concurrent use.
+type Observer struct {
+	clock   clock.PassiveClock
+	started time.Time
+
+	mu      sync.Mutex
+	members map[string]*record
+	// disrupted is the last instant Tick found a full disruption; zero:
+	// none seen.
+	disrupted time.Time
+	// inDisruption is Tick's last finding.
+	inDisruption bool
+}
+
+// NewObserver returns an Observer on clk, started now.
+func NewObserver(clk clock.PassiveClock) *Observer {
+	return &Observer{clock: clk, started: clk.Now(), members: map[string]*record{}}
+}
+
+// Observe records heartbeat Lease l (namespace: the cluster). A renewTime
+// different from the last one seen counts as a renewal observed now; so does
+// the first sight of a Lease.
+func (o *Observer) Observe(l *coordinationv1.Lease) {
+	if l.Name != fleetv1.HeartbeatLeaseName {
+		return
+	}
+	renew := ""
+	if l.Spec.RenewTime != nil {
+		renew = l.Spec.RenewTime.UTC().Format(time.RFC3339Nano)
+	}
+	var timeout time.Duration
+	if l.Spec.LeaseDurationSeconds != nil {
+		timeout = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	}
+	now := o.clock.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r, ok := o.members[l.Namespace]
+	if !ok {
+		r = &record{}
+		o.members[l.Namespace] = r
+	}
+	if !ok || r.renew != renew {
+		r.Observed, r.renew = now, renew
+	}
+	r.Timeout = timeout
+	r.PeerURL = l.Annotations[fleetv1.AnnotationPeerURL]
+	r.State = l.Annotations[fleetv1.AnnotationMemberState]
+	r.Reason = l.Annotations[fleetv1.AnnotationMemberReason]
+}
+
+// Forget drops cluster's heartbeat (its Lease was deleted).
+func (o *Observer) Forget(cluster string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.members, cluster)
+}
+
+// Refresh reads cluster's heartbeat Lease live through reader and observes
+// it, so that a decision to relocate never rests on a renewal the hub's
+// cache has not shown yet. A missing Lease forgets the member.
+func (o *Observer) Refresh(ctx context.Context, reader client.Reader, cluster string) error {
+	l := &coordinationv1.Lease{}
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: cluster, Name: fleetv1.HeartbeatLeaseName}, l); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			o.Forget(cluster)
+			return nil
+		}
+		return fmt.Errorf("reading heartbeat Lease %s/%s: %w", cluster, fleetv1.HeartbeatLeaseName, err)
+	}
+	o.Observe(l)
+	return nil
+}
+
+// View returns cluster's View and whether the hub has seen its heartbeat.
+func (o *Observer) View(cluster string) (View, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r, ok := o.members[cluster]
+	if !ok {
+		return View{}, false
+	}
+	return r.View, true
+}
+
+// Since returns the instant from which a lost member's fence deadline
+// counts: the later of its last observed heartbeat and the last full
+// disruption, since a member holds, and does not fence, while most members
+// have lost the hub.
+func (o *Observer) Since(v View) time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.disrupted.After(v.Observed) {
+		return o.disrupted
+	}
+	return v.Observed
+}
+
+// Peers returns every member's peer URL, by cluster.
+func (o *Observer) Peers() map[string]string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := map[string]string{}
+	for c, r := range o.members {
+		if r.PeerURL != "" {
+			out[c] = r.PeerURL
+		}
+	}
+	return out
+}
+
+// Disrupted reports whether the last Tick found a full disruption, and the
+// lost members then.
+func (o *Observer) Disrupted() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.inDisruption
+}
+
+// Tick evaluates the fleet at now: a member is lost for this rule once no
+// renewal was observed for half its timeout — a shorter threshold than the
+// member's own, so that the hub sees a full disruption no later than a
+// member that holds because of it — and more than half of the members lost
+// is a full disruption. It records the instant, updates the metrics and
+// returns the lost members, sorted.
+func (o *Observer) Tick() (disrupted bool, lost []string) {
+	now := o.clock.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for c, r := range o.members {
+		age := now.Sub(r.Observed)
+		heartbeatAge.WithLabelValues(c).Set(age.Seconds())
+		if age > r.Timeout/2 {
+			lost = append(lost, c)
+		}
+	}
+	sort.Strings(lost)
+	disrupted = 2*len(lost) > len(o.members)
+	o.inDisruption = disrupted
+	if disrupted {
+		o.disrupted = now
+		fullDisruption.Set(1)
+	} else {
+		fullDisruption.Set(0)
+	}
+	membersLost.Set(float64(len(lost)))
+	return disrupted, lost
+}
+
+// Run ticks every interval until ctx is done.
+func (o *Observer) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		o.Tick()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package heartbeat
+
+import (
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+)
+
+func lease(cluster string, renew time.Time) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: fleetv1.HeartbeatLeaseName,
+			Annotations: map[string]string{fleetv1.AnnotationPeerURL: "http://" + cluster}},
+		Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To[int32](15), RenewTime: ptr.To(metav1.NewMicroTime(renew))},
+	}
+}
+
+// TestObserverClockSkew: the hub never compares a member's renewTime with
+// its own clock. A member whose clock is 5 minutes behind (renewTime in the
+// hub's past) and renews is fresh; one 5 minutes ahead that stopped renewing
+// is stale once its timeout passes on the hub's clock; a member first seen
+// counts as heard at that moment, however old its renewTime.
+func TestObserverClockSkew(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	o := NewObserver(clk)
+	behind, ahead := clk.Now().Add(-5*time.Minute), clk.Now().Add(5*time.Minute)
+	o.Observe(lease("behind", behind))
+	o.Observe(lease("ahead", ahead))
+	o.Observe(lease("old", clk.Now().Add(-24*time.Hour)))
+	start := clk.Now()
+	for i := 1; i <= 12; i++ {
+		clk.Step(5 * time.Second)
+		o.Observe(lease("behind", behind.Add(time.Duration(i)*5*time.Second))) // renews, 5 min behind
+		o.Observe(lease("ahead", ahead))                                         // the same renewTime: no renewal
+	}
+	v, _ := o.View("behind")
+	if !v.Observed.Equal(clk.Now()) {
+		t.Errorf("behind: observed %s, want now %s (its renewals count when seen)", v.Observed, clk.Now())
+	}
+	v, _ = o.View("ahead")
+	if !v.Observed.Equal(start) {
+		t.Errorf("ahead: observed %s, want its first sight %s (a renewTime in the future is no renewal)", v.Observed, start)
+	}
+	v, _ = o.View("old")
+	if !v.Observed.Equal(start) || v.Timeout != 15*time.Second || v.PeerURL != "http://old" {
+		t.Errorf("old: %+v, want first sight %s, timeout 15s", v, start)
+	}
+	disrupted, lost := o.Tick()
+	if !disrupted || len(lost) != 2 || lost[0] != "ahead" || lost[1] != "old" {
+		t.Errorf("Tick = %v %v, want a full disruption with ahead and old lost (2 of 3)", disrupted, lost)
+	}
+	if got := o.Since(v); !got.Equal(clk.Now()) {
+		t.Errorf("Since = %s, want the disruption seen now %s", got, clk.Now())
+	}
+	o.Observe(lease("old", clk.Now()))
+	if disrupted, _ := o.Tick(); disrupted {
+		t.Error("1 of 3 lost is no full disruption")
+	}
+	if got := o.Peers(); len(got) != 3 || got["ahead"] != "http://ahead" {
+		t.Errorf("Peers = %v", got)
+	}
+	o.Forget("ahead")
+	if _, ok := o.View("ahead"); ok {
+		t.Error("forgotten member still viewed")
+	}
+}
