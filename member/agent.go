@@ -143,7 +143,9 @@ func Start(ctx context.Context, cfg Config, pods coreinformers.PodInformer, cs k
 		},
 	}
 	f := &fence.Fencer{Guard: g, Placements: placements, Writer: writer, Pods: pods.Lister(), Client: cs,
-		Confirm:      func(ctx context.Context, sp *fleetv1.SubsetPlacement, e int64) (bool, error) { return confirm(ctx, hubC, cfg.Cluster, sp, e) },
+		Confirm: func(ctx context.Context, sp *fleetv1.SubsetPlacement, e int64) (bool, error) {
+			return confirm(ctx, hubC, cfg.Cluster, sp, e)
+		},
 		ConfirmAfter: period, Clock: clk, Interval: time.Second}
 	synced := pods.Informer().HasSynced
 	ctx = klog.NewContext(ctx, logger)

@@ -77,4 +77,3 @@ func TestLeaseRelevant(t *testing.T) {
 		t.Error("deletions must pass")
 	}
 }
-

@@ -10,9 +10,9 @@ import (
 	"slices"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -117,7 +117,7 @@ func NewScheme() (*runtime.Scheme, error) {
 func CacheOptions() cache.Options {
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&workv1.ManifestWork{}:   {Label: labels.SelectorFromSet(labels.Set{fleetv1.LabelManagedBy: fleetv1.ManagedByHub})},
+			&workv1.ManifestWork{}:  {Label: labels.SelectorFromSet(labels.Set{fleetv1.LabelManagedBy: fleetv1.ManagedByHub})},
 			&coordinationv1.Lease{}: {Label: labels.SelectorFromSet(labels.Set{fleetv1.LabelHeartbeat: "true"})},
 		},
 		DefaultTransform: cache.TransformStripManagedFields(),

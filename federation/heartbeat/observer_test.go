@@ -36,7 +36,7 @@ func TestObserverClockSkew(t *testing.T) {
 	for i := 1; i <= 12; i++ {
 		clk.Step(5 * time.Second)
 		o.Observe(lease("behind", behind.Add(time.Duration(i)*5*time.Second))) // renews, 5 min behind
-		o.Observe(lease("ahead", ahead))                                         // the same renewTime: no renewal
+		o.Observe(lease("ahead", ahead))                                       // the same renewTime: no renewal
 	}
 	v, _ := o.View("behind")
 	if !v.Observed.Equal(clk.Now()) {

@@ -45,7 +45,7 @@ func TestDecide(t *testing.T) {
 			want: fence.Holding, disruption: true, reason: "(2 of 3 members)"},
 		{name: "lost, one of four peers lost it, three silent: 2 of 5 is no majority", status: lost,
 			results: []peers.Result{answer("a", false), silent("b"), silent("c"), silent("d")},
-			want: fence.Fenced, reason: "only 2 of 5 members confirm losing it (peers a), b,c,d silent"},
+			want:    fence.Fenced, reason: "only 2 of 5 members confirm losing it (peers a), b,c,d silent"},
 		{name: "lost, the only peer lost it too: 2 of 2", status: lost, results: []peers.Result{answer("west", false)},
 			want: fence.Holding, disruption: true, reason: "(2 of 2 members)"},
 	}

@@ -76,7 +76,7 @@ func TestIsSchedulableAfterNodeChange(t *testing.T) {
 		old, new *v1.Node
 		// fence drives the member to Fenced; false: in contact.
 		fence bool
-		want     fwk.QueueingHint
+		want  fwk.QueueingHint
 	}{
 		{name: "node added in the ordinal's domain", pod: pod("db-1", "abc", "1"), new: node("zone-b"), want: fwk.Queue},
 		{name: "node added in another domain of the placement", pod: pod("db-1", "abc", "1"), new: node("zone-a"), want: fwk.QueueSkip},
