@@ -5,153 +5,122 @@ package plugins_test
 import (
 	"bytes"
 	"context"
-	"fmt"
+	"encoding/json"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/clock"
+	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/yaml"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/internal/testing/controlplane"
+	"github.com/fleetset/fleetset/internal/testing/netcut"
+	"github.com/fleetset/fleetset/member"
+	"github.com/fleetset/fleetset/member/contact"
+	"github.com/fleetset/fleetset/member/peers"
 	"github.com/fleetset/fleetset/plugins/ordinaltarget"
 )
 
-// fencingLeaseSeconds is the resync Lease's leaseDurationSeconds in these tests.
-const fencingLeaseSeconds = 5
+// The member component under test: the scheduler's, started by the
+// SubsetPlacement plugin (TestMain sets member.Flags before the scheduler
+// starts). The test's apiserver is both its hub and its cluster; its hub
+// traffic goes through memberLink, which the tests cut and heal. Its one
+// peer, "west", is the real member heartbeat and peer endpoint
+// (member/contact, member/peers) reaching the hub through westLink.
+const (
+	memberCluster   = "member-1"
+	memberTimeout   = 3 * time.Second
+	fencingGraceSec = 2
+)
 
-// fakeHub plays the hub's part for the resync Lease: it keeps the Lease
-// fleetset-system/fleetset-resync renewed every second while renewing.
-type fakeHub struct {
-	t      *testing.T
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+var memberLink, westLink *netcut.Proxy
+
+// kubeconfigVia writes a kubeconfig for the apiserver of cfg whose server is
+// the proxy p, and returns its path.
+func kubeconfigVia(cfg *rest.Config, p *netcut.Proxy, dir string) (string, error) {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["hub"] = &clientcmdapi.Cluster{Server: "https://" + p.Addr(), CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["hub"] = &clientcmdapi.Context{Cluster: "hub", AuthInfo: "admin"}
+	kc.CurrentContext = "hub"
+	path := filepath.Join(dir, "hub.kubeconfig")
+	return path, clientcmd.WriteToFile(*kc, path)
 }
 
-// ensureResyncNamespace creates the namespace fleetset-system if missing.
-func ensureResyncNamespace(t *testing.T) {
-	t.Helper()
-	_, err := cs.CoreV1().Namespaces().Create(context.Background(),
-		&v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fleetv1.ResyncLeaseNamespace}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-}
-
-// writeLease creates or updates the resync Lease with renewTime renewed and
-// returns it as stored.
-func writeLease(t *testing.T, renewed time.Time) *coordinationv1.Lease {
-	t.Helper()
-	ctx := context.Background()
-	leases := cs.CoordinationV1().Leases(fleetv1.ResyncLeaseNamespace)
-	spec := coordinationv1.LeaseSpec{
-		HolderIdentity:       ptr.To("fake-hub"),
-		LeaseDurationSeconds: ptr.To[int32](fencingLeaseSeconds),
-		RenewTime:            &metav1.MicroTime{Time: renewed},
-	}
-	for {
-		l, err := leases.Get(ctx, fleetv1.ResyncLeaseName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: fleetv1.ResyncLeaseNamespace, Name: fleetv1.ResyncLeaseName}, Spec: spec}
-			if l, err = leases.Create(ctx, l, metav1.CreateOptions{}); err == nil {
-				return l
-			}
-		} else if err == nil {
-			l.Spec = spec
-			if l, err = leases.Update(ctx, l, metav1.UpdateOptions{}); err == nil {
-				return l
-			}
-		}
-		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("writing Lease %s/%s: %v", fleetv1.ResyncLeaseNamespace, fleetv1.ResyncLeaseName, err)
+// setUpMember prepares, before the scheduler starts, the member component's
+// configuration: the namespaces it writes in, its hub link and the peer
+// "west" with its own link. It returns a cleanup.
+func setUpMember(ctx context.Context, cfg *rest.Config) (func(), error) {
+	for _, ns := range []string{fleetv1.ResyncLeaseNamespace, memberCluster, "west"} {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, err
 		}
 	}
-}
-
-func deleteLease(t *testing.T) {
-	t.Helper()
-	err := cs.CoordinationV1().Leases(fleetv1.ResyncLeaseNamespace).Delete(context.Background(), fleetv1.ResyncLeaseName, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		t.Fatal(err)
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		return nil, err
 	}
-}
-
-// startHub writes a fresh Lease and renews it every second until stop.
-func startHub(t *testing.T) *fakeHub {
-	h := &fakeHub{t: t}
-	h.renew()
-	t.Cleanup(func() {
-		h.stop()
-		deleteLease(t)
-	})
-	return h
-}
-
-// renew renews the Lease now and then every second, in the background.
-func (h *fakeHub) renew() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.cancel != nil {
-		return
+	host := u.Host
+	if memberLink, err = netcut.Start("127.0.0.1:0", host); err != nil {
+		return nil, err
 	}
-	writeLease(h.t, time.Now())
-	ctx, cancel := context.WithCancel(context.Background())
-	h.cancel, h.done = cancel, make(chan struct{})
-	go func(done chan struct{}) {
-		defer close(done)
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				l, err := cs.CoordinationV1().Leases(fleetv1.ResyncLeaseNamespace).Get(ctx, fleetv1.ResyncLeaseName, metav1.GetOptions{})
-				if err != nil {
-					continue
-				}
-				l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-				_, _ = cs.CoordinationV1().Leases(fleetv1.ResyncLeaseNamespace).Update(ctx, l, metav1.UpdateOptions{})
-			}
-		}
-	}(h.done)
-}
-
-// stop stops renewing (the hub lost the cluster) and waits for the last
-// renewal to finish.
-func (h *fakeHub) stop() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.cancel == nil {
-		return
+	if westLink, err = netcut.Start("127.0.0.1:0", host); err != nil {
+		return nil, err
 	}
-	h.cancel()
-	<-h.done
-	h.cancel, h.done = nil, nil
-}
+	dir, err := os.MkdirTemp("", "fencing")
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig, err := kubeconfigVia(cfg, memberLink, dir)
+	if err != nil {
+		return nil, err
+	}
+	member.Flags = member.Config{Cluster: memberCluster, HubKubeconfig: kubeconfig, HeartbeatTimeout: memberTimeout}
 
-// expire stops renewing and moves renewTime into the past so that the Lease
-// expires now; it returns the expiry (renewTime + leaseDurationSeconds).
-func (h *fakeHub) expire() time.Time {
-	h.stop()
-	l := writeLease(h.t, time.Now().Add(-fencingLeaseSeconds*time.Second))
-	return l.Spec.RenewTime.Add(fencingLeaseSeconds * time.Second)
+	// The peer west: its heartbeat through westLink, its endpoint on loopback.
+	westCfg := rest.CopyConfig(cfg)
+	westCfg.Host = "https://" + westLink.Addr()
+	westCfg.Timeout = time.Second
+	westCS := kubernetes.NewForConfigOrDie(westCfg)
+	mon := contact.NewMonitor(clock.RealClock{}, memberTimeout)
+	hb := &contact.Heartbeat{Cluster: "west", Identity: "west", Hub: westCS.CoordinationV1(), Monitor: mon, Clock: clock.RealClock{}, Period: memberTimeout / 3}
+	beatCtx, stopBeat := context.WithCancel(ctx)
+	go hb.Run(beatCtx)
+	srv := httptest.NewServer(peers.Handler("west", mon))
+	b, _ := json.Marshal(map[string]string{"west": srv.URL})
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: fleetv1.ResyncLeaseNamespace, Name: fleetv1.PeersConfigMapName},
+		Data: map[string]string{fleetv1.PeersKey: string(b)}}
+	if _, err := cs.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		stopBeat()
+		srv.Close()
+		return nil, err
+	}
+	return func() {
+		stopBeat()
+		srv.Close()
+		memberLink.Close()
+		westLink.Close()
+		_ = os.RemoveAll(dir)
+	}, nil
 }
 
 // uids returns the UIDs of pods.
@@ -251,23 +220,57 @@ func checkFencedPending(t *testing.T, ns, app string, n int, old map[types.UID]s
 	}
 }
 
-// TestFencing drives the member side of fencing on a real apiserver, the
-// real scheduler with the shipped config and the real StatefulSet
-// controller: with the resync Lease fresh a fencing placement's pods are
-// bound and stay; once it expires they are deleted after graceSeconds,
-// re-created and kept Pending with a FailedScheduling event naming the
-// Lease and its expiry; their PVC stays; renewing the Lease binds them again
-// at once (the plugin re-queues them). The same with the Lease deleted
-// (missing). A placement without spec.fencing is never touched.
+// grantWork writes, on the hub (the test apiserver), the ManifestWork of
+// FleetSet ns/set in the member's cluster namespace holding SubsetPlacement
+// sp at epoch: the hub's word that the placement is still the member's.
+func grantWork(t *testing.T, ns, set string, sp *fleetv1.SubsetPlacement, epoch int64) {
+	t.Helper()
+	p := sp.DeepCopy()
+	p.TypeMeta = metav1.TypeMeta{APIVersion: fleetv1.GroupVersion.String(), Kind: "SubsetPlacement"}
+	p.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: sp.Name}
+	p.Spec.Fencing.Epoch = epoch
+	raw, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: memberCluster, Name: fleetv1.ManifestWorkName(ns, set)},
+		Spec: workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: []workv1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}}}}
+	if err := wcl.Create(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fencedEpoch returns the fence record of SubsetPlacement ns/name ("" none).
+func fencedEpoch(t *testing.T, ns, name string) string {
+	t.Helper()
+	sp := &fleetv1.SubsetPlacement{}
+	if err := cl.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, sp); err != nil {
+		t.Fatal(err)
+	}
+	return sp.Annotations[fleetv1.AnnotationFencedEpoch]
+}
+
+// TestFencing drives the member component inside the real scheduler, with
+// the real StatefulSet controller and a real network cut of its link to the
+// hub (its peer west keeps reaching the hub):
+//   - in contact, a fencing placement's pods are bound and stay;
+//   - cut off, the member fences itself once its heartbeat timeout passes
+//     (west confirms it still reaches the hub): the fence is recorded on the
+//     placement, its pods are deleted graceSeconds later, re-created and kept
+//     Pending with a FailedScheduling event giving the reason; their PVC and
+//     the placement without spec.fencing are untouched;
+//   - healed, the placement stays fenced until the hub confirms it here (its
+//     ManifestWork for the member holds it at the fenced epoch); then its
+//     pods bind again;
+//   - a hub outage (member and west both lost) fences nothing: the member
+//     holds, past every deadline.
 func TestFencing(t *testing.T) {
 	ctx := context.Background()
 	nodeZones(t)
-	ensureResyncNamespace(t)
-	hub := startHub(t)
 	ns := newNamespace(t, "fencing")
-	const grace = 2
 	fenced := makePlacement(ns, "db", 0, fleetv1.DoNotSchedule, domains("zone-a", "zone-b", "zone-c")...)
-	fenced.Spec.Fencing = &fleetv1.PlacementFencing{GraceSeconds: grace}
+	fenced.Spec.Fencing = &fleetv1.PlacementFencing{GraceSeconds: fencingGraceSec}
+	fenced.Labels = map[string]string{fleetv1.LabelSet: "db"}
 	if err := cl.Create(ctx, fenced); err != nil {
 		t.Fatal(err)
 	}
@@ -295,12 +298,11 @@ func TestFencing(t *testing.T) {
 
 	db := uids(waitBound(t, ns, "db", 3))
 	web := uids(waitBound(t, ns, "web", 3))
-	// Lease fresh: nothing is deleted.
+	// In contact: nothing is deleted.
 	time.Sleep(2 * time.Second)
 	if got := uids(podsOf(t, ns, "db")); len(got) != 3 || !sameKeys(got, db) {
-		t.Fatalf("pods of the fencing placement changed while the lease was fresh: %v → %v", db, got)
+		t.Fatalf("pods of the fencing placement changed while in contact: %v → %v", db, got)
 	}
-
 	checkWeb := func(step string) {
 		t.Helper()
 		pods := podsOf(t, ns, "web")
@@ -317,49 +319,71 @@ func TestFencing(t *testing.T) {
 		t.Helper()
 		c, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pvc.Name, metav1.GetOptions{})
 		if err != nil || c.DeletionTimestamp != nil || c.UID == "" {
-			t.Errorf("%s: PVC %s: %v (deletionTimestamp %v)", step, pvc.Name, err, c.DeletionTimestamp)
+			t.Errorf("%s: PVC %s: %v", step, pvc.Name, err)
 		}
 	}
 
-	// The hub loses the cluster: the Lease expires.
-	expiry := hub.expire()
-	gone := waitGone(t, ns, db, 15*time.Second)
-	if gone.Before(expiry.Add(grace * time.Second)) {
-		t.Errorf("pods deleted by %s, before the lease's expiry %s plus graceSeconds %d", gone.Format(time.RFC3339Nano), expiry.Format(time.RFC3339Nano), grace)
+	// Cut the member's link to the hub.
+	cut := time.Now()
+	memberLink.Cut()
+	gone := waitGone(t, ns, db, 30*time.Second)
+	// The fence starts at the last successful heartbeat + the timeout; that
+	// heartbeat was sent at most one period before the cut.
+	if min := memberTimeout - memberTimeout/3 + fencingGraceSec*time.Second; gone.Sub(cut) < min {
+		t.Errorf("pods deleted %s after the cut, before timeout - period + graceSeconds = %s", gone.Sub(cut), min)
 	}
-	t.Logf("fencing placement's pods deleted %s after the lease expired (graceSeconds %d)", gone.Sub(expiry).Round(10*time.Millisecond), grace)
-	reason := fmt.Sprintf("fenced: Lease %s/%s expired at %s", fleetv1.ResyncLeaseNamespace, fleetv1.ResyncLeaseName, expiry.UTC().Format(time.RFC3339))
+	t.Logf("fencing placement's pods deleted %s after the cut (timeout %s, graceSeconds %d)", gone.Sub(cut).Round(10*time.Millisecond), memberTimeout, fencingGraceSec)
+	if got := fencedEpoch(t, ns, "db"); got != "0" {
+		t.Errorf("fence record %q, want epoch 0", got)
+	}
+	reason := "fenced: cut off: no contact with the hub for"
 	checkFencedPending(t, ns, "db", 3, db, reason)
-	t.Logf("event: %s", waitFailedScheduling(t, ns, reason))
-	checkPVC("lease expired")
-	checkWeb("lease expired")
+	t.Logf("event: %s", waitFailedScheduling(t, ns, "peer(s) west reach it"))
+	checkPVC("cut off")
+	checkWeb("cut off")
 
-	// The hub is back: the pods bind again, long before kube-scheduler's
-	// periodic flush of unschedulable pods (5 minutes).
-	renewed := time.Now()
-	hub.renew()
+	// Healed: in contact again, but the placement stays fenced until the hub
+	// confirms it.
+	if err := memberLink.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	healed := time.Now()
+	time.Sleep(memberTimeout + 2*time.Second) // contact back, confirmations asked (no work: none given)
+	for _, p := range podsOf(t, ns, "db") {
+		if p.Spec.NodeName != "" {
+			t.Fatalf("pod %s bound %s after the heal, before the hub confirmed the placement", p.Name, p.Spec.NodeName)
+		}
+	}
+	waitFailedScheduling(t, ns, "fenced at epoch 0 while cut off; waiting for the hub to confirm")
+	grantWork(t, ns, "db", fenced, 0)
+	granted := time.Now()
 	db = uids(waitBound(t, ns, "db", 3))
-	t.Logf("fencing placement's pods bound again %s after the lease was renewed", time.Since(renewed).Round(10*time.Millisecond))
-	checkPVC("lease renewed")
-	checkWeb("lease renewed")
-
-	// The Lease is deleted (missing): fenced as well.
-	hub.stop()
-	deleteLease(t)
-	missing := time.Now()
-	gone = waitGone(t, ns, db, 15*time.Second)
-	if gone.Before(missing.Add(grace * time.Second)) {
-		t.Errorf("pods deleted %s after the lease was deleted, before graceSeconds %d", gone.Sub(missing), grace)
+	t.Logf("pods bound again %s after the heal, %s after the hub's confirmation", time.Since(healed).Round(10*time.Millisecond), time.Since(granted).Round(10*time.Millisecond))
+	if got := fencedEpoch(t, ns, "db"); got != "" {
+		t.Errorf("fence record %q kept after the confirmation", got)
 	}
-	reason = fmt.Sprintf("fenced: Lease %s/%s not found", fleetv1.ResyncLeaseNamespace, fleetv1.ResyncLeaseName)
-	checkFencedPending(t, ns, "db", 3, db, reason)
-	t.Logf("event: %s", waitFailedScheduling(t, ns, reason))
-	checkPVC("lease missing")
-	checkWeb("lease missing")
+	checkPVC("healed")
+	checkWeb("healed")
 
-	hub.renew()
-	waitBound(t, ns, "db", 3)
-	checkWeb("lease re-created")
+	// A hub outage: the member and its peer both lose the hub. The member
+	// holds: nothing is deleted, past the timeout + grace many times over.
+	memberLink.Cut()
+	westLink.Cut()
+	outage := time.Now()
+	time.Sleep(3 * (memberTimeout + fencingGraceSec*time.Second))
+	if got := uids(podsOf(t, ns, "db")); !sameKeys(got, db) {
+		t.Errorf("pods of the fencing placement changed during a hub outage of %s: %v → %v", time.Since(outage).Round(time.Second), db, got)
+	}
+	if got := fencedEpoch(t, ns, "db"); got != "" {
+		t.Errorf("fence recorded (%q) during a hub outage", got)
+	}
+	checkWeb("hub outage")
+	if err := memberLink.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	if err := westLink.Heal(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func sameKeys(a, b map[types.UID]string) bool {
@@ -398,54 +422,47 @@ func applyManifest(t *testing.T, path string) {
 
 // TestFencingRBAC checks manifests/scheduler/rbac.yaml on a real apiserver
 // (RBAC authorization), as the scheduler's ServiceAccount: the Resolver's
-// cache (SubsetPlacements, and the resync Lease through its field-selected
-// informer) syncs, the Lease can be read live, and pods can be deleted
-// (system:kube-scheduler); listing Leases across the cluster, what the
-// framework's dynamic informer would do for a "leases.v1.coordination.k8s.io"
-// event, is refused.
+// SubsetPlacement cache syncs; the member component may patch a placement's
+// fence record, create, read and renew its record Lease fleetset-member, read
+// the peers' ConfigMap, and delete pods (system:kube-scheduler); it may not
+// read other Leases or ConfigMaps of fleetset-system.
 func TestFencingRBAC(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ensureResyncNamespace(t)
 	applyManifest(t, filepath.Join(controlplane.RepoRoot(), "manifests", "scheduler", "rbac.yaml"))
-	renewed := writeLease(t, time.Now())
-	t.Cleanup(func() { deleteLease(t) })
 
 	const user = "system:serviceaccount:fleetset-system:fleetset-scheduler"
 	groups := []string{"system:serviceaccounts", "system:serviceaccounts:fleetset-system", "system:authenticated"}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
-	saClient := kubernetes.NewForConfigOrDie(cfg)
 
-	// RBAC bindings take effect at once, but give the authorizer's cache a moment.
-	var r *ordinaltarget.Resolver
 	defer func(d time.Duration) { ordinaltarget.SyncTimeout = d }(ordinaltarget.SyncTimeout)
 	ordinaltarget.SyncTimeout = 20 * time.Second
-	r, err := ordinaltarget.ForConfig(ctx, cfg)
-	if err != nil {
+	if _, err := ordinaltarget.ForConfig(ctx, cfg); err != nil {
 		t.Fatalf("ForConfig as %s with the shipped RBAC: %v", user, err)
 	}
-	if fenced, reason, expiry := r.Fenced(time.Now()); fenced || !expiry.Equal(renewed.Spec.RenewTime.Add(fencingLeaseSeconds*time.Second)) {
-		t.Errorf("Fenced through the ServiceAccount's cache = %v %q %v, want the fresh lease", fenced, reason, expiry)
-	}
-	if _, err := saClient.CoordinationV1().Leases(fleetv1.ResyncLeaseNamespace).Get(ctx, fleetv1.ResyncLeaseName, metav1.GetOptions{}); err != nil {
-		t.Errorf("live GET of the resync Lease: %v", err)
-	}
-	if _, err := saClient.CoordinationV1().Leases("").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
-		t.Errorf("listing every Lease of the cluster: err = %v, want Forbidden", err)
-	}
-	if _, err := saClient.CoordinationV1().Leases(fleetv1.ResyncLeaseNamespace).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
-		t.Errorf("listing every Lease of %s: err = %v, want Forbidden", fleetv1.ResyncLeaseNamespace, err)
-	}
-	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: user, Groups: groups,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "any", Verb: "delete", Resource: "pods"},
-	}}
-	res, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Status.Allowed {
-		t.Errorf("%s may not delete pods: %+v", user, res.Status)
+	for _, tt := range []struct {
+		attrs authorizationv1.ResourceAttributes
+		want  bool
+	}{
+		{authorizationv1.ResourceAttributes{Namespace: "any", Verb: "patch", Group: "fleetset.io", Resource: "subsetplacements"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: "any", Verb: "update", Group: "fleetset.io", Resource: "subsetplacements"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: "any", Verb: "delete", Resource: "pods"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: fleetv1.ResyncLeaseNamespace, Verb: "create", Group: "coordination.k8s.io", Resource: "leases"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: fleetv1.ResyncLeaseNamespace, Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Name: fleetv1.MemberLeaseName}, true},
+		{authorizationv1.ResourceAttributes{Namespace: fleetv1.ResyncLeaseNamespace, Verb: "get", Group: "coordination.k8s.io", Resource: "leases", Name: fleetv1.MemberLeaseName}, true},
+		{authorizationv1.ResourceAttributes{Namespace: fleetv1.ResyncLeaseNamespace, Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Name: fleetv1.ResyncLeaseName}, false},
+		{authorizationv1.ResourceAttributes{Namespace: fleetv1.ResyncLeaseNamespace, Verb: "list", Group: "coordination.k8s.io", Resource: "leases"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: fleetv1.ResyncLeaseNamespace, Verb: "get", Resource: "configmaps", Name: fleetv1.PeersConfigMapName}, true},
+		{authorizationv1.ResourceAttributes{Namespace: fleetv1.ResyncLeaseNamespace, Verb: "get", Resource: "configmaps", Name: "other"}, false},
+	} {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &tt.attrs}}
+		res, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status.Allowed != tt.want {
+			t.Errorf("%s %s %s/%s %q: allowed %v, want %v", user, tt.attrs.Verb, tt.attrs.Group, tt.attrs.Resource, tt.attrs.Name, res.Status.Allowed, tt.want)
+		}
 	}
 }

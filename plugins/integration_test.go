@@ -27,6 +27,8 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	workv1 "open-cluster-management.io/api/work/v1"
+
 	"github.com/fleetset/fleetset/internal/testing/controlplane"
 	"github.com/fleetset/fleetset/plugins/ordinaltarget"
 )
@@ -35,13 +37,20 @@ var (
 	env *controlplane.Env
 	cs  kubernetes.Interface
 	cl  client.Client
+	// wcl reads and writes ManifestWorks (the hub's, in fencing tests).
+	wcl client.Client
 )
 
 func TestMain(m *testing.M) {
 	klog.InitFlags(nil)
 	ctrllog.SetLogger(klog.Background())
 	var err error
-	env, err = controlplane.Start("manifests/crds/fleetset.io_subsetplacements.yaml")
+	ocm, err := controlplane.OCMCRDs()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	env, err = controlplane.Start(append([]string{"manifests/crds/fleetset.io_subsetplacements.yaml"}, ocm...)...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -54,7 +63,18 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	wscheme := runtime.NewScheme()
+	_ = workv1.Install(wscheme)
+	if wcl, err = client.New(env.Config, client.Options{Scheme: wscheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
+	cleanupMember, err := setUpMember(ctx, env.Config)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	// The shipped fleetset profile plus the default profile, for comparison.
 	if err := controlplane.StartScheduler(ctx, env.Config, controlplane.SchedulerConfigFile(), controlplane.DefaultProfileConfigFile()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -63,6 +83,7 @@ func TestMain(m *testing.M) {
 	controlplane.StartStatefulSetController(ctx, env.Config)
 	code := m.Run()
 	cancel()
+	cleanupMember()
 	_ = env.Stop()
 	os.Exit(code)
 }
