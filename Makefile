@@ -212,6 +212,9 @@ FLEET_KUBECONFIGS := FLEETSET_HUB_KUBECONFIG=$(FLEET_DIR)/hub/kubeconfig \
 	FLEETSET_E2E_STOP_AGENT="$(CURDIR)/e2e/fleet/agent.sh stop" \
 	FLEETSET_E2E_START_AGENT="$(CURDIR)/e2e/fleet/agent.sh start" \
 	FLEETSET_E2E_RESTART="$(CURDIR)/e2e/fleet/agent.sh restart" \
+	FLEETSET_E2E_CUT="$(CURDIR)/e2e/fleet/agent.sh cut" \
+	FLEETSET_E2E_HEAL="$(CURDIR)/e2e/fleet/agent.sh heal" \
+	FLEETSET_E2E_HUB_APISERVER=kube-apiserver \
 	FLEETSET_E2E_LOGS="$(FLEET_DIR)/<cluster>/logs/<process>.log"
 E2E_TIMEOUT ?= 50m
 
@@ -220,6 +223,10 @@ $(LOCALBIN)/kwok:
 
 $(LOCALBIN)/registration $(LOCALBIN)/work $(LOCALBIN)/addon &:
 	cd e2e/tools && $(OCM_GOENV) $(GO) build -o $(LOCALBIN)/ open-cluster-management.io/ocm/cmd/registration open-cluster-management.io/ocm/cmd/work open-cluster-management.io/ocm/cmd/addon
+
+# The local fleet's cuttable member-to-hub links (e2e/fleet/netcut).
+$(LOCALBIN)/netcut: .FORCE
+	$(GO) build -o $@ ./e2e/fleet/netcut
 
 $(LOCALBIN)/fleetset-hub: .FORCE
 	@if [ -d cmd/hub ]; then $(GO) build -ldflags '$(GO_LDFLAGS_hub)' -o $@ ./cmd/hub; else echo "cmd/hub not present: fleet runs without fleetset-hub" >&2; fi
@@ -231,7 +238,7 @@ kubectl:
 	@command -v kubectl >/dev/null || [ -x $(LOCALBIN)/kubectl ] || { cd e2e/tools && $(OCM_GOENV) $(GO) build -o $(LOCALBIN)/kubectl ./kubectl; }
 
 .PHONY: fleet-binaries
-fleet-binaries: kubectl $(LOCALBIN)/etcd $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager $(LOCALBIN)/kwok $(LOCALBIN)/registration $(LOCALBIN)/work $(LOCALBIN)/addon $(LOCALBIN)/fleetset-scheduler $(LOCALBIN)/fleetset-hub ## Build every binary of the local fleet into bin/.
+fleet-binaries: kubectl $(LOCALBIN)/etcd $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager $(LOCALBIN)/kwok $(LOCALBIN)/registration $(LOCALBIN)/work $(LOCALBIN)/addon $(LOCALBIN)/fleetset-scheduler $(LOCALBIN)/fleetset-hub $(LOCALBIN)/netcut ## Build every binary of the local fleet into bin/.
 
 .PHONY: fleet-up
 fleet-up: fleet-binaries ## Start the local fleet (hub + east + west on 127.0.0.1); kubeconfigs in .fleet/<cluster>/kubeconfig.

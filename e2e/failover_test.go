@@ -5,65 +5,185 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 )
 
-// runningOrdinals lists, per member, the ordinals of FleetSet ns/name whose
-// pods are Running, terminating or not: a pod being deleted may still run.
-func (f *fleet) runningOrdinals(ctx context.Context, ns, name string) (map[string]map[string]bool, error) {
-	out := map[string]map[string]bool{}
+// runningOrdinals lists, per member, the pods of FleetSet ns/name that are
+// Running, terminating or not (a pod being deleted may still run), by name,
+// with their UIDs.
+func (f *fleet) runningOrdinals(ctx context.Context, ns, name string) (map[string]map[string]types.UID, error) {
+	out := map[string]map[string]types.UID{}
 	for _, m := range f.members {
 		var pods corev1.PodList
 		if err := m.c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{fleetv1.LabelSet: name}); err != nil {
 			return nil, fmt.Errorf("%s: listing pods: %w", m.name, err)
 		}
-		out[m.name] = map[string]bool{}
+		out[m.name] = map[string]types.UID{}
 		for _, p := range pods.Items {
 			if p.Status.Phase == corev1.PodRunning {
-				out[m.name][p.Name] = true
+				out[m.name][p.Name] = p.UID
 			}
 		}
 	}
 	return out, nil
 }
 
-// TestFencedFailover cuts a member off from the hub as a network partition
-// would (its OCM registration and work agents stop; its apiserver,
-// fleetset-scheduler and pods keep running) and checks fenced relocation:
-// the member fences its pods once its resync lease expires, the other member
-// then runs the lost subset's instances under the same names, and — sampling
-// both members every second — no instance is Running in two clusters in any
-// sample. PVCs of fenced pods stay. When the member returns, its copies are
-// removed before its lease is renewed, and with failback Automatic the
-// subset returns home under the same invariant.
+// sampler samples the Running pods of one FleetSet in every member once a
+// second, and records the two invariants fencing keeps: no pod name Running
+// in two clusters at once (dual), and, when asked, no pod of the first
+// sample stopped or replaced (deleted).
+type sampler struct {
+	mu      sync.Mutex
+	samples int
+	dual    []string
+	deleted map[string]string
+	first   map[string]types.UID // member/pod → UID at the first sample
+	stop    func()
+	done    chan struct{}
+}
+
+// sample starts a sampler of FleetSet ns/name; it stops with the test.
+func (f *fleet) sample(t *testing.T, ns, name string) *sampler {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &sampler{deleted: map[string]string{}, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		for ctx.Err() == nil {
+			got, err := f.runningOrdinals(ctx, ns, name)
+			if err == nil {
+				s.record(got)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	t.Cleanup(s.finish)
+	return s
+}
+
+func (s *sampler) record(got map[string]map[string]types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now().Format(time.TimeOnly)
+	s.samples++
+	seen := map[string]string{}
+	var members []string
+	for m := range got {
+		members = append(members, m)
+	}
+	sort.Strings(members)
+	for _, m := range members {
+		for pod := range got[m] {
+			if other, ok := seen[pod]; ok {
+				s.dual = append(s.dual, fmt.Sprintf("%s: %s Running in %s and %s", now, pod, other, m))
+			}
+			seen[pod] = m
+		}
+	}
+	if s.first == nil {
+		s.first = map[string]types.UID{}
+		for m, pods := range got {
+			for pod, uid := range pods {
+				s.first[m+"/"+pod] = uid
+			}
+		}
+		return
+	}
+	for key, uid := range s.first {
+		m, pod, _ := strings.Cut(key, "/")
+		if got[m][pod] != uid {
+			if _, ok := s.deleted[key]; !ok {
+				s.deleted[key] = now
+			}
+		}
+	}
+}
+
+// finish stops sampling (idempotent).
+func (s *sampler) finish() {
+	s.stop()
+	<-s.done
+}
+
+// result stops sampling and returns the samples, the dual-running
+// violations and the pods of the first sample no longer Running as they
+// were.
+func (s *sampler) result() (samples int, dual []string, deleted map[string]string) {
+	s.finish()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.samples, s.dual, s.deleted
+}
+
+// fenceCase is one cut-off case: the FleetSet's fenceGraceSeconds and
+// tolerationSeconds.
+type fenceCase struct{ grace, toleration int32 }
+
+// fenceCases reads FLEETSET_E2E_FENCE_CASES ("grace/toleration,...", default
+// "30/20"); `make e2e-fencing` runs 0/0,0/20,30/0,30/20,90/0,90/20.
+func fenceCases(t *testing.T) []fenceCase {
+	spec := envString("FLEETSET_E2E_FENCE_CASES", "30/20")
+	var out []fenceCase
+	for _, c := range strings.Split(spec, ",") {
+		g, tol, ok := strings.Cut(strings.TrimSpace(c), "/")
+		gi, err1 := strconv.Atoi(g)
+		ti, err2 := strconv.Atoi(tol)
+		if !ok || err1 != nil || err2 != nil {
+			t.Fatalf("FLEETSET_E2E_FENCE_CASES: %q is not grace/toleration", c)
+		}
+		out = append(out, fenceCase{int32(gi), int32(ti)})
+	}
+	return out
+}
+
+// TestFencedFailover cuts a member off from the hub by a real network cut
+// (FLEETSET_E2E_CUT: its OCM agents and its fleetset member component lose
+// the hub; its apiserver, scheduler and pods keep running) and checks fenced
+// relocation, for each fenceGraceSeconds/tolerationSeconds case with a
+// terminationGracePeriodSeconds of 20: the member fences itself (its peer
+// still reaches the hub), the other member then runs the lost subset's
+// instances under the same names, and — sampling both members every second —
+// no pod name is Running in two clusters in any sample. A PVC stays. Healed,
+// the member's copy is removed and the subset fails back (Automatic) under
+// the same invariant.
 func TestFencedFailover(t *testing.T) {
 	f := theFleet
-	if _, err := runHookCheck("FLEETSET_E2E_STOP_AGENT"); err != nil {
+	if _, err := runHookCheck("FLEETSET_E2E_CUT"); err != nil {
 		t.Skip(err)
 	}
+	for _, c := range fenceCases(t) {
+		t.Run(fmt.Sprintf("fenceGrace=%d,toleration=%d", c.grace, c.toleration), func(t *testing.T) {
+			fencedFailover(t, f, c)
+		})
+	}
+}
+
+func fencedFailover(t *testing.T, f *fleet, c fenceCase) {
 	ns := f.newNamespace(t, "e2e-failover")
-	fs := f.newFleetSet(ns, "db", 5)
-	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](20), Failback: fleetv1.FailbackAutomatic}
+	fs := f.newFleetSet(ns, "db", 4)
+	fs.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](20)
+	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To(c.toleration),
+		FenceGraceSeconds: c.grace, Failback: fleetv1.FailbackAutomatic}
 	victim, other := f.members[0], f.members[1]
 	subset := fs.Spec.Topology.Subsets[0].Name // the victim's subset
 	f.createFleetSet(t, fs)
-	f.waitReady(t, ns, "db", 5)
-	eventually(t, waitTimeout, victim.name+": resync lease fresh", func(ctx context.Context) (bool, string, error) {
-		expired, why, err := leaseExpired(ctx, victim)
-		return err == nil && !expired, why, err
-	})
+	f.waitReady(t, ns, "db", 4)
 	before, err := f.runningOrdinals(t.Context(), ns, "db")
 	if err != nil {
 		t.Fatal(err)
@@ -79,70 +199,42 @@ func TestFencedFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Sample both members every second until the test ends.
-	var mu sync.Mutex
-	var violations []string
-	samples := 0
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for ctx.Err() == nil {
-			got, err := f.runningOrdinals(ctx, ns, "db")
-			if err == nil {
-				mu.Lock()
-				samples++
-				for pod := range got[victim.name] {
-					if got[other.name][pod] {
-						violations = append(violations, fmt.Sprintf("%s: %s Running in %s and %s", time.Now().Format(time.TimeOnly), pod, victim.name, other.name))
-					}
-				}
-				mu.Unlock()
-			}
-			time.Sleep(time.Second)
-		}
-	})
+	s := f.sample(t, ns, "db")
 	defer func() {
-		stop()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		t.Logf("%d samples, %d instances Running in two clusters", samples, len(violations))
-		for _, v := range violations {
+		samples, dual, _ := s.result()
+		t.Logf("%d samples, %d with a pod name Running in two clusters", samples, len(dual))
+		for _, v := range dual {
 			t.Error(v)
 		}
 	}()
 
-	start := time.Now()
-	t.Logf("cutting %s off: stopping its OCM registration and work agents", victim.name)
-	runHook(t, "FLEETSET_E2E_STOP_AGENT", victim.name)
-	runHook(t, "FLEETSET_E2E_STOP_AGENT", victim.name, "work-agent")
-	restarted := false
+	cut := time.Now()
+	runHook(t, "FLEETSET_E2E_CUT", victim.name)
+	healed := false
 	t.Cleanup(func() {
-		if !restarted {
-			runHook(t, "FLEETSET_E2E_START_AGENT", victim.name)
-			runHook(t, "FLEETSET_E2E_START_AGENT", victim.name, "work-agent")
+		if !healed {
+			runHook(t, "FLEETSET_E2E_HEAL", victim.name)
 		}
 	})
 
-	eventually(t, 3*time.Minute, victim.name+" fenced its pods", func(ctx context.Context) (bool, string, error) {
+	eventually(t, 5*time.Minute, victim.name+" fenced its pods", func(ctx context.Context) (bool, string, error) {
 		got, err := f.runningOrdinals(ctx, ns, "db")
 		return err == nil && len(got[victim.name]) == 0, fmt.Sprintf("running there: %v", got[victim.name]), err
 	})
-	t.Logf("%s fenced after %v", victim.name, time.Since(start).Round(time.Second))
-	eventually(t, 3*time.Minute, other.name+" runs "+victim.name+"'s instances under the same names", func(ctx context.Context) (bool, string, error) {
+	fenced := time.Since(cut)
+	eventually(t, 5*time.Minute, other.name+" runs "+victim.name+"'s instances under the same names", func(ctx context.Context) (bool, string, error) {
 		got, err := f.runningOrdinals(ctx, ns, "db")
 		if err != nil {
 			return false, "", err
 		}
 		for pod := range before[victim.name] {
-			if !got[other.name][pod] {
+			if _, ok := got[other.name][pod]; !ok {
 				return false, fmt.Sprintf("%s not yet Running in %s", pod, other.name), nil
 			}
 		}
 		return true, "", nil
 	})
-	t.Logf("relocated and Running after %v", time.Since(start).Round(time.Second))
-	// The hub writes status after the works that moved the pods: wait for it.
+	relocated := time.Since(cut)
 	var ss fleetv1.SubsetStatus
 	eventually(t, 30*time.Second, "status.subsets["+subset+"] FailedOver", func(ctx context.Context) (bool, string, error) {
 		got, err := f.getFleetSet(ctx, ns, "db")
@@ -159,24 +251,17 @@ func TestFencedFailover(t *testing.T) {
 		t.Errorf("PVC %s of a fenced instance: %v, want kept", pvc.Name, err)
 	}
 
-	// The victim returns: its StatefulSet is removed before its lease is
-	// renewed; then the subset fails back home (Automatic). Both are watched
-	// from before the agents start: the hooks return once the agents are
-	// Ready, and by then (on kind) the copy may be gone and the subset home.
+	// Healed: the victim's copy is removed, then the subset fails back
+	// (Automatic) with epoch 2.
 	back := time.Now()
-	ev := watchReturn(t, victim, ns, "db-"+subset)
-	runHook(t, "FLEETSET_E2E_START_AGENT", victim.name)
-	runHook(t, "FLEETSET_E2E_START_AGENT", victim.name, "work-agent")
-	restarted = true
-	var removedAt, renewedAt time.Time
-	eventually(t, 3*time.Minute, victim.name+": copy removed, then lease renewed", func(ctx context.Context) (bool, string, error) {
-		removedAt, renewedAt = ev.times()
-		return !removedAt.IsZero() && !renewedAt.IsZero(), fmt.Sprintf("removed at %v, renewed at %v", removedAt, renewedAt), nil
+	runHook(t, "FLEETSET_E2E_HEAL", victim.name)
+	healed = true
+	eventually(t, 3*time.Minute, victim.name+": its copy of the moved subset removed", func(ctx context.Context) (bool, string, error) {
+		var sp fleetv1.SubsetPlacement
+		err := victim.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-" + subset}, &sp)
+		return client.IgnoreNotFound(err) == nil && (err != nil || !sp.DeletionTimestamp.IsZero()), "SubsetPlacement still there", client.IgnoreNotFound(err)
 	})
-	if renewedAt.Before(removedAt) {
-		t.Errorf("%s's lease renewed at %s, before its copy of the moved subset was removed (%s)", victim.name, renewedAt, removedAt)
-	}
-	t.Logf("%s back: copy removed after %v, lease renewed after %v", victim.name, removedAt.Sub(back).Round(time.Second), renewedAt.Sub(back).Round(time.Second))
+	removed := time.Since(back)
 	eventually(t, 5*time.Minute, "subset "+subset+" home again with epoch 2, instances Running there", func(ctx context.Context) (bool, string, error) {
 		got, err := f.getFleetSet(ctx, ns, "db")
 		if err != nil {
@@ -188,85 +273,101 @@ func TestFencedFailover(t *testing.T) {
 			return false, "", err
 		}
 		for pod := range before[victim.name] {
-			if !run[victim.name][pod] {
+			if _, ok := run[victim.name][pod]; !ok {
 				return false, fmt.Sprintf("%s not Running in %s; subset at %s epoch %d %q", pod, victim.name, ss.Cluster, ss.Epoch, ss.Failover), nil
 			}
 		}
 		return ss.Cluster == victim.name && ss.Epoch == 2 && ss.Failover == "", fmt.Sprintf("subset at %s epoch %d %q", ss.Cluster, ss.Epoch, ss.Failover), nil
 	})
-	t.Logf("home again after %v", time.Since(back).Round(time.Second))
+	t.Logf("RESULT fenceGrace=%ds toleration=%ds terminationGrace=20s: fenced %v after the cut, relocated and Running %v after the cut; healed: copy removed after %v, home again after %v",
+		c.grace, c.toleration, fenced.Round(time.Second), relocated.Round(time.Second), removed.Round(time.Second), time.Since(back).Round(time.Second))
 }
 
-// returnEvents records, from watches on a returning member, when its
-// StatefulSet was first removed (deleted, or marked for deletion) and when
-// its resync Lease was first renewed (fresh: unexpired when seen).
-type returnEvents struct {
-	mu                   sync.Mutex
-	removedAt, renewedAt time.Time
+// silenceFor reads a duration from env (default def), for the outages.
+func silenceFor(env string, def time.Duration) time.Duration {
+	return envDuration(env, def)
 }
 
-func (e *returnEvents) times() (removed, renewed time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.removedAt, e.renewedAt
-}
-
-// watchReturn starts, on member m, a watch of StatefulSet ns/name and one of
-// the resync Lease, both from now, recording into the returned events the
-// first removal of the StatefulSet and the first renewal of the Lease: a
-// renewTime past the one it has now, unexpired when seen. The watches end
-// with the test.
-func watchReturn(t *testing.T, m member, ns, name string) *returnEvents {
+// checkNothingMoved fails the test when a subset of FleetSet ns/name moved
+// or left epoch 0.
+func (f *fleet) checkNothingMoved(t *testing.T, ns, name string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
-	t.Cleanup(cancel)
-	l, err := m.resyncLease(ctx)
+	got, err := f.getFleetSet(t.Context(), ns, name)
 	if err != nil {
-		t.Fatalf("%s: reading the resync lease: %v", m.name, err)
+		t.Fatal(err)
 	}
-	var last time.Time
-	if l.Spec.RenewTime != nil {
-		last = l.Spec.RenewTime.Time
-	}
-	stsW, err := m.c.Watch(ctx, &appsv1.StatefulSetList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
-	if err != nil {
-		t.Fatalf("%s: watching StatefulSet %s/%s: %v", m.name, ns, name, err)
-	}
-	leaseW, err := m.c.Watch(ctx, &coordinationv1.LeaseList{}, client.InNamespace(fleetv1.ResyncLeaseNamespace),
-		client.MatchingFields{"metadata.name": fleetv1.ResyncLeaseName})
-	if err != nil {
-		t.Fatalf("%s: watching the resync lease: %v", m.name, err)
-	}
-	e := &returnEvents{}
-	record := func(at *time.Time) {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if at.IsZero() {
-			*at = time.Now()
+	for i, ss := range got.Status.Subsets {
+		spec := got.Spec.Topology.Subsets[i]
+		if ss.Cluster != spec.Cluster || ss.Epoch != 0 || ss.Failover != "" {
+			t.Errorf("subset %s: at %s epoch %d %q, want at home %s, epoch 0", ss.Name, ss.Cluster, ss.Epoch, ss.Failover, spec.Cluster)
 		}
 	}
-	go func() {
-		defer stsW.Stop()
-		for w := range stsW.ResultChan() {
-			s, ok := w.Object.(*appsv1.StatefulSet)
-			if w.Type == watch.Deleted || (ok && w.Type == watch.Modified && s.DeletionTimestamp != nil) {
-				record(&e.removedAt)
-			}
-		}
-	}()
-	go func() {
-		defer leaseW.Stop()
-		for w := range leaseW.ResultChan() {
-			// A renewal is a renewTime past the one read above that is
-			// fresh: the work agent, when it returns, first applies the
-			// last lease the hub wrote before the member was cut off,
-			// newer but already expired (still fencing).
-			if l, ok := w.Object.(*coordinationv1.Lease); ok {
-				if end, ok := leaseEnd(l); ok && l.Spec.RenewTime.After(last) && time.Now().Before(end) {
-					record(&e.renewedAt)
-				}
-			}
-		}
-	}()
-	return e
+}
+
+// hubSilence runs stop for d while sampling a Relocate FleetSet (toleration
+// 0, fenceGrace 0, terminationGrace 20), then start, then watches for a full
+// fence deadline more: no pod deleted on any member, nothing relocated.
+func hubSilence(t *testing.T, what string, d time.Duration, stop, start func()) {
+	f := theFleet
+	ns := f.newNamespace(t, "e2e-silence")
+	fs := f.newFleetSet(ns, "db", 4)
+	fs.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](20)
+	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](0)}
+	f.createFleetSet(t, fs)
+	f.waitReady(t, ns, "db", 4)
+	s := f.sample(t, ns, "db")
+	stop()
+	t.Logf("%s for %v", what, d)
+	time.Sleep(d)
+	start()
+	// The longest a relocation could wait after the hub is back: its first
+	// observation + heartbeat timeout + fence grace + termination grace +
+	// margin.
+	deadline := envDuration("FLEETSET_E2E_HEARTBEAT_TIMEOUT", 15*time.Second) + 20*time.Second + fleetv1.RelocationMarginSeconds*time.Second
+	time.Sleep(deadline + 10*time.Second)
+	samples, dual, deleted := s.result()
+	t.Logf("%d samples over %v: %d pods stopped or replaced, %d with a pod Running in two clusters", samples, d+deadline+10*time.Second, len(deleted), len(dual))
+	for pod, at := range deleted {
+		t.Errorf("%s: pod %s no longer Running as before", at, pod)
+	}
+	for _, v := range dual {
+		t.Error(v)
+	}
+	f.checkNothingMoved(t, ns, "db")
+}
+
+// TestHubSilenceFencesNothing stops fleetset-hub (FLEETSET_E2E_HUB_SILENCE,
+// default 45 s, three heartbeat timeouts; `make e2e-fencing` 10 min): the
+// members keep reaching the hub's apiserver, so no pod is deleted, and the
+// restarted hub relocates nothing.
+func TestHubSilenceFencesNothing(t *testing.T) {
+	if _, err := runHookCheck("FLEETSET_E2E_STOP_AGENT"); err != nil {
+		t.Skip(err)
+	}
+	hubSilence(t, "fleetset-hub stopped", silenceFor("FLEETSET_E2E_HUB_SILENCE", 45*time.Second),
+		func() { runHook(t, "FLEETSET_E2E_STOP_AGENT", "hub", "fleetset-hub") },
+		func() { runHook(t, "FLEETSET_E2E_RESTART", "hub", "fleetset-hub") })
+}
+
+// TestHubOutageFencesNothing stops the hub's kube-apiserver
+// (FLEETSET_E2E_HUB_OUTAGE, default 45 s; `make e2e-fencing` 3 min): every
+// member loses the hub, asks its peers, finds they lost it too and holds;
+// no pod is deleted, and the hub, back, relocates nothing.
+func TestHubOutageFencesNothing(t *testing.T) {
+	if _, err := runHookCheck("FLEETSET_E2E_STOP_AGENT"); err != nil {
+		t.Skip(err)
+	}
+	if os.Getenv("FLEETSET_E2E_HUB_APISERVER") != "kube-apiserver" {
+		t.Skip("FLEETSET_E2E_HUB_APISERVER is not set: this fleet offers no way to stop the hub's apiserver")
+	}
+	f := theFleet
+	hubSilence(t, "hub kube-apiserver stopped", silenceFor("FLEETSET_E2E_HUB_OUTAGE", 45*time.Second),
+		func() { runHook(t, "FLEETSET_E2E_STOP_AGENT", "hub", "kube-apiserver") },
+		func() {
+			runHook(t, "FLEETSET_E2E_START_AGENT", "hub", "kube-apiserver")
+			eventually(t, 2*time.Minute, "hub apiserver back", func(ctx context.Context) (bool, string, error) {
+				_, err := f.getFleetSet(ctx, "default", "none")
+				return err == nil || client.IgnoreNotFound(err) == nil, errString(err), nil
+			})
+		})
 }

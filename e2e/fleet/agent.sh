@@ -1,4 +1,10 @@
 #!/usr/bin/env bash
+# agent.sh cut|heal CLUSTER: break or mend the member's link to the hub (its
+# hub-link proxy, through which its OCM agents and its fleetset member
+# component reach the hub): a real network cut, every connection closed and
+# new ones refused, while every process of the member keeps running. The e2e
+# suite calls it through FLEETSET_E2E_CUT / FLEETSET_E2E_HEAL.
+#
 # agent.sh stop|start|status CLUSTER [PROC]: stop or restart one process of
 # the local fleet (default: the member's OCM registration agent). The e2e
 # suite calls it through FLEET_E2E_STOP_AGENT / FLEETSET_E2E_START_AGENT to
@@ -18,8 +24,9 @@ set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
-[[ $# -ge 2 ]] || die "usage: $0 stop|start|status CLUSTER [PROC] | restart CLUSTER PROC [ARG...]"
+[[ $# -ge 2 ]] || die "usage: $0 cut|heal CLUSTER | stop|start|status CLUSTER [PROC] | restart CLUSTER PROC [ARG...]"
 action=$1 c=$2 p=${3:-registration-agent}
+case $action in cut | heal) p=hub-link ;; esac
 [[ -f $(cdir "$c")/run/$p.sh ]] || die "no process $c/$p in $FLEET_DIR"
 
 # rebuild PROC VERSION: rebuild bin/PROC (fleetset binaries only).
@@ -82,7 +89,19 @@ restart() {
   log "$c/$p ready (pid $(<"$(cdir "$c")/run/$p.pid"), extra arguments:${extra:- none})"
 }
 
+# link CLUSTER cut|heal: signal the member's hub-link and wait for its state.
+link() {
+  local c=$1 want=$2 sig state
+  pid_alive "$c" hub-link || die "$c/hub-link is not running"
+  if [[ $want == cut ]]; then sig=USR1; else sig=USR2; want=healed; fi
+  state=$(cdir "$c")/run/hub-link.state
+  kill -"$sig" "$(<"$(cdir "$c")/run/hub-link.pid")"
+  wait_for 10 "$c/hub-link $want" grep -qx "$want" "$state" || die "$c/hub-link did not report $want"
+  log "$c: link to the hub $want"
+}
+
 case $action in
+  cut | heal) link "$c" "$action" ;;
   stop) stop_proc "$c" "$p" ;;
   start) relaunch "$c" "$p" ;;
   status) if pid_alive "$c" "$p"; then echo running; else echo stopped; exit 1; fi ;;

@@ -8,8 +8,10 @@
 #           fleetset CRDs, the fleetset add-on (manifests/addon),
 #           fleetset-hub (when bin/fleetset-hub exists)
 #   member: etcd, kube-apiserver, kube-controller-manager, kwok (fake kubelet
-#           of 6 nodes: zone-a/b/c x 2), OCM registration agent, OCM work
-#           agent, fleetset-scheduler
+#           of 6 nodes: zone-a/b/c x 2), hub-link (the member's link to the
+#           hub: a loopback proxy that `agent.sh cut|heal` breaks and mends),
+#           OCM registration agent, OCM work agent, fleetset-scheduler (with
+#           its member component: heartbeat, peer endpoint, fencer)
 #
 # Members get fleetset's member side the way OCM users install it: the
 # fleetset add-on is enabled on each (a ManagedClusterAddOn), and OCM's add-on
@@ -57,14 +59,14 @@ if [[ -d $FLEET_DIR ]]; then
   rm -rf "$FLEET_DIR"
 fi
 
-for b in etcd kube-apiserver kube-controller-manager kwok registration work addon fleetset-scheduler; do
+for b in etcd kube-apiserver kube-controller-manager kwok registration work addon fleetset-scheduler netcut; do
   [[ -x $LOCALBIN/$b ]] || die "missing $LOCALBIN/$b: run make fleet-binaries"
 done
 command -v openssl >/dev/null || die "openssl not found: apt-get install -y openssl"
 command -v "$KUBECTL" >/dev/null || die "kubectl not found"
 
 for c in $FLEET_CLUSTERS; do
-  for s in $SLOT_APISERVER $SLOT_ETCD $SLOT_ETCD_PEER $SLOT_KCM $SLOT_REGISTRATION $SLOT_WORK $SLOT_SCHEDULER $SLOT_KWOK $SLOT_HUB_METRICS $SLOT_HUB_HEALTH $SLOT_ADDON; do
+  for s in $SLOT_APISERVER $SLOT_ETCD $SLOT_ETCD_PEER $SLOT_KCM $SLOT_REGISTRATION $SLOT_WORK $SLOT_SCHEDULER $SLOT_KWOK $SLOT_HUB_METRICS $SLOT_HUB_HEALTH $SLOT_ADDON $SLOT_HUB_LINK $SLOT_PEER; do
     pt=$(port "$c" "$s")
     port_free "$pt" || die "127.0.0.1:$pt is in use: set FLEET_PORT_BASE to another base (now $FLEET_PORT_BASE)"
   done
@@ -78,7 +80,7 @@ mkdir -p "$FLEET_DIR"
 {
   echo "# port plan of the local fleet (FLEET_PORT_BASE=$FLEET_PORT_BASE)"
   for c in $FLEET_CLUSTERS; do
-    echo "$c apiserver=$(port "$c" $SLOT_APISERVER) etcd=$(port "$c" $SLOT_ETCD) kcm=$(port "$c" $SLOT_KCM) ocm-registration=$(port "$c" $SLOT_REGISTRATION) ocm-work=$(port "$c" $SLOT_WORK) scheduler=$(port "$c" $SLOT_SCHEDULER) kwok=$(port "$c" $SLOT_KWOK) hub-metrics=$(port "$c" $SLOT_HUB_METRICS) hub-health=$(port "$c" $SLOT_HUB_HEALTH) ocm-addon=$(port "$c" $SLOT_ADDON)"
+    echo "$c apiserver=$(port "$c" $SLOT_APISERVER) etcd=$(port "$c" $SLOT_ETCD) kcm=$(port "$c" $SLOT_KCM) ocm-registration=$(port "$c" $SLOT_REGISTRATION) ocm-work=$(port "$c" $SLOT_WORK) scheduler=$(port "$c" $SLOT_SCHEDULER) kwok=$(port "$c" $SLOT_KWOK) hub-metrics=$(port "$c" $SLOT_HUB_METRICS) hub-health=$(port "$c" $SLOT_HUB_HEALTH) ocm-addon=$(port "$c" $SLOT_ADDON) hub-link=$(port "$c" $SLOT_HUB_LINK) peer=$(port "$c" $SLOT_PEER)"
   done
 } >"$FLEET_DIR/ports"
 
@@ -145,9 +147,17 @@ for c in $FLEET_CLUSTERS; do
     client-key-data: $(base64 -w0 <"$(cdir "$c")/pki/admin.key")"
 done
 # The bootstrap identity the members' registration agents join the hub with
-# (clusteradm's bootstrap token), bound to OCM's bootstrap ClusterRole.
+# (clusteradm's bootstrap token), bound to OCM's bootstrap ClusterRole. Each
+# member reaches the hub through its own hub-link (a netcut proxy on the
+# member's SLOT_HUB_LINK port), so its bootstrap kubeconfig, and every hub
+# kubeconfig OCM derives from it (the agents', the add-on's), names that
+# link: `agent.sh cut CLUSTER` breaks all of them at once.
 echo "$BOOTSTRAP_TOKEN,fleet-bootstrap,fleet-bootstrap,\"system:bootstrappers:managedcluster\"" >"$(cdir hub)/pki/tokens.csv"
-write_kubeconfig "$(cdir hub)/bootstrap.kubeconfig" hub "    token: $BOOTSTRAP_TOKEN"
+for c in $FLEET_MEMBERS; do
+  mkdir -p "$(cdir "$c")"
+  write_kubeconfig "$(cdir "$c")/bootstrap.kubeconfig" hub "    token: $BOOTSTRAP_TOKEN"
+  sed -i "s#server: https://127.0.0.1:$(port hub $SLOT_APISERVER)#server: https://127.0.0.1:$(port "$c" $SLOT_HUB_LINK)#" "$(cdir "$c")/bootstrap.kubeconfig"
+done
 
 # ---------------------------------------------------------------- etcd, apiserver
 # etcd (bin/etcd, built from e2e/tools/etcd) runs as "fleet-etcd" (a
@@ -345,13 +355,16 @@ for c in $FLEET_MEMBERS; do
     --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
     --cidr 10.0.0.1/16 --node-ip 127.0.0.1 \
     --server-address "127.0.0.1:$(port "$c" $SLOT_KWOK)"
+  # The member's link to the hub.
+  start_proc "$c" hub-link "$LOCALBIN/netcut" -listen "127.0.0.1:$(port "$c" $SLOT_HUB_LINK)" \
+    -target "127.0.0.1:$(port hub $SLOT_APISERVER)" -state "$d/run/hub-link.state"
   # OCM registration agent: joins the hub with the bootstrap kubeconfig and
   # writes its own hub kubeconfig (client cert from an approved CSR).
   mkdir -p "$d/hub-kubeconfig"
   start_proc "$c" registration-agent "$LOCALBIN/registration" agent \
     --kubeconfig "$d/kubeconfig" --spoke-kubeconfig "$d/kubeconfig" --namespace "$OCM_AGENT_NAMESPACE" \
     --cluster-name "$c" --agent-id "$c-agent" \
-    --bootstrap-kubeconfig "$(cdir hub)/bootstrap.kubeconfig" --hub-kubeconfig-dir "$d/hub-kubeconfig" \
+    --bootstrap-kubeconfig "$d/bootstrap.kubeconfig" --hub-kubeconfig-dir "$d/hub-kubeconfig" \
     --listen "127.0.0.1:$(port "$c" $SLOT_REGISTRATION)" --disable-leader-election
 done
 
@@ -415,6 +428,26 @@ for c in $FLEET_MEMBERS; do
   wait_for "$STEP_TIMEOUT" "$c: SubsetPlacement CRD from the fleetset add-on" crd_established "$c" crd/subsetplacements.fleetset.io ||
     die "the fleetset add-on did not deliver the SubsetPlacement CRD to $c; see .fleet/hub/logs/addon-manager.log and .fleet/$c/logs/work-agent.log"
 done
+# The add-on's hub credentials (its KubeClient registration): OCM's
+# registration agent writes them into the Secret fleetset-hub-kubeconfig
+# beside the add-on; the local fleetset-scheduler process reads them from
+# files, as the add-on's Deployment does from its mounted Secret.
+addon_hub_kubeconfig() {
+  local c=$1 d ns
+  d=$(cdir "$c")/member-hub
+  ns=$(kc "$c" get secret -A --field-selector metadata.name=fleetset-hub-kubeconfig -o jsonpath='{.items[0].metadata.namespace}' 2>/dev/null) || return 1
+  [[ -n $ns ]] || return 1
+  mkdir -p "$d"
+  for k in kubeconfig tls.crt tls.key; do
+    kc "$c" -n "$ns" get secret fleetset-hub-kubeconfig -o "jsonpath={.data.${k//./\\.}}" | base64 -d >"$d/$k.tmp" || return 1
+    [[ -s $d/$k.tmp ]] || return 1
+    mv "$d/$k.tmp" "$d/$k"
+  done
+}
+for c in $FLEET_MEMBERS; do
+  wait_for "$STEP_TIMEOUT" "$c: the fleetset add-on's hub credentials (Secret fleetset-hub-kubeconfig)" addon_hub_kubeconfig "$c" ||
+    die "no hub credentials for the fleetset add-on in $c; see .fleet/$c/logs/registration-agent.log and .fleet/hub/logs/addon-manager.log"
+done
 for c in $FLEET_MEMBERS; do
   d=$(cdir "$c")
   # fleetset-scheduler: the repository's KubeSchedulerConfiguration with this
@@ -427,9 +460,14 @@ for c in $FLEET_MEMBERS; do
     printf '  - schedulerName: default-scheduler\n'
     printf 'clientConnection:\n  kubeconfig: %s\nleaderElection:\n  leaderElect: false\n' "$d/kubeconfig"
   } >"$d/scheduler-config.yaml"
+  # Its member component reaches the hub with the add-on's credentials (through
+  # the hub-link) and serves its peer endpoint on loopback.
   start_proc "$c" fleetset-scheduler "$LOCALBIN/fleetset-scheduler" --config "$d/scheduler-config.yaml" \
     --bind-address 127.0.0.1 --secure-port "$(port "$c" $SLOT_SCHEDULER)" \
-    --authentication-kubeconfig "$d/kubeconfig" --authorization-kubeconfig "$d/kubeconfig" --v 1
+    --authentication-kubeconfig "$d/kubeconfig" --authorization-kubeconfig "$d/kubeconfig" --v 1 \
+    --member-cluster-name "$c" --member-hub-kubeconfig "$d/member-hub/kubeconfig" \
+    --member-heartbeat-timeout "${FLEET_HEARTBEAT_SECONDS}s" \
+    --member-peer-bind-address "127.0.0.1:$(port "$c" $SLOT_PEER)" --member-peer-url "http://127.0.0.1:$(port "$c" $SLOT_PEER)"
 done
 addon_available() {
   [[ $(kc hub -n "$1" get managedclusteraddon fleetset -o jsonpath='{.status.conditions[?(@.type=="Available")].status}') == True ]]

@@ -9,6 +9,8 @@
 #   .fleet/<cluster>/run/<proc>.sh   launcher of one process (re-runnable)
 #   .fleet/<cluster>/run/<proc>.pid  its PID
 #   .fleet/<cluster>/logs/<proc>.log its log
+#   .fleet/<member>/member-hub/      the fleetset add-on's hub credentials
+#                                    (kubeconfig, tls.crt, tls.key)
 #   .fleet/ports                     the port plan of this fleet
 # Every process listens on 127.0.0.1 only.
 
@@ -27,6 +29,9 @@ FLEET_CLUSTERS="hub $FLEET_MEMBERS"
 # so that e2e observes an unavailable member quickly.
 FLEET_CLUSTER_LEASE_SECONDS=${FLEET_CLUSTER_LEASE_SECONDS:-5}
 FLEET_RESYNC_LEASE_SECONDS=${FLEET_RESYNC_LEASE_SECONDS:-15}
+# The member component's heartbeat timeout (fleetset-scheduler
+# --member-heartbeat-timeout): short for the same reason.
+FLEET_HEARTBEAT_SECONDS=${FLEET_HEARTBEAT_SECONDS:-15}
 # OCM agents run in this namespace of each member.
 OCM_AGENT_NAMESPACE=open-cluster-management-agent
 
@@ -46,7 +51,7 @@ cluster_index() {
 # Port slots inside a cluster's block of 20.
 SLOT_APISERVER=0 SLOT_ETCD=1 SLOT_ETCD_PEER=2 SLOT_KCM=3 SLOT_REGISTRATION=4
 SLOT_WORK=5 SLOT_SCHEDULER=6 SLOT_KWOK=7 SLOT_HUB_METRICS=8 SLOT_HUB_HEALTH=9
-SLOT_ADDON=10
+SLOT_ADDON=10 SLOT_HUB_LINK=11 SLOT_PEER=12
 
 # port CLUSTER SLOT
 port() { echo $((FLEET_PORT_BASE + 20 * $(cluster_index "$1") + $2)); }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -139,7 +140,7 @@ func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planne
 			}
 			st.failoverEvents = append(st.failoverEvents, pendingEvent{typ, reason, d.Step})
 		}
-		if d.Held && !heldBefore(fs) {
+		if d.Held && !heldBefore(fs, d.Waiting) {
 			st.failoverEvents = append(st.failoverEvents, pendingEvent{corev1.EventTypeWarning, EventRelocationHeld, d.Waiting})
 		}
 		if d.Held {
@@ -224,11 +225,11 @@ func (r *FleetSetReconciler) fenceDeadline(ctx context.Context, fs *fleetv1.Flee
 	return nil
 }
 
-// heldBefore reports whether fs's Degraded condition already says that a
-// relocation is held, so the event is emitted once per hold.
-func heldBefore(fs *fleetv1.FleetSet) bool {
+// heldBefore reports whether fs's Degraded condition already carries the
+// hold message msg, so its event is emitted once per hold and subset.
+func heldBefore(fs *fleetv1.FleetSet, msg string) bool {
 	c := apimeta.FindStatusCondition(fs.Status.Conditions, fleetv1.ConditionDegraded)
-	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == fleetv1.ReasonRelocationHeld
+	return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, msg)
 }
 
 // appliedAtGeneration reports whether the work agent reports w Applied at

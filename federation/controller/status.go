@@ -75,12 +75,13 @@ var reasonRank = map[string]int{
 	fleetv1.ReasonInvalidSpec:        0,
 	fleetv1.ReasonClusterNotFound:    1,
 	fleetv1.ReasonApplyFailed:        2,
-	fleetv1.ReasonClusterUnavailable: 3,
-	fleetv1.ReasonFailingOver:        4,
-	fleetv1.ReasonFailingBack:        5,
-	fleetv1.ReasonFailedOver:         6,
-	fleetv1.ReasonOrdinalBlockFull:   7,
-	fleetv1.ReasonDivisionInfeasible: 8,
+	fleetv1.ReasonRelocationHeld:     3,
+	fleetv1.ReasonClusterUnavailable: 4,
+	fleetv1.ReasonFailingOver:        5,
+	fleetv1.ReasonFailingBack:        6,
+	fleetv1.ReasonFailedOver:         7,
+	fleetv1.ReasonOrdinalBlockFull:   8,
+	fleetv1.ReasonDivisionInfeasible: 9,
 }
 
 // setConditions sets Degraded, Progressing and Ready.

@@ -177,7 +177,7 @@ func TestStatusCommand(t *testing.T) {
 	}
 	for cluster, renewed := range map[string]time.Time{"east": now.Add(-time.Hour), "west": now} {
 		w, err := manifestwork.ResyncWork(cluster, manifestwork.Lease{HolderIdentity: "fleetset-hub", DurationSeconds: 60,
-			AcquireTime: metav1.NewMicroTime(renewed), RenewTime: metav1.NewMicroTime(renewed)})
+			AcquireTime: metav1.NewMicroTime(renewed), RenewTime: metav1.NewMicroTime(renewed)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
