@@ -43,9 +43,12 @@ type Guard struct {
 // Evaluate decides the member's state now, asking the peers when the
 // member has lost the hub and the last round is older than PeerPoll, and
 // returns it with the time the fence started (zero unless Fenced). A fence
-// that follows a full-disruption hold starts when the hold ends; otherwise
-// it starts when the heartbeat timed out (last contact + timeout), so a
-// restarted member keeps the deadline it had. Listeners (OnChange) run when
+// that follows a full-disruption hold starts one PeerPoll after the hold
+// ends (time for this member's own next heartbeat, which ends the fence if
+// it succeeds); otherwise it starts when the heartbeat timed out (last
+// contact + timeout), so a restarted member keeps the deadline it had. The
+// hub counts from the end of the disruption too, with a whole heartbeat
+// timeout besides (api/v1alpha1/member.go). Listeners (OnChange) run when
 // the state changes.
 func (g *Guard) Evaluate(ctx context.Context) (Verdict, time.Time) {
 	s := g.Monitor.Status()
@@ -64,7 +67,10 @@ func (g *Guard) Evaluate(ctx context.Context) (Verdict, time.Time) {
 		g.fencedSince = time.Time{}
 	case prev.State == Fenced:
 	case prev.State == Holding && prev.Disruption:
-		g.fencedSince = now // the full disruption ended now: the peers learn it as the hub does
+		// The full disruption ended now (a peer reached the hub again).
+		// This member's own next heartbeat may well succeed too: the fence
+		// starts one poll later, and ends if it does.
+		g.fencedSince = now.Add(g.PeerPoll)
 	default:
 		g.fencedSince = now.Add(-(s.SinceContact - g.Monitor.Timeout()))
 	}

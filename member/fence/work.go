@@ -10,9 +10,14 @@ import (
 
 // WorkHolds reports whether ManifestWork w holds SubsetPlacement
 // namespace/name with spec.fencing.epoch at epoch or above: the hub still
-// places it in w's cluster, at the fenced epoch or a later grant.
-// Manifests that do not decode are skipped.
+// places it in w's cluster, at the fenced epoch or a later grant. A work
+// being deleted holds nothing: the hub took everything in it away, and the
+// work agent has not yet removed it from the member. Manifests that do not
+// decode are skipped.
 func WorkHolds(w *workv1.ManifestWork, namespace, name string, epoch int64) bool {
+	if !w.DeletionTimestamp.IsZero() {
+		return false
+	}
 	for _, m := range w.Spec.Workload.Manifests {
 		var sp fleetv1.SubsetPlacement
 		if err := json.Unmarshal(m.Raw, &sp); err != nil {

@@ -29,7 +29,13 @@ const Path = "/fleetset/v1/contact"
 type Answer struct {
 	// Cluster is the answering member's ManagedCluster name.
 	Cluster string `json:"cluster"`
-	// InContact is true when it reached the hub within its heartbeat timeout.
+	// InContact is true when it reached the hub within half its heartbeat
+	// timeout: recently enough that, when the member asking has lost the
+	// hub (no contact for its whole timeout), this one reached the hub
+	// after the asker last did. A peer that reached it 2/3 of a timeout
+	// ago may only have outlived the asker by one heartbeat period into a
+	// hub outage, and does not count. The hub uses the same half timeout
+	// to count members lost in a full disruption.
 	InContact bool `json:"inContact"`
 	// SinceContactSeconds is how long ago it last reached the hub, in whole
 	// seconds, by its own monotonic clock.
@@ -42,7 +48,8 @@ func Handler(cluster string, m *contact.Monitor) http.Handler {
 	mux.HandleFunc("GET "+Path, func(w http.ResponseWriter, _ *http.Request) {
 		s := m.Status()
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(Answer{Cluster: cluster, InContact: s.InContact, SinceContactSeconds: int64(s.SinceContact / time.Second)})
+		_ = json.NewEncoder(w).Encode(Answer{Cluster: cluster, InContact: s.Known && s.SinceContact < m.Timeout()/2,
+			SinceContactSeconds: int64(s.SinceContact / time.Second)})
 	})
 	return mux
 }

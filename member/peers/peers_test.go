@@ -54,3 +54,31 @@ func TestAsk(t *testing.T) {
 		t.Errorf("errors: %v, want liar and south", errored)
 	}
 }
+
+// TestAnswerCountsOnlyRecentContact: a peer that reached the hub 10 s ago,
+// within its 15 s timeout (in contact by its own measure), does not answer
+// that it reaches the hub: in a hub outage it may have outlived the asker
+// by one heartbeat period; only contact within half the timeout counts.
+func TestAnswerCountsOnlyRecentContact(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	m := contact.NewMonitor(clk, 15*time.Second)
+	m.Restore(10 * time.Second)
+	if !m.Status().InContact {
+		t.Fatal("10 s after contact with a 15 s timeout: not in contact by its own measure")
+	}
+	srv := httptest.NewServer(peers.Handler("west", m))
+	defer srv.Close()
+	got := peers.Ask(context.Background(), http.DefaultClient, map[string]string{"west": srv.URL}, time.Second)
+	if len(got) != 1 || got[0].Err != nil || got[0].Answer.InContact || got[0].Answer.SinceContactSeconds != 10 {
+		t.Errorf("answer %+v, want not in contact, 10 s since contact", got)
+	}
+	clk.Step(-4 * time.Second) // 6 s after contact: within half the timeout
+	m2 := contact.NewMonitor(clk, 15*time.Second)
+	m2.Restore(6 * time.Second)
+	srv2 := httptest.NewServer(peers.Handler("west", m2))
+	defer srv2.Close()
+	got = peers.Ask(context.Background(), http.DefaultClient, map[string]string{"west": srv2.URL}, time.Second)
+	if len(got) != 1 || !got[0].Answer.InContact {
+		t.Errorf("answer %+v, want in contact (6 s < 7.5 s)", got)
+	}
+}
