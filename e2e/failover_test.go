@@ -321,9 +321,10 @@ func hubSilence(t *testing.T, what string, d time.Duration, stop, start func()) 
 	time.Sleep(d)
 	start()
 	// The longest a relocation could wait after the hub is back: its first
-	// observation + heartbeat timeout + fence grace + termination grace +
-	// margin.
-	deadline := envDuration("FLEETSET_E2E_HEARTBEAT_TIMEOUT", 15*time.Second) + 20*time.Second + fleetv1.RelocationMarginSeconds*time.Second
+	// observation + heartbeat timeout + confirmation + fence grace +
+	// termination grace + margin.
+	hb := envDuration("FLEETSET_E2E_HEARTBEAT_TIMEOUT", 15*time.Second)
+	deadline := hb + fleetv1.FenceConfirmation(hb) + 20*time.Second + fleetv1.RelocationMarginSeconds*time.Second
 	time.Sleep(deadline + 10*time.Second)
 	samples, dual, deleted := s.result()
 	t.Logf("%d samples over %v: %d pods stopped or replaced, %d with a pod Running in two clusters", samples, d+deadline+10*time.Second, len(deleted), len(dual))

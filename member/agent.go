@@ -136,7 +136,7 @@ func Start(ctx context.Context, cfg Config, pods coreinformers.PodInformer, cs k
 	}
 	hc := &http.Client{}
 	g := &fence.Guard{
-		Monitor: mon, Clock: clk, PeerPoll: period,
+		Monitor: mon, Clock: clk, PeerPoll: fleetv1.FenceConfirmation(cfg.HeartbeatTimeout),
 		Peers: func(ctx context.Context) (map[string]string, error) { return peerURLs(ctx, cs, cfg.Cluster) },
 		Ask: func(ctx context.Context, p map[string]string) []peers.Result {
 			return peers.Ask(ctx, hc, p, min(2*time.Second, period))

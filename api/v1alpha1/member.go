@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "time"
+
 // The member's heartbeat and fencing contract (the failure model is in
 // docs/failover.md).
 //
@@ -22,9 +24,13 @@ package v1alpha1
 //     more than half of all members: the hub itself is down; it holds, and
 //     every pod keeps running.
 //
+// A member confirms that it is cut off over one more round of questions,
+// FenceConfirmation later, before it fences.
+//
 // The hub relocates a lost cluster's subset only after that cluster's fence
 // deadline as the member computes it, counted from the hub's own observation
-// of the last heartbeat: heartbeat timeout + fenceGraceSeconds + the largest
+// of the last heartbeat (or the end of the last full disruption): heartbeat
+// timeout + FenceConfirmation + fenceGraceSeconds + the largest
 // terminationGracePeriodSeconds of the pod template + RelocationMarginSeconds,
 // or at once on a positive confirmation (the ManagedCluster deleted, or
 // tainted TaintOutOfService). It relocates nothing while more than half of
@@ -81,3 +87,10 @@ const (
 	// delay.
 	RelocationMarginSeconds = 10
 )
+
+// FenceConfirmation is how long a member that finds itself cut off keeps
+// confirming it with its peers before it fences: one heartbeat period, a
+// third of its heartbeat timeout.
+func FenceConfirmation(heartbeatTimeout time.Duration) time.Duration {
+	return heartbeatTimeout / 3
+}

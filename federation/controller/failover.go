@@ -216,9 +216,10 @@ func (r *FleetSetReconciler) fenceDeadline(ctx context.Context, fs *fleetv1.Flee
 	term := terminationGrace(fs)
 	since := r.Heartbeats.Since(v)
 	out.Heartbeat = true
-	out.Fenced = since.Add(v.Timeout + grace + term + r.RelocationMargin)
-	out.Deadline = fmt.Sprintf("heartbeat last observed or disruption ended at %s + timeout %s + fenceGraceSeconds %s + terminationGracePeriodSeconds %s + margin %s",
-		since.UTC().Format(time.RFC3339), v.Timeout, grace, term, r.RelocationMargin)
+	confirm := fleetv1.FenceConfirmation(v.Timeout)
+	out.Fenced = since.Add(v.Timeout + confirm + grace + term + r.RelocationMargin)
+	out.Deadline = fmt.Sprintf("heartbeat last observed or disruption ended at %s + timeout %s + confirmation %s + fenceGraceSeconds %s + terminationGracePeriodSeconds %s + margin %s",
+		since.UTC().Format(time.RFC3339), v.Timeout, confirm, grace, term, r.RelocationMargin)
 	if v.State != "" {
 		out.Deadline += fmt.Sprintf("; member last reported %s: %s", v.State, v.Reason)
 	}

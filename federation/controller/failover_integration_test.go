@@ -160,7 +160,7 @@ func TestRelocationHeld(t *testing.T) {
 		c := condition(getFleetSet(t, "held", "nobeat"), fleetv1.ConditionDegraded)
 		return c.Reason == fleetv1.ReasonRelocationHeld && strings.Contains(c.Message, "never observed a heartbeat of fh-d's fleetset member component"), nil
 	})
-	// Past every deadline (3 s + 0 + 0 + 1 s) and several hold retries.
+	// Past every deadline (3 + 1 + 0 + 0 + 1 s) and several hold retries.
 	time.Sleep(time.Until(lost.Add(10 * time.Second)))
 	for name, home := range map[string]map[string]string{"db": {"fh-a": "db-east", "fh-b": "db-west"}, "nobeat": {"fh-d": "nobeat-east"}} {
 		ws := works(t, "held", name)
@@ -206,17 +206,17 @@ func TestHubRestartObservesBeforeRelocating(t *testing.T) {
 	}
 	stopEast()
 	setAvailable(t, "hr-east", false)
-	time.Sleep(8 * time.Second) // the last heartbeat is older than the whole deadline (3 + 0 + 2 + 1 s)
+	time.Sleep(9 * time.Second) // the last heartbeat is older than the whole deadline (3 + 1 + 0 + 2 + 1 s)
 	started := time.Now()
 	startHubWith(t, Options{HubIdentity: "test-hub", LeaseDuration: 3 * time.Second, RelocationMargin: time.Second})
 	eventually(t, 30*time.Second, "east relocated to west", func() (bool, error) {
 		ws := works(t, "hubrestart", "db")
 		return ws["hr-west"] != nil && manifestwork.HoldsStatefulSet(ws["hr-west"], "db-east"), nil
 	})
-	if took := time.Since(started); took < 6*time.Second {
-		t.Errorf("relocated %v after the hub started, before it observed the member for the fence deadline (6s)", took)
+	if took := time.Since(started); took < 7*time.Second {
+		t.Errorf("relocated %v after the hub started, before it observed the member for the fence deadline (7s)", took)
 	} else {
-		t.Logf("relocated %v after the hub started (deadline 6s from its own first observation)", took.Round(100*time.Millisecond))
+		t.Logf("relocated %v after the hub started (deadline 7s from its own first observation)", took.Round(100*time.Millisecond))
 	}
 }
 
@@ -269,17 +269,17 @@ func TestFailover(t *testing.T) {
 	eventually(t, 10*time.Second, "Degraded FailingOver naming east and the fence deadline", func() (bool, error) {
 		c := condition(getFleetSet(t, "failover", "db"), fleetv1.ConditionDegraded)
 		return strings.Contains(c.Message, "subset east on cluster fo-east") && strings.Contains(c.Message, "relocating at") &&
-			strings.Contains(c.Message, "timeout 3s + fenceGraceSeconds 1s + terminationGracePeriodSeconds 2s + margin 1s"), nil
+			strings.Contains(c.Message, "timeout 3s + confirmation 1s + fenceGraceSeconds 1s + terminationGracePeriodSeconds 2s + margin 1s"), nil
 	})
 	eventually(t, 30*time.Second, "east relocated to west", func() (bool, error) {
 		ws := works(t, "failover", "db")
 		return ws["fo-east"] == nil && ws["fo-west"] != nil && manifestwork.HoldsStatefulSet(ws["fo-west"], "db-east"), nil
 	})
 	moved := time.Now()
-	if fenced := lastBeat.Add(beatTimeout + time.Second + 2*time.Second + margin); moved.Before(fenced) || moved.Before(lost.Add(2*time.Second)) {
+	if fenced := lastBeat.Add(beatTimeout + beatTimeout/3 + time.Second + 2*time.Second + margin); moved.Before(fenced) || moved.Before(lost.Add(2*time.Second)) {
 		t.Errorf("relocated at %s, before the fence deadline %s (last heartbeat sent %s) or the toleration", moved.Format(time.StampMilli), fenced.Format(time.StampMilli), lastBeat.Format(time.StampMilli))
 	}
-	t.Logf("relocated %v after the last heartbeat (deadline %v)", moved.Sub(lastBeat).Round(100*time.Millisecond), beatTimeout+3*time.Second+margin)
+	t.Logf("relocated %v after the last heartbeat (deadline %v)", moved.Sub(lastBeat).Round(100*time.Millisecond), beatTimeout+beatTimeout/3+3*time.Second+margin)
 	var sts appsv1.StatefulSet
 	manifest(t, works(t, "failover", "db")["fo-west"], "StatefulSet", "db-east", &sts)
 	if sts.Spec.Ordinals.Start != 0 || ptr.Deref(sts.Spec.Replicas, 0) != 5 {

@@ -29,12 +29,18 @@ type Guard struct {
 	Peers func(ctx context.Context) (map[string]string, error)
 	// Ask asks the peers (peers.Ask with the member's HTTP client).
 	Ask func(ctx context.Context, peers map[string]string) []peers.Result
-	// PeerPoll is the least time between two rounds of questions.
+	// PeerPoll is the least time between two rounds of questions, and how
+	// long a Fenced decision must hold before the member fences: one
+	// heartbeat period (v1alpha1.FenceConfirmation).
 	PeerPoll time.Duration
 
 	mu          sync.Mutex
 	verdict     Verdict
 	fencedSince time.Time
+	// candidate is when Decide first said Fenced in the current streak.
+	candidate time.Time
+	// disruptionEnd is the last time Decide found a full disruption.
+	disruptionEnd time.Time
 	asked       time.Time
 	results     []peers.Result
 	listeners   []func()
@@ -42,14 +48,23 @@ type Guard struct {
 
 // Evaluate decides the member's state now, asking the peers when the
 // member has lost the hub and the last round is older than PeerPoll, and
-// returns it with the time the fence started (zero unless Fenced). A fence
-// that follows a full-disruption hold starts one PeerPoll after the hold
-// ends (time for this member's own next heartbeat, which ends the fence if
-// it succeeds); otherwise it starts when the heartbeat timed out (last
-// contact + timeout), so a restarted member keeps the deadline it had. The
-// hub counts from the end of the disruption too, with a whole heartbeat
-// timeout besides (api/v1alpha1/member.go). Listeners (OnChange) run when
-// the state changes.
+// returns it with the time the fence started (zero unless Fenced).
+//
+// A Fenced decision must hold for one PeerPoll, over a second round of
+// questions, before the member is Fenced; until then it is Holding
+// ("confirming"). A peer that reached the hub in the last seconds of a
+// failing hub (an apiserver shutting down still serves the connections it
+// has) no longer reaches it a poll later, and the member holds instead.
+//
+// The fence starts when it was confirmed and no earlier than the heartbeat
+// timeout + one PeerPoll after the last contact, so a restarted member keeps
+// the deadline it had; after a full-disruption hold, one PeerPoll after the
+// hold ended (time for this member's own next heartbeat, which ends the
+// fence if it succeeds). The hub counts from its own observation of the
+// last heartbeat, or the end of the disruption, with the whole timeout +
+// one heartbeat period (FenceConfirmation) + the graces + a margin
+// (api/v1alpha1/member.go). Listeners (OnChange) run when the state
+// changes.
 func (g *Guard) Evaluate(ctx context.Context) (Verdict, time.Time) {
 	s := g.Monitor.Status()
 	var results []peers.Result
@@ -61,18 +76,30 @@ func (g *Guard) Evaluate(ctx context.Context) (Verdict, time.Time) {
 
 	g.mu.Lock()
 	prev := g.verdict
+	switch {
+	case v.State != Fenced:
+		g.candidate = time.Time{}
+		if v.State == Holding && v.Disruption {
+			g.disruptionEnd = now
+		}
+	case g.candidate.IsZero():
+		g.candidate = now
+	}
+	if v.State == Fenced && now.Sub(g.candidate) < g.PeerPoll {
+		v.State = Holding
+		v.Reason = fmt.Sprintf("confirming over one more round of peers before fencing: %s", v.Reason)
+	}
 	g.verdict = v
 	switch {
 	case v.State != Fenced:
 		g.fencedSince = time.Time{}
 	case prev.State == Fenced:
-	case prev.State == Holding && prev.Disruption:
-		// The full disruption ended now (a peer reached the hub again).
-		// This member's own next heartbeat may well succeed too: the fence
-		// starts one poll later, and ends if it does.
-		g.fencedSince = now.Add(g.PeerPoll)
 	default:
-		g.fencedSince = now.Add(-(s.SinceContact - g.Monitor.Timeout()))
+		lastContact := now.Add(-s.SinceContact)
+		g.fencedSince = lastContact.Add(g.Monitor.Timeout() + g.PeerPoll)
+		if after := g.disruptionEnd.Add(g.PeerPoll); g.disruptionEnd.After(lastContact) && after.After(g.fencedSince) {
+			g.fencedSince = after
+		}
 	}
 	since := g.fencedSince
 	var fire []func()

@@ -2,6 +2,7 @@ package fence_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,11 +44,42 @@ func TestGuardFenceStart(t *testing.T) {
 	if v := d.Hold(); v.State != fence.Holding || !v.Disruption {
 		t.Fatalf("hub outage: %s %q", v.State, v.Reason)
 	}
+	held := d.Clock.Now()
 	d.SetPeers([]string{"west"}, []string{"north"}, nil)
 	v := d.Lose(5 * time.Second)
 	_, since = d.Guard.Current()
-	if v.State != fence.Fenced || !since.Equal(d.Clock.Now()) {
-		t.Errorf("after the outage: %s since %s, want Fenced since now %s", v.State, since, d.Clock.Now())
+	if v.State != fence.Fenced || !since.Equal(held) {
+		t.Errorf("after the outage: %s since %s, want Fenced since the hold was last seen %s", v.State, since, held)
+	}
+}
+
+// TestGuardConfirmsBeforeFencing: a Fenced decision must hold for one
+// PeerPoll, over a second round of questions. A peer that still reached the
+// hub in the last seconds of its outage, and no longer does a poll later,
+// makes the member hold, not fence; a peer that keeps reaching it fences
+// the member, with the fence counted from last contact + timeout + poll.
+func TestGuardConfirmsBeforeFencing(t *testing.T) {
+	d := fencetest.New()
+	d.Guard.PeerPoll = 5 * time.Second
+	last := d.Clock.Now()
+	d.SetPeers([]string{"west"}, nil, nil)
+	if v := d.Lose(fencetest.Timeout); v.State != fence.Holding || !strings.Contains(v.Reason, "confirming") {
+		t.Fatalf("first round says fenced: %s %q, want Holding while confirming", v.State, v.Reason)
+	}
+	d.SetPeers(nil, []string{"west"}, nil) // west's last contact has aged out too: a hub outage
+	if v := d.Lose(5 * time.Second); v.State != fence.Holding || !v.Disruption {
+		t.Errorf("second round: %s %q, want a full-disruption hold", v.State, v.Reason)
+	}
+
+	d = fencetest.New()
+	d.Guard.PeerPoll = 5 * time.Second
+	last = d.Clock.Now()
+	d.SetPeers([]string{"west"}, nil, nil)
+	d.Lose(fencetest.Timeout)
+	v := d.Lose(5 * time.Second)
+	_, since := d.Guard.Current()
+	if want := last.Add(fencetest.Timeout + 5*time.Second); v.State != fence.Fenced || !since.Equal(want) {
+		t.Errorf("confirmed: %s since %s, want Fenced since last contact + timeout + poll %s", v.State, since, want)
 	}
 }
 
