@@ -258,6 +258,19 @@ e2e: fleet-binaries ## e2e suite on the local fleet (started if not up, stopped 
 	@rc=0; $(FLEET_KUBECONFIGS) $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ || rc=$$?; \
 	e2e/fleet/fleet-down.sh; exit $$rc
 
+# The long fencing runs (docs/failover.md): every fenceGraceSeconds/
+# tolerationSeconds case of a real cut, fleetset-hub stopped 10 minutes, the
+# hub's kube-apiserver stopped 3 minutes. About 30 minutes; `make e2e` runs
+# one cut case and 45-second outages.
+FENCING_E2E_ENV := FLEETSET_E2E_FENCE_CASES=0/0,0/20,30/0,30/20,90/0,90/20 FLEETSET_E2E_HUB_SILENCE=10m FLEETSET_E2E_HUB_OUTAGE=3m
+
+.PHONY: e2e-fencing
+e2e-fencing: fleet-binaries ## Long fencing e2e on the local fleet: six cut cases, hub controller down 10 min, hub apiserver down 3 min.
+	e2e/fleet/fleet-up.sh
+	@rc=0; $(FLEET_KUBECONFIGS) $(FENCING_E2E_ENV) $(GO) test -tags e2e -count=1 -timeout 60m -v \
+	  -run 'TestFencedFailover|TestHubSilenceFencesNothing|TestHubOutageFencesNothing' ./e2e/ || rc=$$?; \
+	e2e/fleet/fleet-down.sh; exit $$rc
+
 .PHONY: e2e-run
 e2e-run: ## e2e suite against the running local fleet, which it leaves up (E2E_ARGS='-run TestX').
 	$(FLEET_KUBECONFIGS) $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ $(E2E_ARGS)

@@ -11,20 +11,26 @@ package v1alpha1
 //     default 60),
 //   - spec.renewTime: renewed by the hub every third of leaseDurationSeconds
 //     while, and only while, the ManagedCluster's
-//     ManagedClusterConditionAvailable condition is True.
+//     ManagedClusterConditionAvailable condition is True, and the cluster
+//     holds no copy of a subset that moved away from it.
+// The same work delivers the peers' URLs (PeersConfigMapName).
 //
-// In-cluster actors (a database operator, a quorum leader, a failover script)
-// read the Lease and apply this rule: the lease is expired when
+// The resync lease fences nothing: fencing is the member's own decision
+// (member.go), and a silent hub never stops a workload. It tells in-cluster
+// actors (a database operator, a quorum leader, a failover script) whether
+// the hub has been delivering to their cluster: the lease is expired when
 // now > renewTime + leaseDurationSeconds, or when it is missing. An expired
-// lease means the cluster is cut off from the hub (the hub sees it as
-// unavailable, or the work agent can no longer reach the hub): the cluster's
-// view of the fleet (the <fleetset>-fleet ConfigMap, partitions, replica
-// counts) may be stale, so actors must make no fleet-wide decision — no
-// promotion of a new primary for the whole fleet, no change of quorum
-// membership, no fencing of peers in other clusters — and may act only
-// within their own cluster until the lease is renewed again. This is fencing
-// by lease, after Gray and Cheriton, "Leases", SOSP 1989: compare clocks with
-// a margin for skew between hub and member clusters.
+// lease means the cluster's view of the fleet (the <fleetset>-fleet
+// ConfigMap, partitions, replica counts) may be stale, so actors make no
+// fleet-wide decision — no promotion of a new primary for the whole fleet,
+// no change of quorum membership, no fencing of peers in other clusters —
+// and act only within their own cluster until it is renewed. An expired
+// lease is a reason to hold, never to stop: the hub's controller may simply
+// be down. Compare clocks with a margin for skew between hub and member
+// clusters. Whether this cluster itself reaches the hub is the member's
+// record, the Lease MemberLeaseName beside it, renewed by the member's own
+// clock; a fleet-wide decision also checks the subset's epoch in the fleet
+// view (FleetViewSubset.Epoch).
 const (
 	// ResyncLeaseNamespace is the namespace of the resync Lease in every
 	// member cluster.

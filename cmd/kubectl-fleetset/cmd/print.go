@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,9 @@ func Print(w io.Writer, st *Status) error {
 	sections := []func(io.Writer) []string{
 		func(w io.Writer) []string { printHeader(w, st); return nil },
 		func(w io.Writer) []string { return printSubsets(w, st) },
+	}
+	if len(st.Heartbeats) > 0 {
+		sections = append(sections, func(w io.Writer) []string { printHeartbeats(w, st); return nil })
 	}
 	if len(st.Members) > 0 {
 		sections = append(sections,
@@ -130,6 +134,30 @@ func printSubsets(w io.Writer, st *Status) []string {
 		}
 	}
 	return notes
+}
+
+// printHeartbeats writes one line per cluster of the subsets (home and
+// current): its member's last heartbeat on the hub (by this machine's clock,
+// against the member's), and the member's own state and reason as it last
+// reported them — fenced or holding and why.
+func printHeartbeats(w io.Writer, st *Status) {
+	row(w, "CLUSTER", "HEARTBEAT", "MEMBER STATE", "WHY")
+	clusters := make([]string, 0, len(st.Heartbeats))
+	for c := range st.Heartbeats {
+		clusters = append(clusters, c)
+	}
+	sort.Strings(clusters)
+	for _, c := range clusters {
+		h := st.Heartbeats[c]
+		switch {
+		case h.Err != nil:
+			row(w, c, "-", "-", firstLine(h.Err.Error()))
+		case h.Missing:
+			row(w, c, "none", "-", "no member heartbeat: fencing is off there, and the hub never relocates from it")
+		default:
+			row(w, c, leaseAge(h.LeaseState, st.Now), orDash(h.State), orDash(short(h.Reason)))
+		}
+	}
 }
 
 // printPods writes the pod table: cluster, zone, node, pod, ordinal, ready.

@@ -64,6 +64,37 @@ west     west        [1000,1004)   4          zone-a:2 zone-b:1 zone-c:1   4    
 `,
 		},
 		{
+			name: "heartbeats: the cut-off member fenced, its peer in contact, one cluster without a member component",
+			st: func() *Status {
+				st := failedOver()
+				st.Heartbeats = map[string]HeartbeatState{
+					"east": {LeaseState: LeaseState{RenewTime: now.Add(-90 * time.Second), Duration: 15 * time.Second}, State: "Fenced",
+						Reason: "cut off: no contact with the hub for 20s while peer(s) west reach it"},
+					"west":  {LeaseState: LeaseState{RenewTime: now.Add(-3 * time.Second), Duration: 15 * time.Second}, State: "InContact", Reason: "reached the hub 0s ago"},
+					"north": {LeaseState: LeaseState{Missing: true}},
+				}
+				return st
+			},
+			want: `Name:       mydb
+Namespace:  default
+Replicas:   9 desired, 9 current, 9 ready, 7 updated
+Revision:   update 5d1c0a9b7e, current 5d1c0a9b7e
+Conditions:
+  Ready         False   Degraded     see condition Degraded
+  Progressing   False   Complete     -
+  Degraded      True    FailedOver   subset east on cluster west: relocated from home cluster east, epoch 1
+
+SUBSET   CLUSTER     ORDINALS      REPLICAS   DOMAINS                      READY   UPDATED   PARTITION   REVISION     ROLLOUT   EPOCH   FAILOVER     LEASE
+east     east→west   [0,5)         5          spread                       5       3         2           5d1c0a9b7e   -         1       FailedOver   4s
+west     west        [1000,1004)   4          zone-a:2 zone-b:1 zone-c:1   4       4         0           5d1c0a9b7e   -         0       -            4s
+
+CLUSTER   HEARTBEAT       MEMBER STATE   WHY
+east      90s (expired)   Fenced         cut off: no contact with the hub for 20s while peer(s) west reach it
+north     none            -              no member heartbeat: fencing is off there, and the hub never relocates from it
+west      3s              InContact      reached the hub 0s ago
+`,
+		},
+		{
 			name: "members: pods by ordinal, an unreachable member, a cluster not given, leases expired, missing and unreadable",
 			st: func() *Status {
 				st := failedOver()

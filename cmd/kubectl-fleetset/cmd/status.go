@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -122,7 +123,7 @@ func (o *StatusOptions) Complete(args []string) error {
 	}
 	if o.scheme == nil {
 		o.scheme = runtime.NewScheme()
-		for _, add := range []func(*runtime.Scheme) error{fleetv1.AddToScheme, workv1.Install} {
+		for _, add := range []func(*runtime.Scheme) error{fleetv1.AddToScheme, workv1.Install, coordinationv1.AddToScheme} {
 			if err := add(o.scheme); err != nil {
 				return err
 			}
@@ -184,15 +185,40 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		}
 		return p.PrintObj(fs, o.Out)
 	}
-	st := &Status{FleetSet: fs, Subsets: SubsetRows(fs), HubLeases: map[string]LeaseState{}}
+	st := &Status{FleetSet: fs, Subsets: SubsetRows(fs), HubLeases: map[string]LeaseState{}, Heartbeats: map[string]HeartbeatState{}}
 	for _, r := range st.Subsets {
 		if _, ok := st.HubLeases[r.Cluster]; !ok {
 			st.HubLeases[r.Cluster] = o.hubLease(ctx, r.Cluster)
+		}
+		for _, c := range []string{r.Home, r.Cluster} {
+			if _, ok := st.Heartbeats[c]; !ok && c != "" {
+				st.Heartbeats[c] = o.heartbeat(ctx, c)
+			}
 		}
 	}
 	st.Members, st.Pods = readMembers(ctx, o.members, fs)
 	st.Now = o.Now()
 	return Print(o.Out, st)
+}
+
+// heartbeat returns cluster's member heartbeat Lease on the hub
+// (v1alpha1.HeartbeatLeaseName in the cluster's namespace).
+func (o *StatusOptions) heartbeat(ctx context.Context, cluster string) HeartbeatState {
+	l := &coordinationv1.Lease{}
+	if err := o.hub.Get(ctx, types.NamespacedName{Namespace: cluster, Name: fleetv1.HeartbeatLeaseName}, l); err != nil {
+		if apierrors.IsNotFound(err) {
+			return HeartbeatState{LeaseState: LeaseState{Missing: true}}
+		}
+		return HeartbeatState{LeaseState: LeaseState{Err: fmt.Errorf("reading Lease %s/%s: %w", cluster, fleetv1.HeartbeatLeaseName, err)}}
+	}
+	h := HeartbeatState{State: l.Annotations[fleetv1.AnnotationMemberState], Reason: l.Annotations[fleetv1.AnnotationMemberReason]}
+	if l.Spec.RenewTime != nil {
+		h.RenewTime = l.Spec.RenewTime.Time
+	}
+	if l.Spec.LeaseDurationSeconds != nil {
+		h.Duration = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	}
+	return h
 }
 
 // hubLease returns the resync lease the hub last wrote for cluster: the

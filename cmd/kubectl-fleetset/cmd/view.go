@@ -24,6 +24,10 @@ type Status struct {
 	// for it (ManifestWork v1alpha1.ResyncWorkName in the cluster's
 	// namespace); a cluster absent from the map prints "-".
 	HubLeases map[string]LeaseState
+	// Heartbeats maps a cluster name to its member's heartbeat Lease on the
+	// hub (api/v1alpha1/member.go): the member's last contact with the hub
+	// and what it last reported of itself. Empty: no member table.
+	Heartbeats map[string]HeartbeatState
 	// Members are the member clusters given on the command line, sorted by
 	// cluster name; empty when none was given (no pod table is printed).
 	Members []MemberReport
@@ -223,4 +227,15 @@ func SortPodRows(rows []PodRow) {
 		}
 		return a.Pod < b.Pod
 	})
+}
+
+// HeartbeatState is a member's heartbeat Lease as read from the hub.
+type HeartbeatState struct {
+	// LeaseState is the Lease's renewTime (the member's clock) and its
+	// leaseDurationSeconds (the member's heartbeat timeout), or why it
+	// could not be read.
+	LeaseState
+	// State and Reason are the member's own state (InContact, Holding,
+	// Fenced) and why, as it last reported them.
+	State, Reason string
 }
