@@ -46,6 +46,11 @@ const (
 	// ReasonFailingBack: a relocated subset is being removed from its
 	// fallback cluster before it is delivered home.
 	ReasonFailingBack = "FailingBack"
+	// ReasonMoving: a subset's spec cluster was edited; it is being removed
+	// from its old cluster and is delivered to the new one only once that
+	// removal is applied (or the old cluster is confirmed gone or out of
+	// service): one identity never runs in both.
+	ReasonMoving = "Moving"
 	// ReasonFailedOver: a subset runs on a fallback cluster, not its home;
 	// the message names both and the epoch.
 	ReasonFailedOver = "FailedOver"

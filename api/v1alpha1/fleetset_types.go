@@ -391,7 +391,9 @@ type SubsetStatus struct {
 	// Failover is where the subset is in a move: FailingOver (waiting for
 	// the lost cluster to be fenced), FailedOver (running on a fallback
 	// cluster), FailingBack (being removed from the fallback cluster before
-	// it is delivered home); empty at home.
+	// it is delivered home), Moving (its spec cluster was edited: being
+	// removed from the old cluster before it is delivered to the new one);
+	// empty at home.
 	// +optional
 	Failover SubsetFailoverPhase `json:"failover,omitempty"`
 	// Rollout is the subset's place in a RollingUpdate: Waiting (not its
@@ -414,6 +416,10 @@ const (
 	// SubsetFailingBack: the subset is being removed from the fallback
 	// cluster; it is delivered home once that removal is applied.
 	SubsetFailingBack SubsetFailoverPhase = "FailingBack"
+	// SubsetMoving: spec.topology.subsets[].cluster was edited; the subset
+	// is delivered nowhere until its old cluster (status.subsets[].cluster)
+	// has removed it, then to the new cluster with epoch + 1.
+	SubsetMoving SubsetFailoverPhase = "Moving"
 )
 
 // SubsetRolloutPhase is a subset's place in a fleet rollout.

@@ -29,6 +29,9 @@ const (
 	// EventRelocationHeld: a due relocation is held (full disruption, the
 	// FleetSet's majority lost, or no heartbeat from the lost member).
 	EventRelocationHeld = "RelocationHeld"
+	// EventMoved: a subset whose spec cluster was edited reached its new
+	// cluster, after its old cluster removed it.
+	EventMoved = "Moved"
 )
 
 // DefaultTolerationSeconds is spec.failover.tolerationSeconds when unset.
@@ -78,11 +81,19 @@ func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planne
 	}
 	subsets := make([]failover.Subset, len(planned))
 	names := map[string]bool{}
+	moving := false
 	for i, p := range planned {
 		ps := prev[p.Name]
 		s := failover.Subset{Name: p.Name, Home: p.Cluster, Epoch: ps.Epoch, Replicas: p.Replicas}
-		if ps.Failover != "" {
+		switch {
+		case ps.Failover != "":
 			s.Current, s.Phase = ps.Cluster, ps.Failover
+		case ps.Cluster != "" && ps.Cluster != p.Cluster:
+			// The spec cluster was edited: a two-phase move.
+			s.Current, s.Phase = ps.Cluster, fleetv1.SubsetMoving
+		}
+		if s.Phase == fleetv1.SubsetMoving {
+			moving = true
 		}
 		for _, spec := range fs.Spec.Topology.Subsets {
 			if spec.Name == p.Name {
@@ -97,7 +108,7 @@ func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planne
 		}
 	}
 	clusters := map[string]failover.Cluster{}
-	if spec.Relocate {
+	if spec.Relocate || moving {
 		for c := range names {
 			cl, err := r.failoverCluster(ctx, st, c, subsets)
 			if err != nil {
@@ -123,6 +134,8 @@ func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planne
 		case fleetv1.SubsetFailedOver:
 			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonFailedOver, Subset: p.Name, Cluster: d.Cluster,
 				Message: fmt.Sprintf("relocated from home cluster %s, epoch %d", s.Home, d.Epoch)})
+		case fleetv1.SubsetMoving:
+			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonMoving, Subset: p.Name, Cluster: d.Cluster, Message: d.Waiting})
 		case fleetv1.SubsetFailingBack:
 			msg := d.Waiting
 			if msg == "" {
@@ -137,6 +150,8 @@ func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planne
 				reason, typ = EventFailingBack, corev1.EventTypeNormal
 			case s.Phase == fleetv1.SubsetFailingBack:
 				reason, typ = EventFailedBack, corev1.EventTypeNormal
+			case s.Phase == fleetv1.SubsetMoving:
+				reason, typ = EventMoved, corev1.EventTypeNormal
 			}
 			st.failoverEvents = append(st.failoverEvents, pendingEvent{typ, reason, d.Step})
 		}
@@ -181,7 +196,7 @@ func (r *FleetSetReconciler) failoverCluster(ctx context.Context, st *state, c s
 	out.Removed = !ok || (w.DeletionTimestamp.IsZero() && appliedAtGeneration(w))
 	if ok && out.Removed {
 		for _, s := range subsets {
-			if s.Phase == fleetv1.SubsetFailingBack && manifestwork.HoldsStatefulSet(w, manifestwork.StatefulSetName(st.fs.Name, s.Name)) {
+			if (s.Phase == fleetv1.SubsetFailingBack || s.Phase == fleetv1.SubsetMoving) && manifestwork.HoldsStatefulSet(w, manifestwork.StatefulSetName(st.fs.Name, s.Name)) {
 				out.Removed = false
 			}
 		}

@@ -5,6 +5,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -376,5 +377,73 @@ func taint(t testing.TB, name, key string) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSpecMoveIsTwoPhase edits a subset's cluster (no failover policy): the
+// subset is first removed from its old cluster — delivered nowhere, status
+// Moving, Degraded Moving — and reaches the new cluster, with epoch 1, only
+// once the old cluster's work is gone (the test holds it with the work
+// agent's finalizer, as a member that has not yet removed the StatefulSet
+// would).
+func TestSpecMoveIsTwoPhase(t *testing.T) {
+	for _, c := range []string{"mv-east", "mv-west", "mv-north"} {
+		createCluster(t, c, true)
+	}
+	createNamespace(t, "move")
+	startHubWith(t, Options{HubIdentity: "test-hub", LeaseDuration: 3 * time.Second})
+	fs := sampleFleetSet("move", "db")
+	fs.Spec.Topology.Subsets[0].Cluster, fs.Spec.Topology.Subsets[1].Cluster = "mv-east", "mv-west"
+	if err := k8sClient.Create(t.Context(), fs); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "works delivered and status written", func() (bool, error) {
+		ws := works(t, "move", "db")
+		st := getFleetSet(t, "move", "db").Status.Subsets
+		return ws["mv-east"] != nil && ws["mv-west"] != nil && len(st) == 2 && st[0].Cluster == "mv-east", nil
+	})
+	// The work agent's finalizer on east's work: its removal takes until the
+	// member has deleted what it applied.
+	const finalizer = "cluster.open-cluster-management.io/manifest-work-cleanup"
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		w := works(t, "move", "db")["mv-east"]
+		w.Finalizers = append(w.Finalizers, finalizer)
+		return k8sClient.Update(t.Context(), w)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	updateFleetSet(t, "move", "db", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[0].Cluster = "mv-north" })
+	eventually(t, 10*time.Second, "subset east Moving, delivered nowhere", func() (bool, error) {
+		got := getFleetSet(t, "move", "db")
+		c := condition(got, fleetv1.ConditionDegraded)
+		return got.Status.Subsets[0].Failover == fleetv1.SubsetMoving && c.Reason == fleetv1.ReasonMoving &&
+			strings.Contains(c.Message, "moving from mv-east to mv-north"), nil
+	})
+	time.Sleep(2 * time.Second)
+	if w := works(t, "move", "db")["mv-north"]; w != nil && manifestwork.HoldsStatefulSet(w, "db-east") {
+		t.Fatal("db-east delivered to mv-north while mv-east still holds it")
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		w := &workv1.ManifestWork{}
+		if err := k8sClient.Get(t.Context(), client.ObjectKey{Namespace: "mv-east", Name: manifestwork.WorkName("move", "db")}, w); err != nil {
+			return err
+		}
+		if w.DeletionTimestamp.IsZero() {
+			return fmt.Errorf("mv-east's work is not being deleted")
+		}
+		w.Finalizers = nil
+		return k8sClient.Update(t.Context(), w)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "db-east on mv-north with epoch 1", func() (bool, error) {
+		ws := works(t, "move", "db")
+		ss := getFleetSet(t, "move", "db").Status.Subsets[0]
+		return ws["mv-north"] != nil && manifestwork.HoldsStatefulSet(ws["mv-north"], "db-east") && ss.Cluster == "mv-north" && ss.Epoch == 1 && ss.Failover == "", nil
+	})
+	if !hasEvent(t, "move", "db", EventMoved) {
+		t.Errorf("no %s event", EventMoved)
 	}
 }

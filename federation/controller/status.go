@@ -79,6 +79,7 @@ var reasonRank = map[string]int{
 	fleetv1.ReasonClusterUnavailable: 4,
 	fleetv1.ReasonFailingOver:        5,
 	fleetv1.ReasonFailingBack:        6,
+	fleetv1.ReasonMoving:             6,
 	fleetv1.ReasonFailedOver:         7,
 	fleetv1.ReasonOrdinalBlockFull:   8,
 	fleetv1.ReasonDivisionInfeasible: 9,

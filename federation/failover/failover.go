@@ -145,6 +145,10 @@ func Plan(spec Spec, subsets []Subset, clusters map[string]Cluster, now time.Tim
 	lostHere, total := lostClusters(subsets, clusters)
 	for i, s := range subsets {
 		d := Decision{Cluster: current(s), Deliver: true, Phase: s.Phase, Epoch: s.Epoch}
+		if s.Phase == fleetv1.SubsetMoving {
+			out[i] = move(spec, s, clusters[current(s)], now)
+			continue
+		}
 		if !spec.Relocate {
 			out[i] = Decision{Cluster: s.Home, Deliver: true, Epoch: s.Epoch}
 			continue
@@ -227,6 +231,32 @@ func Plan(spec Spec, subsets []Subset, clusters map[string]Cluster, now time.Tim
 		out[i] = d
 	}
 	return out
+}
+
+// move plans a subset whose spec cluster was edited (phase Moving, Current
+// the old cluster): delivered nowhere until the old cluster has removed it
+// (applied the hub's latest work, or the work is gone), is gone or
+// confirmed out of service, or — for a failover-protected FleetSet — has
+// certainly fenced itself; then delivered to its new cluster with epoch + 1,
+// so a member that fenced it at the old epoch runs it again only on the
+// new grant. A move back to the old cluster is no move.
+func move(spec Spec, s Subset, old Cluster, now time.Time) Decision {
+	from := current(s)
+	if from == s.Home {
+		return Decision{Cluster: s.Home, Deliver: true, Epoch: s.Epoch}
+	}
+	lost := !old.Exists || !old.Available
+	if old.Removed || !old.Exists || old.Confirmed || (spec.Relocate && lost && fenceDone(spec, old, now)) {
+		return Decision{Cluster: s.Home, Deliver: true, Epoch: s.Epoch + 1,
+			Step: fmt.Sprintf("subset %s moved from %s to %s, epoch %d", s.Name, from, s.Home, s.Epoch+1)}
+	}
+	d := Decision{Cluster: from, Phase: fleetv1.SubsetMoving, Epoch: s.Epoch,
+		Waiting: fmt.Sprintf("subset %s: moving from %s to %s: waiting for %s to remove it", s.Name, from, s.Home, from)}
+	if lost {
+		d.Waiting += fmt.Sprintf(" (%s is unavailable: it is moved once %s is back and has removed it, or is tainted %s)", from, from, fleetv1.TaintOutOfService)
+		d.Retry = now.Add(HoldRetry)
+	}
+	return d
 }
 
 // holdReason says why a due relocation from lost cluster c is held ("" when

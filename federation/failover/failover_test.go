@@ -1,6 +1,7 @@
 package failover
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -156,6 +157,55 @@ func TestPlan(t *testing.T) {
 			want: []Decision{{Cluster: "east", Deliver: true, Epoch: 2, Step: "subset east failed back from west to east, epoch 2"}, {Cluster: "west", Deliver: true}},
 		},
 	}
+	// Spec moves (subsets[].cluster edited from east to north), with or
+	// without failover.
+	moving := []Subset{{Name: "east", Home: "north", Current: "east", Phase: fleetv1.SubsetMoving, Epoch: 3, Replicas: 5}, two[1]}
+	notRemoved := Cluster{Exists: true, Available: true, Since: t0}
+	for _, sp := range []Spec{{}, relocate} {
+		tests = append(tests, []struct {
+			name     string
+			spec     Spec
+			subsets  []Subset
+			clusters map[string]Cluster
+			now      time.Duration
+			want     []Decision
+		}{
+			{
+				name: fmt.Sprintf("relocate %v: moved cluster not yet removed from the old one: delivered nowhere", sp.Relocate), spec: sp, subsets: moving,
+				clusters: map[string]Cluster{"east": notRemoved, "north": up(0), "west": up(0)}, now: time.Minute,
+				want: []Decision{{Cluster: "east", Phase: fleetv1.SubsetMoving, Epoch: 3, Waiting: "subset east: moving from east to north: waiting for east to remove it"},
+					{Cluster: "west", Deliver: true}},
+			},
+			{
+				name: fmt.Sprintf("relocate %v: the old cluster removed it: delivered to the new one, epoch + 1", sp.Relocate), spec: sp, subsets: moving,
+				clusters: map[string]Cluster{"east": up(0), "north": up(0), "west": up(0)}, now: time.Minute,
+				want: []Decision{{Cluster: "north", Deliver: true, Epoch: 4, Step: "subset east moved from east to north, epoch 4"}, {Cluster: "west", Deliver: true}},
+			},
+			{
+				name: fmt.Sprintf("relocate %v: the old cluster unavailable: waits, retried", sp.Relocate), spec: sp, subsets: moving,
+				clusters: map[string]Cluster{"east": {Exists: true, Since: t0}, "north": up(0), "west": up(0)}, now: time.Minute,
+				want: []Decision{{Cluster: "east", Phase: fleetv1.SubsetMoving, Epoch: 3, Retry: t0.Add(time.Minute + HoldRetry)}, {Cluster: "west", Deliver: true}},
+			},
+			{
+				name: fmt.Sprintf("relocate %v: the old cluster confirmed out of service: moved", sp.Relocate), spec: sp, subsets: moving,
+				clusters: map[string]Cluster{"east": {Exists: true, Since: t0, Confirmed: true}, "north": up(0), "west": up(0)}, now: time.Minute,
+				want: []Decision{{Cluster: "north", Deliver: true, Epoch: 4, Step: "subset east moved from east to north, epoch 4"}, {Cluster: "west", Deliver: true}},
+			},
+		}...)
+	}
+	tests = append(tests, struct {
+		name     string
+		spec     Spec
+		subsets  []Subset
+		clusters map[string]Cluster
+		now      time.Duration
+		want     []Decision
+	}{
+		name: "moved back to the old cluster: no move", spec: relocate,
+		subsets:  []Subset{{Name: "east", Home: "east", Current: "east", Phase: fleetv1.SubsetMoving, Epoch: 3, Replicas: 5}, two[1]},
+		clusters: map[string]Cluster{"east": notRemoved, "west": up(0)}, now: time.Minute,
+		want:     []Decision{{Cluster: "east", Deliver: true, Epoch: 3}, {Cluster: "west", Deliver: true}},
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Plan(tt.spec, tt.subsets, tt.clusters, t0.Add(tt.now))
