@@ -199,6 +199,10 @@ func fencedFailover(t *testing.T, f *fleet, c fenceCase) {
 		t.Fatal(err)
 	}
 
+	var copyOf fleetv1.SubsetPlacement
+	if err := victim.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "db-" + subset}, &copyOf); err != nil {
+		t.Fatal(err)
+	}
 	s := f.sample(t, ns, "db")
 	defer func() {
 		samples, dual, _ := s.result()
@@ -257,9 +261,11 @@ func fencedFailover(t *testing.T, f *fleet, c fenceCase) {
 	runHook(t, "FLEETSET_E2E_HEAL", victim.name)
 	healed = true
 	eventually(t, 3*time.Minute, victim.name+": its copy of the moved subset removed", func(ctx context.Context) (bool, string, error) {
+		// Gone, being deleted, or replaced by the failback's new one.
 		var sp fleetv1.SubsetPlacement
 		err := victim.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-" + subset}, &sp)
-		return client.IgnoreNotFound(err) == nil && (err != nil || !sp.DeletionTimestamp.IsZero()), "SubsetPlacement still there", client.IgnoreNotFound(err)
+		return client.IgnoreNotFound(err) == nil && (err != nil || !sp.DeletionTimestamp.IsZero() || sp.UID != copyOf.UID),
+			"the fenced SubsetPlacement still there", client.IgnoreNotFound(err)
 	})
 	removed := time.Since(back)
 	eventually(t, 5*time.Minute, "subset "+subset+" home again with epoch 2, instances Running there", func(ctx context.Context) (bool, string, error) {
