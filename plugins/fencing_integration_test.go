@@ -323,6 +323,15 @@ func TestFencing(t *testing.T) {
 		}
 	}
 
+	// A tenant's edit cannot take a pod out of the fence: the fencer picks
+	// pods by their StatefulSet, not by the fleetset.io/placement label.
+	for _, p := range podsOf(t, ns, "db") {
+		if _, err := cs.CoreV1().Pods(ns).Patch(ctx, p.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"fleetset.io/placement":null}}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+
 	// Cut the member's link to the hub.
 	cut := time.Now()
 	memberLink.Cut()

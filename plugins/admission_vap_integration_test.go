@@ -1,0 +1,177 @@
+//go:build integration
+
+package plugins_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/internal/testing/controlplane"
+)
+
+// as returns a client impersonating user with groups (system:authenticated
+// added).
+func as(t *testing.T, user string, groups ...string) client.Client {
+	t.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append(groups, "system:authenticated")}
+	c, err := client.New(cfg, client.Options{Scheme: cl.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// bind binds user to ClusterRole role, in namespace ns ("" cluster-wide).
+func bind(t *testing.T, ns, user, role string) {
+	t.Helper()
+	subj := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
+	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}
+	var err error
+	if ns == "" {
+		_, err = cs.RbacV1().ClusterRoleBindings().Create(context.Background(), &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}, Subjects: subj, RoleRef: ref}, metav1.CreateOptions{})
+	} else {
+		_, err = cs.RbacV1().RoleBindings(ns).Create(context.Background(), &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}, Subjects: subj, RoleRef: ref}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDeliveredObjectsAdmission applies manifests/scheduler/admission.yaml
+// (the ValidatingAdmissionPolicy the add-on installs) on a real apiserver:
+// a namespace admin cannot remove a delivered SubsetPlacement's fencing,
+// delete it, write its fence record, change a delivered StatefulSet's
+// fleetset labels, or delete the member's Lease, each refused with a
+// message naming the object; the work agent's identity can change them, the
+// member component can write the fence record but not the spec, and a
+// StatefulSet's other labels stay the admin's.
+func TestDeliveredObjectsAdmission(t *testing.T) {
+	ctx := context.Background()
+	root := controlplane.RepoRoot()
+	applyManifest(t, filepath.Join(root, "manifests", "scheduler", "rbac.yaml"))
+	applyManifest(t, filepath.Join(root, "manifests", "scheduler", "admission.yaml"))
+	ns := newNamespace(t, "vap")
+	const tenant, agent = "tenant", "system:serviceaccount:open-cluster-management-agent:klusterlet-work-sa"
+	const scheduler = "system:serviceaccount:fleetset-system:fleetset-scheduler"
+	// What a namespace admin may do to these objects (the built-in admin
+	// role is aggregated by kube-controller-manager, which envtest does not
+	// run).
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "test-namespace-admin"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"fleetset.io", "apps", "coordination.k8s.io", ""}, Resources: []string{"subsetplacements", "statefulsets", "leases", "configmaps"},
+			Verbs: []string{"get", "list", "update", "patch", "delete"}}}}, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "exists") {
+		t.Fatal(err)
+	}
+	bind(t, ns, tenant, "test-namespace-admin")
+	bind(t, fleetv1.ResyncLeaseNamespace, tenant, "test-namespace-admin")
+	bind(t, "", agent, "cluster-admin")
+
+	sp := makePlacement(ns, "db-east", 0, fleetv1.DoNotSchedule, domains("zone-a")...)
+	sp.Spec.Fencing = &fleetv1.PlacementFencing{GraceSeconds: 0, Epoch: 1}
+	sp.Labels = map[string]string{fleetv1.LabelSet: "db"}
+	if err := cl.Create(ctx, sp); err != nil {
+		t.Fatal(err)
+	}
+	sts := makeStatefulSet(ns, "db-east", "db-east", 0, 0)
+	sts.Labels = map[string]string{fleetv1.LabelSet: "db", fleetv1.LabelSubset: "east", "team": "a"}
+	if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: fleetv1.ResyncLeaseNamespace, Name: "fleetset-member"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("member")}}
+	if _, err := cs.CoordinationV1().Leases(lease.Namespace).Create(ctx, lease, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "exists") {
+		t.Fatal(err)
+	}
+
+	merge := func(c client.Client, obj client.Object, patch string) error {
+		return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)))
+	}
+	spKey := &fleetv1.SubsetPlacement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-east"}}
+	tc := as(t, tenant)
+	// The policy takes a moment to load: wait for the first refusal.
+	var err error
+	if werr := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		err = merge(tc, spKey, `{"spec":{"fencing":null}}`)
+		return err != nil, nil
+	}); werr != nil {
+		t.Fatalf("a namespace admin removed spec.fencing of a delivered SubsetPlacement")
+	}
+	want := "SubsetPlacement " + ns + "/db-east is delivered by fleetset-hub with fencing: only the OCM work agent may change or delete it"
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("removing spec.fencing: %v, want %q", err, want)
+	}
+	for _, tt := range []struct {
+		what string
+		do   func() error
+		want string
+	}{
+		{"delete the SubsetPlacement", func() error { return tc.Delete(ctx, spKey.DeepCopy()) }, want},
+		{"write the fence record", func() error {
+			return merge(tc, spKey.DeepCopy(), `{"metadata":{"annotations":{"fleetset.io/fenced-epoch":"9"}}}`)
+		}, want},
+		{"change the StatefulSet's pod template fleetset.io/placement label", func() error {
+			_, err := kubeAs(t, tenant).AppsV1().StatefulSets(ns).Patch(ctx, "db-east", types.MergePatchType, []byte(`{"spec":{"template":{"metadata":{"labels":{"fleetset.io/placement":"other"}}}}}`), metav1.PatchOptions{})
+			return err
+		}, "StatefulSet " + ns + "/db-east is delivered by fleetset-hub"},
+		{"delete the member's Lease", func() error {
+			return kubeAs(t, tenant).CoordinationV1().Leases(fleetv1.ResyncLeaseNamespace).Delete(ctx, "fleetset-member", metav1.DeleteOptions{})
+		}, "leases fleetset-system/fleetset-member is fleetset's"},
+		{"change the policy's parameters", func() error {
+			return kubeAs(t, tenant).CoreV1().ConfigMaps(fleetv1.ResyncLeaseNamespace).Delete(ctx, "fleetset-delivery", metav1.DeleteOptions{})
+		}, "configmaps fleetset-system/fleetset-delivery is fleetset's"},
+	} {
+		if err := tt.do(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("tenant: %s: err = %v, want a refusal containing %q", tt.what, err, tt.want)
+		}
+	}
+	if _, err := kubeAs(t, tenant).AppsV1().StatefulSets(ns).Patch(ctx, "db-east", types.MergePatchType, []byte(`{"metadata":{"labels":{"fleetset.io/set":null}}}`), metav1.PatchOptions{}); err == nil {
+		t.Errorf("tenant: removing the StatefulSet's fleetset.io/set label: allowed, want refused")
+	}
+	// The admin's own labels stay the admin's.
+	if _, err := kubeAs(t, tenant).AppsV1().StatefulSets(ns).Patch(ctx, "db-east", types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"b"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Errorf("tenant: changing the StatefulSet's own label team: %v", err)
+	}
+	// The member component records fences, and changes nothing else.
+	mc := as(t, scheduler, "system:serviceaccounts", "system:serviceaccounts:fleetset-system")
+	if err := merge(mc, spKey.DeepCopy(), `{"metadata":{"annotations":{"fleetset.io/fenced-epoch":"1"}}}`); err != nil {
+		t.Errorf("member component: writing the fence record: %v", err)
+	}
+	if err := merge(mc, spKey.DeepCopy(), `{"spec":{"fencing":{"graceSeconds":5}}}`); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("member component: changing the spec: err = %v, want refused", err)
+	}
+	// The work agent delivers, but does not lift fences.
+	if err := merge(as(t, agent), spKey.DeepCopy(), `{"metadata":{"annotations":{"fleetset.io/fenced-epoch":null}}}`); err == nil ||
+		!strings.Contains(err.Error(), "is written only by fleetset's member component") {
+		t.Errorf("work agent: removing the fence record: err = %v, want refused", err)
+	}
+	if err := merge(as(t, agent), spKey.DeepCopy(), `{"spec":{"fencing":{"epoch":2}}}`); err != nil {
+		t.Errorf("work agent: updating the SubsetPlacement: %v", err)
+	}
+	if err := as(t, agent).Delete(ctx, spKey.DeepCopy()); err != nil {
+		t.Errorf("work agent: deleting the SubsetPlacement: %v", err)
+	}
+}
+
+// kubeAs is as, for the typed clientset.
+func kubeAs(t *testing.T, user string, groups ...string) kubernetes.Interface {
+	t.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append(groups, "system:authenticated")}
+	return kubernetes.NewForConfigOrDie(cfg)
+}
