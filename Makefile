@@ -207,8 +207,9 @@ KIND_VERSION ?= v0.33.0
 # open-cluster-management.io/ocm) so the main go.mod stays free of OCM.
 OCM_GOENV := GOFLAGS=-mod=mod GONOSUMDB=sigs.k8s.io/about-api
 FLEET_DIR ?= $(CURDIR)/.fleet
-FLEET_KUBECONFIGS := FLEETSET_HUB_KUBECONFIG=$(FLEET_DIR)/hub/kubeconfig \
+FLEET_KUBECONFIGS = FLEETSET_HUB_KUBECONFIG=$(FLEET_DIR)/hub/kubeconfig \
 	FLEETSET_MEMBER_KUBECONFIGS=east=$(FLEET_DIR)/east/kubeconfig,west=$(FLEET_DIR)/west/kubeconfig \
+	FLEETSET_E2E_SPARE_MEMBERS=$$(test -f $(FLEET_DIR)/north/kubeconfig && echo north=$(FLEET_DIR)/north/kubeconfig) \
 	FLEETSET_E2E_STOP_AGENT="$(CURDIR)/e2e/fleet/agent.sh stop" \
 	FLEETSET_E2E_START_AGENT="$(CURDIR)/e2e/fleet/agent.sh start" \
 	FLEETSET_E2E_RESTART="$(CURDIR)/e2e/fleet/agent.sh restart" \
@@ -253,8 +254,12 @@ demo: fleet-up $(LOCALBIN)/kubectl-fleetset ## Fleet up, deploy the sample Fleet
 	e2e/fleet/demo.sh
 
 .PHONY: e2e
+# The e2e fleet has a third member, north, for the majority rule
+# (TestMajorityLostRelocatesNothing); the rest of the suite uses east and west.
+E2E_FLEET_MEMBERS ?= east west north
+
 e2e: fleet-binaries ## e2e suite on the local fleet (started if not up, stopped after).
-	e2e/fleet/fleet-up.sh
+	FLEET_MEMBERS="$(E2E_FLEET_MEMBERS)" e2e/fleet/fleet-up.sh
 	@rc=0; $(FLEET_KUBECONFIGS) $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ || rc=$$?; \
 	e2e/fleet/fleet-down.sh; exit $$rc
 

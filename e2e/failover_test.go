@@ -401,3 +401,89 @@ func TestHubOutageFencesNothing(t *testing.T) {
 			})
 		})
 }
+
+// TestMajorityLostRelocatesNothing cuts two of a FleetSet's three clusters
+// off the hub at once: the hub relocates nothing, past every fence deadline,
+// and says why (Degraded RelocationHeld); healed, the FleetSet is whole
+// again at home with epoch 0. Needs a third member
+// (FLEETSET_E2E_SPARE_MEMBERS; `make e2e` starts north).
+func TestMajorityLostRelocatesNothing(t *testing.T) {
+	f := theFleet
+	if _, err := runHookCheck("FLEETSET_E2E_CUT"); err != nil {
+		t.Skip(err)
+	}
+	if len(f.spare) == 0 {
+		t.Skip("FLEETSET_E2E_SPARE_MEMBERS is not set: the majority rule needs a third member")
+	}
+	third := f.spare[0]
+	ns := f.newNamespace(t, "e2e-majority")
+	fs := f.newFleetSet(ns, "db", 6)
+	third0 := fleetv1.Subset{Name: third.name, Cluster: third.name}
+	for _, z := range f.zones {
+		third0.Domains = append(third0.Domains, fleetv1.SubsetDomain{Name: z})
+	}
+	fs.Spec.Topology.Subsets = append(fs.Spec.Topology.Subsets, third0)
+	for i := range fs.Spec.Topology.Subsets {
+		fs.Spec.Topology.Subsets[i].Replicas = nil // an even split: 2 each
+	}
+	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](0)}
+	f.createFleetSet(t, fs)
+	ready := func(what string) {
+		t.Helper()
+		eventually(t, 5*time.Minute, what, func(ctx context.Context) (bool, string, error) {
+			got, err := f.getFleetSet(ctx, ns, "db")
+			if err != nil {
+				return false, "", err
+			}
+			return got.Status.ReadyReplicas == 6 && got.Status.ObservedGeneration == got.Generation,
+				fmt.Sprintf("%d ready", got.Status.ReadyReplicas), nil
+		})
+	}
+	ready("6 instances ready in three clusters")
+	lost := []string{f.members[0].name, third.name}
+	cut := time.Now()
+	for _, c := range lost {
+		runHook(t, "FLEETSET_E2E_CUT", c)
+	}
+	healed := false
+	heal := func() {
+		if !healed {
+			healed = true
+			for _, c := range lost {
+				runHook(t, "FLEETSET_E2E_HEAL", c)
+			}
+		}
+	}
+	t.Cleanup(heal)
+	eventually(t, 3*time.Minute, "Degraded RelocationHeld", func(ctx context.Context) (bool, string, error) {
+		got, err := f.getFleetSet(ctx, ns, "db")
+		if err != nil {
+			return false, "", err
+		}
+		c := condition(got, fleetv1.ConditionDegraded)
+		if c == nil {
+			return false, "no Degraded condition", nil
+		}
+		return c.Reason == fleetv1.ReasonRelocationHeld, c.Reason + ": " + c.Message, nil
+	})
+	held := time.Since(cut)
+	// Past every fence deadline: timeout 15 s + 5 s + grace 0 + termination 0 + margin 10 s.
+	time.Sleep(time.Until(cut.Add(60 * time.Second)))
+	got, err := f.getFleetSet(t.Context(), ns, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := condition(got, fleetv1.ConditionDegraded)
+	t.Logf("held %v after the cut: %s", held.Round(time.Second), c.Message)
+	for i, ss := range got.Status.Subsets {
+		if home := got.Spec.Topology.Subsets[i].Cluster; ss.Cluster != home || ss.Epoch != 0 {
+			t.Errorf("subset %s moved to %s epoch %d while two of three clusters were lost", ss.Name, ss.Cluster, ss.Epoch)
+		}
+	}
+	if c == nil || c.Reason != fleetv1.ReasonRelocationHeld {
+		t.Errorf("Degraded = %+v, want RelocationHeld", c)
+	}
+	heal()
+	ready("6 instances ready again")
+	f.checkNothingMoved(t, ns, "db")
+}

@@ -67,7 +67,10 @@ type member struct {
 type fleet struct {
 	hub     client.Client
 	members []member
-	zones   []string
+	// spare are further members (FLEETSET_E2E_SPARE_MEMBERS, name=path,...)
+	// that only the tests needing more than two clusters use.
+	spare []member
+	zones []string
 }
 
 var theFleet *fleet
@@ -132,6 +135,19 @@ func fleetFromEnv() (*fleet, error) {
 	}
 	if len(f.members) < 2 {
 		return nil, fmt.Errorf("FLEETSET_MEMBER_KUBECONFIGS: the suite needs at least two members, got %d", len(f.members))
+	}
+	if spare := os.Getenv("FLEETSET_E2E_SPARE_MEMBERS"); spare != "" {
+		for _, kv := range strings.Split(spare, ",") {
+			name, path, ok := strings.Cut(strings.TrimSpace(kv), "=")
+			if !ok || name == "" || path == "" {
+				return nil, fmt.Errorf("FLEETSET_E2E_SPARE_MEMBERS: %q is not name=path", kv)
+			}
+			c, err := clientFor(path)
+			if err != nil {
+				return nil, err
+			}
+			f.spare = append(f.spare, member{name: name, c: c})
+		}
 	}
 	return f, nil
 }

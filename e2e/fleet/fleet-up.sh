@@ -77,6 +77,7 @@ OCM_API_DIR=$(cd "$REPO_ROOT/e2e/tools" && GOFLAGS=-mod=mod GONOSUMDB=sigs.k8s.i
 [[ -d $OCM_DIR/manifests && -d $OCM_API_DIR/addon ]] || die "OCM module not found (cd e2e/tools && go mod download)"
 
 mkdir -p "$FLEET_DIR"
+echo "$FLEET_MEMBERS" >"$FLEET_DIR/members"
 {
   echo "# port plan of the local fleet (FLEET_PORT_BASE=$FLEET_PORT_BASE)"
   for c in $FLEET_CLUSTERS; do

@@ -23,7 +23,9 @@ fi
 # FLEET_PORT_BASE moves every port of the fleet; cluster i uses the 20 ports
 # from FLEET_PORT_BASE + 20*i.
 FLEET_PORT_BASE=${FLEET_PORT_BASE:-31000}
-FLEET_MEMBERS=${FLEET_MEMBERS:-"east west"}
+# The members: FLEET_MEMBERS, else those the running fleet was started with
+# (.fleet/members), else east and west. `make e2e` adds north.
+FLEET_MEMBERS=${FLEET_MEMBERS:-$(cat "$FLEET_DIR/members" 2>/dev/null || echo "east west")}
 FLEET_CLUSTERS="hub $FLEET_MEMBERS"
 # The ManagedCluster lease (OCM) and the resync lease (fleetset-hub), short
 # so that e2e observes an unavailable member quickly.
