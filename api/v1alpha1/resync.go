@@ -13,6 +13,7 @@ package v1alpha1
 //     while, and only while, the ManagedCluster's
 //     ManagedClusterConditionAvailable condition is True, and the cluster
 //     holds no copy of a subset that moved away from it.
+//
 // The same work delivers the peers' URLs (PeersConfigMapName).
 //
 // The resync lease fences nothing: fencing is the member's own decision

@@ -204,7 +204,7 @@ func TestPlan(t *testing.T) {
 		name: "moved back to the old cluster: no move", spec: relocate,
 		subsets:  []Subset{{Name: "east", Home: "east", Current: "east", Phase: fleetv1.SubsetMoving, Epoch: 3, Replicas: 5}, two[1]},
 		clusters: map[string]Cluster{"east": notRemoved, "west": up(0)}, now: time.Minute,
-		want:     []Decision{{Cluster: "east", Deliver: true, Epoch: 3}, {Cluster: "west", Deliver: true}},
+		want: []Decision{{Cluster: "east", Deliver: true, Epoch: 3}, {Cluster: "west", Deliver: true}},
 	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

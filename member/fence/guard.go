@@ -41,9 +41,9 @@ type Guard struct {
 	candidate time.Time
 	// disruptionEnd is the last time Decide found a full disruption.
 	disruptionEnd time.Time
-	asked       time.Time
-	results     []peers.Result
-	listeners   []func()
+	asked         time.Time
+	results       []peers.Result
+	listeners     []func()
 }
 
 // Evaluate decides the member's state now, asking the peers when the
