@@ -456,15 +456,8 @@ func TestMajorityLostRelocatesNothing(t *testing.T) {
 	}
 	t.Cleanup(heal)
 	eventually(t, 3*time.Minute, "Degraded RelocationHeld", func(ctx context.Context) (bool, string, error) {
-		got, err := f.getFleetSet(ctx, ns, "db")
-		if err != nil {
-			return false, "", err
-		}
-		c := condition(got, fleetv1.ConditionDegraded)
-		if c == nil {
-			return false, "no Degraded condition", nil
-		}
-		return c.Reason == fleetv1.ReasonRelocationHeld, c.Reason + ": " + c.Message, nil
+		c, why, err := f.degraded(ctx, ns, "db")
+		return c != nil && c.Reason == fleetv1.ReasonRelocationHeld, why, err
 	})
 	held := time.Since(cut)
 	// Past every fence deadline: timeout 15 s + 5 s + grace 0 + termination 0 + margin 10 s.

@@ -122,34 +122,36 @@ func fleetFromEnv() (*fleet, error) {
 	if z := os.Getenv("FLEETSET_E2E_ZONES"); z != "" {
 		f.zones = strings.Split(z, ",")
 	}
-	for _, kv := range strings.Split(members, ",") {
-		name, path, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		if !ok || name == "" || path == "" {
-			return nil, fmt.Errorf("FLEETSET_MEMBER_KUBECONFIGS: %q is not name=path", kv)
-		}
-		c, err := clientFor(path)
-		if err != nil {
-			return nil, err
-		}
-		f.members = append(f.members, member{name: name, c: c})
+	if f.members, err = membersFrom("FLEETSET_MEMBER_KUBECONFIGS", members); err != nil {
+		return nil, err
 	}
 	if len(f.members) < 2 {
 		return nil, fmt.Errorf("FLEETSET_MEMBER_KUBECONFIGS: the suite needs at least two members, got %d", len(f.members))
 	}
 	if spare := os.Getenv("FLEETSET_E2E_SPARE_MEMBERS"); spare != "" {
-		for _, kv := range strings.Split(spare, ",") {
-			name, path, ok := strings.Cut(strings.TrimSpace(kv), "=")
-			if !ok || name == "" || path == "" {
-				return nil, fmt.Errorf("FLEETSET_E2E_SPARE_MEMBERS: %q is not name=path", kv)
-			}
-			c, err := clientFor(path)
-			if err != nil {
-				return nil, err
-			}
-			f.spare = append(f.spare, member{name: name, c: c})
+		if f.spare, err = membersFrom("FLEETSET_E2E_SPARE_MEMBERS", spare); err != nil {
+			return nil, err
 		}
 	}
 	return f, nil
+}
+
+// membersFrom parses name=path,... (the value of env) into members with
+// clients.
+func membersFrom(env, value string) ([]member, error) {
+	var out []member
+	for _, kv := range strings.Split(value, ",") {
+		name, path, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || name == "" || path == "" {
+			return nil, fmt.Errorf("%s: %q is not name=path", env, kv)
+		}
+		c, err := clientFor(path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, member{name: name, c: c})
+	}
+	return out, nil
 }
 
 func envString(key, def string) string {
@@ -289,6 +291,20 @@ func (f *fleet) createFleetSet(t *testing.T, fs *fleetv1.FleetSet) {
 			f.dump(t, fs.Namespace, fs.Name)
 		}
 	})
+}
+
+// degraded returns FleetSet ns/name's Degraded condition, and why it has
+// none (or the read failed) as the second value for eventually's detail.
+func (f *fleet) degraded(ctx context.Context, ns, name string) (*metav1.Condition, string, error) {
+	got, err := f.getFleetSet(ctx, ns, name)
+	if err != nil {
+		return nil, "", err
+	}
+	c := condition(got, fleetv1.ConditionDegraded)
+	if c == nil {
+		return nil, "no Degraded condition", nil
+	}
+	return c, fmt.Sprintf("Degraded=%s %s: %s", c.Status, c.Reason, c.Message), nil
 }
 
 func (f *fleet) getFleetSet(ctx context.Context, ns, name string) (*fleetv1.FleetSet, error) {

@@ -156,16 +156,11 @@ func TestMemberCutOffFromHub(t *testing.T) {
 	t.Logf("%s unavailable after %v", victim.name, time.Since(start).Round(time.Second))
 
 	eventually(t, 2*time.Minute, "FleetSet condition naming "+victim.name, func(ctx context.Context) (bool, string, error) {
-		got, err := f.getFleetSet(ctx, ns, "db")
-		if err != nil {
-			return false, "", err
+		c, why, err := f.degraded(ctx, ns, "db")
+		if c == nil || err != nil {
+			return false, why, err
 		}
-		c := condition(got, fleetv1.ConditionDegraded)
-		if c == nil {
-			return false, "no Degraded condition", nil
-		}
-		ok := c.Status == metav1.ConditionTrue && c.Reason == fleetv1.ReasonClusterUnavailable && strings.Contains(c.Message, victim.name)
-		return ok, fmt.Sprintf("Degraded=%s %s: %s", c.Status, c.Reason, c.Message), nil
+		return c.Status == metav1.ConditionTrue && c.Reason == fleetv1.ReasonClusterUnavailable && strings.Contains(c.Message, victim.name), why, nil
 	})
 
 	eventually(t, 3*time.Minute, victim.name+": resync lease expired (no longer renewed)", func(ctx context.Context) (bool, string, error) {

@@ -23,18 +23,21 @@ func down(since, fenced time.Duration) Cluster {
 	return Cluster{Exists: true, Since: t0.Add(since), Heartbeat: true, Fenced: t0.Add(fenced), Deadline: "heartbeat observed at t0"}
 }
 
+// planCase is one case of TestPlan.
+type planCase struct {
+	name     string
+	spec     Spec
+	subsets  []Subset
+	clusters map[string]Cluster
+	now      time.Duration
+	want     []Decision
+}
+
 func TestPlan(t *testing.T) {
 	relocate := Spec{Relocate: true, Toleration: 20 * time.Second}
 	two := []Subset{{Name: "east", Home: "east", Replicas: 5}, {Name: "west", Home: "west", Replicas: 4}}
 	three := append(append([]Subset(nil), two...), Subset{Name: "north", Home: "north", Replicas: 3})
-	tests := []struct {
-		name     string
-		spec     Spec
-		subsets  []Subset
-		clusters map[string]Cluster
-		now      time.Duration
-		want     []Decision
-	}{
+	tests := []planCase{
 		{
 			name: "policy None: a lost cluster keeps its subset", spec: Spec{Toleration: 20 * time.Second}, subsets: two,
 			clusters: map[string]Cluster{"east": down(0, 0), "west": up(0)}, now: time.Hour,
@@ -162,14 +165,7 @@ func TestPlan(t *testing.T) {
 	moving := []Subset{{Name: "east", Home: "north", Current: "east", Phase: fleetv1.SubsetMoving, Epoch: 3, Replicas: 5}, two[1]}
 	notRemoved := Cluster{Exists: true, Available: true, Since: t0}
 	for _, sp := range []Spec{{}, relocate} {
-		tests = append(tests, []struct {
-			name     string
-			spec     Spec
-			subsets  []Subset
-			clusters map[string]Cluster
-			now      time.Duration
-			want     []Decision
-		}{
+		tests = append(tests, []planCase{
 			{
 				name: fmt.Sprintf("relocate %v: moved cluster not yet removed from the old one: delivered nowhere", sp.Relocate), spec: sp, subsets: moving,
 				clusters: map[string]Cluster{"east": notRemoved, "north": up(0), "west": up(0)}, now: time.Minute,
@@ -193,14 +189,7 @@ func TestPlan(t *testing.T) {
 			},
 		}...)
 	}
-	tests = append(tests, struct {
-		name     string
-		spec     Spec
-		subsets  []Subset
-		clusters map[string]Cluster
-		now      time.Duration
-		want     []Decision
-	}{
+	tests = append(tests, planCase{
 		name: "moved back to the old cluster: no move", spec: relocate,
 		subsets:  []Subset{{Name: "east", Home: "east", Current: "east", Phase: fleetv1.SubsetMoving, Epoch: 3, Replicas: 5}, two[1]},
 		clusters: map[string]Cluster{"east": notRemoved, "west": up(0)}, now: time.Minute,
