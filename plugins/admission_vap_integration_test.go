@@ -104,12 +104,16 @@ func TestDeliveredObjectsAdmission(t *testing.T) {
 	}
 	spKey := &fleetv1.SubsetPlacement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-east"}}
 	tc := as(t, tenant)
-	// The policy takes a moment to load: wait for the first refusal.
-	var err error
-	if werr := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-		err = merge(tc, spKey, `{"spec":{"fencing":null}}`)
+	// The policy takes a moment to load: wait, with dry runs (admitted but
+	// not stored), for the first refusal.
+	if werr := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		err := tc.Patch(ctx, spKey.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"fencing":null}}`)), client.DryRunAll)
 		return err != nil, nil
 	}); werr != nil {
+		t.Fatalf("the admission policy did not refuse a namespace admin's dry run within 30s")
+	}
+	err := merge(tc, spKey, `{"spec":{"fencing":null}}`)
+	if err == nil {
 		t.Fatalf("a namespace admin removed spec.fencing of a delivered SubsetPlacement")
 	}
 	want := "SubsetPlacement " + ns + "/db-east is delivered by fleetset-hub with fencing: only the OCM work agent may change or delete it"

@@ -185,6 +185,7 @@ func (f *Fencer) lift(ctx context.Context, now time.Time, fencing []*fleetv1.Sub
 			errs = append(errs, err)
 			continue
 		}
+		f.awaitCache(ctx, sp)
 		lifted = true
 		logger.Info("Lifted the fence of a placement", "placement", klog.KObj(sp), "why", why)
 	}
@@ -192,6 +193,21 @@ func (f *Fencer) lift(ctx context.Context, now time.Time, fencing []*fleetv1.Sub
 		f.Guard.Lifted()
 	}
 	return errors.Join(errs...)
+}
+
+// awaitCache waits, at most a few seconds, until Placements (the
+// scheduler's cache) shows sp without its fence record, so that the pods the
+// listeners re-queue are judged on the lifted placement: the scheduler's own
+// event for the change may come first and find the cache still fenced.
+func (f *Fencer) awaitCache(ctx context.Context, sp *fleetv1.SubsetPlacement) {
+	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+		cur := &fleetv1.SubsetPlacement{}
+		if err := f.Placements.Get(ctx, client.ObjectKeyFromObject(sp), cur); err != nil {
+			return apierrors.IsNotFound(err), nil
+		}
+		_, fenced := FencedEpoch(cur)
+		return !fenced, nil
+	})
 }
 
 // record sets the fence record of sp to epoch, or removes it (nil), with a

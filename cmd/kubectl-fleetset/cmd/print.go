@@ -136,12 +136,12 @@ func printSubsets(w io.Writer, st *Status) []string {
 	return notes
 }
 
-// printHeartbeats writes one line per cluster of the subsets (home and
-// current): its member's last heartbeat on the hub (by this machine's clock,
+// printHeartbeats writes the FENCING table, one line per cluster of the
+// subsets (home and current): its member's last heartbeat on the hub (by this machine's clock,
 // against the member's), and the member's own state and reason as it last
 // reported them — fenced or holding and why.
 func printHeartbeats(w io.Writer, st *Status) {
-	row(w, "CLUSTER", "HEARTBEAT", "MEMBER STATE", "WHY")
+	row(w, "FENCING", "HEARTBEAT", "STATE", "WHY")
 	clusters := make([]string, 0, len(st.Heartbeats))
 	for c := range st.Heartbeats {
 		clusters = append(clusters, c)

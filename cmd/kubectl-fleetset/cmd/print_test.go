@@ -88,10 +88,10 @@ SUBSET   CLUSTER     ORDINALS      REPLICAS   DOMAINS                      READY
 east     east→west   [0,5)         5          spread                       5       3         2           5d1c0a9b7e   -         1       FailedOver   4s
 west     west        [1000,1004)   4          zone-a:2 zone-b:1 zone-c:1   4       4         0           5d1c0a9b7e   -         0       -            4s
 
-CLUSTER   HEARTBEAT       MEMBER STATE   WHY
-east      90s (expired)   Fenced         cut off: no contact with the hub for 20s while peer(s) west reach it
-north     none            -              no member heartbeat: fencing is off there, and the hub never relocates from it
-west      3s              InContact      reached the hub 0s ago
+FENCING   HEARTBEAT       STATE       WHY
+east      90s (expired)   Fenced      cut off: no contact with the hub for 20s while peer(s) west reach it
+north     none            -           no member heartbeat: fencing is off there, and the hub never relocates from it
+west      3s              InContact   reached the hub 0s ago
 `,
 		},
 		{

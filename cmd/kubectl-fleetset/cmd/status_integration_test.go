@@ -310,6 +310,10 @@ func TestStatusCommand(t *testing.T) {
 			t.Fatalf("%v\n%s", err, out)
 		}
 		match(t, "subsets", wantSubsets, cells(out, "SUBSET"))
+		match(t, "fencing", [][]string{
+			{"east", "none", "-", "no member heartbeat: fencing is off there, and the hub never relocates from it"},
+			{"west", "none", "-", "no member heartbeat: fencing is off there, and the hub never relocates from it"},
+		}, cells(out, "FENCING"))
 		if strings.Contains(out, "MEMBER") || strings.Contains(out, "POD") {
 			t.Errorf("pod or member table without members:\n%s", out)
 		}
