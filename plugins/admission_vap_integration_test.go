@@ -10,6 +10,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -74,7 +75,7 @@ func TestDeliveredObjectsAdmission(t *testing.T) {
 	// role is aggregated by kube-controller-manager, which envtest does not
 	// run).
 	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "test-namespace-admin"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"fleetset.io", "apps", "coordination.k8s.io", ""}, Resources: []string{"subsetplacements", "statefulsets", "leases", "configmaps"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"fleetset.io", "apps", "coordination.k8s.io", ""}, Resources: []string{"subsetplacements", "statefulsets", "leases", "configmaps", "pods"},
 			Verbs: []string{"get", "list", "update", "patch", "delete"}}}}, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "exists") {
 		t.Fatal(err)
 	}
@@ -146,6 +147,19 @@ func TestDeliveredObjectsAdmission(t *testing.T) {
 	}
 	if _, err := kubeAs(t, tenant).AppsV1().StatefulSets(ns).Patch(ctx, "db-east", types.MergePatchType, []byte(`{"metadata":{"labels":{"fleetset.io/set":null}}}`), metav1.PatchOptions{}); err == nil {
 		t.Errorf("tenant: removing the StatefulSet's fleetset.io/set label: allowed, want refused")
+	}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-east-0",
+		Labels: map[string]string{fleetv1.LabelPlacement: "db-east", fleetv1.LabelSet: "db", "app": "db-east"}},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kubeAs(t, tenant).CoreV1().Pods(ns).Patch(ctx, pod.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"fleetset.io/placement":null}}}`), metav1.PatchOptions{}); err == nil ||
+		!strings.Contains(err.Error(), "pod "+ns+"/db-east-0 belongs to a StatefulSet fleetset-hub delivered") {
+		t.Errorf("tenant: removing a pod's fleetset.io/placement label: err = %v, want refused", err)
+	}
+	if _, err := kubeAs(t, tenant).CoreV1().Pods(ns).Patch(ctx, pod.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"app":"other"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Errorf("tenant: changing a pod's own label: %v", err)
 	}
 	// The admin's own labels stay the admin's.
 	if _, err := kubeAs(t, tenant).AppsV1().StatefulSets(ns).Patch(ctx, "db-east", types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"b"}}}`), metav1.PatchOptions{}); err != nil {

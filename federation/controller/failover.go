@@ -154,9 +154,11 @@ func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planne
 				reason, typ = EventMoved, corev1.EventTypeNormal
 			}
 			st.failoverEvents = append(st.failoverEvents, pendingEvent{typ, reason, d.Step})
+			relocations.WithLabelValues(reason).Inc()
 		}
 		if d.Held && !heldBefore(fs, d.Waiting) {
 			st.failoverEvents = append(st.failoverEvents, pendingEvent{corev1.EventTypeWarning, EventRelocationHeld, d.Waiting})
+			relocationHolds.Inc()
 		}
 		if d.Held {
 			st.problems[len(st.problems)-1].Reason = fleetv1.ReasonRelocationHeld

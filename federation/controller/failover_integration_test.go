@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -174,6 +175,9 @@ func TestRelocationHeld(t *testing.T) {
 	// One event per held subset and reason (the hold's reason may change
 	// from the FleetSet's majority to the members' full disruption), never
 	// one per retry.
+	if n := testutil.ToFloat64(relocationHolds); n < 3 {
+		t.Errorf("fleetset_hub_relocation_holds_total = %v, want ≥ 3 (two subsets of db, one of nobeat)", n)
+	}
 	if distinct, total := countEvents(t, "held", "db", EventRelocationHeld); distinct < 2 || total != distinct {
 		t.Errorf("%d %s events for db (%d distinct), want one per held subset and reason (at least 2, none repeated)", total, EventRelocationHeld, distinct)
 	}
@@ -311,6 +315,9 @@ func TestFailover(t *testing.T) {
 	}
 	if !hasEvent(t, "failover", "db", EventFailedOver) {
 		t.Errorf("no %s event", EventFailedOver)
+	}
+	if n := testutil.ToFloat64(relocations.WithLabelValues(EventFailedOver)); n < 1 {
+		t.Errorf("fleetset_hub_relocations_total{step=FailedOver} = %v, want ≥ 1", n)
 	}
 
 	// East returns; failback is Manual: nothing moves until requested.

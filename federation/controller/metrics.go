@@ -17,8 +17,18 @@ var (
 		Name: "fleetset_hub_resync_lease_renewals_total",
 		Help: "Resync lease ManifestWork writes (creations and renewals), by ManagedCluster.",
 	}, []string{"cluster"})
+	// relocations counts subset moves decided, by step.
+	relocations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fleetset_hub_relocations_total",
+		Help: "Subset moves decided, by step: FailedOver (relocated from a lost cluster), FailingBack, FailedBack, Moved (spec cluster edited).",
+	}, []string{"step"})
+	// relocationHolds counts relocations that were due and held.
+	relocationHolds = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fleetset_hub_relocation_holds_total",
+		Help: "Relocations held back (full disruption, a FleetSet's majority lost, or no member heartbeat), counted once per subset and reason.",
+	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(workWrites, leaseRenewals)
+	metrics.Registry.MustRegister(workWrites, leaseRenewals, relocations, relocationHolds)
 }
