@@ -480,3 +480,57 @@ func TestMajorityLostRelocatesNothing(t *testing.T) {
 	ready("6 instances ready again")
 	f.checkNothingMoved(t, ns, "db")
 }
+
+// TestStuckObjectHoldsBackOnlyItsFleetSet deletes a FleetSet whose
+// SubsetPlacement in a member carries a finalizer nobody removes, so its
+// ManifestWork stays stuck in deletion there: another failover-protected
+// FleetSet in the same member keeps every pod, for longer than a whole fence
+// deadline, and nothing of it moves.
+func TestStuckObjectHoldsBackOnlyItsFleetSet(t *testing.T) {
+	f := theFleet
+	const finalizer = "e2e.fleetset.io/stuck"
+	victim := f.members[0]
+	ns := f.newNamespace(t, "e2e-stuck")
+	for _, name := range []string{"stuck", "other"} {
+		fs := f.newFleetSet(ns, name, 4)
+		fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](0)}
+		f.createFleetSet(t, fs)
+	}
+	f.waitReady(t, ns, "stuck", 4)
+	f.waitReady(t, ns, "other", 4)
+	sub := f.defaultSubsets()[0].Name
+	key := client.ObjectKey{Namespace: ns, Name: "stuck-" + sub}
+	patch := func(fin string) error {
+		sp := &fleetv1.SubsetPlacement{}
+		sp.Namespace, sp.Name = key.Namespace, key.Name
+		return victim.c.Patch(context.Background(), sp, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":`+fin+`}}`)))
+	}
+	if err := patch(`["` + finalizer + `"]`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = patch("null") })
+	s := f.sample(t, ns, "other")
+	fs := &fleetv1.FleetSet{}
+	fs.Namespace, fs.Name = ns, "stuck"
+	if err := f.hub.Delete(t.Context(), fs); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, victim.name+": stuck's SubsetPlacement being deleted, held by its finalizer", func(ctx context.Context) (bool, string, error) {
+		sp := &fleetv1.SubsetPlacement{}
+		if err := victim.c.Get(ctx, key, sp); err != nil {
+			return false, "", err
+		}
+		return !sp.DeletionTimestamp.IsZero(), "not being deleted yet", nil
+	})
+	// Longer than a fence deadline: timeout 15 s + 5 s + 0 + termination 0 + margin 10 s.
+	time.Sleep(60 * time.Second)
+	samples, dual, deleted := s.result()
+	t.Logf("%d samples of other while stuck's object was stuck: %d pods stopped or replaced", samples, len(deleted))
+	for pod, at := range deleted {
+		t.Errorf("%s: pod %s of the other FleetSet no longer Running as before", at, pod)
+	}
+	for _, v := range dual {
+		t.Error(v)
+	}
+	f.checkNothingMoved(t, ns, "other")
+}
