@@ -149,7 +149,7 @@ func TestDeliveredObjectsAdmission(t *testing.T) {
 		t.Errorf("tenant: removing the StatefulSet's fleetset.io/set label: allowed, want refused")
 	}
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-east-0",
-		Labels: map[string]string{fleetv1.LabelPlacement: "db-east", fleetv1.LabelSet: "db", "app": "db-east"}},
+		Labels: map[string]string{fleetv1.LabelPlacement: "db-east", fleetv1.LabelSet: "db", "app": "standalone"}}, // no StatefulSet adopts it
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
