@@ -45,7 +45,7 @@ func addonObjects() []addonObject {
 		{obj: &corev1.ServiceAccount{}, key: client.ObjectKey{Namespace: ns, Name: "fleetset-scheduler"}},
 		{obj: &rbacv1.ClusterRole{}, key: client.ObjectKey{Name: "fleetset-scheduler"}},
 		{obj: &rbacv1.ClusterRoleBinding{}, key: client.ObjectKey{Name: "fleetset-scheduler-as-kube-scheduler"}},
-		{obj: &rbacv1.Role{}, key: client.ObjectKey{Namespace: ns, Name: "fleetset-scheduler-resync-lease"}},
+		{obj: &rbacv1.Role{}, key: client.ObjectKey{Namespace: ns, Name: "fleetset-scheduler-member"}},
 		{obj: &rbacv1.RoleBinding{}, key: client.ObjectKey{Namespace: "kube-system", Name: "fleetset-scheduler-extension-apiserver-authentication-reader"}},
 	}
 }
