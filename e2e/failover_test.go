@@ -294,6 +294,33 @@ func silenceFor(env string, def time.Duration) time.Duration {
 	return envDuration(env, def)
 }
 
+// waitHome waits until the clusters are Available again and no subset of
+// FleetSet ns/name is in failover. OCM's own view recovers on its schedule
+// (after a hub apiserver restart its registration controller may take a
+// minute or two to trust the agents' leases again); a FailingOver phase
+// lasts until then.
+func (f *fleet) waitHome(t *testing.T, ns, name string, clusters []member) {
+	t.Helper()
+	for _, m := range clusters {
+		eventually(t, 5*time.Minute, "ManagedCluster "+m.name+" Available again", func(ctx context.Context) (bool, string, error) {
+			st, err := f.managedClusterAvailable(ctx, m.name)
+			return st == "True", "Available=" + st, err
+		})
+	}
+	eventually(t, time.Minute, "no subset in failover", func(ctx context.Context) (bool, string, error) {
+		got, err := f.getFleetSet(ctx, ns, name)
+		if err != nil {
+			return false, "", err
+		}
+		for _, ss := range got.Status.Subsets {
+			if ss.Failover != "" {
+				return false, fmt.Sprintf("subset %s %q", ss.Name, ss.Failover), nil
+			}
+		}
+		return true, "", nil
+	})
+}
+
 // checkNothingMoved fails the test when a subset of FleetSet ns/name moved
 // or left epoch 0.
 func (f *fleet) checkNothingMoved(t *testing.T, ns, name string) {
@@ -333,28 +360,7 @@ func hubSilence(t *testing.T, what string, d time.Duration, stop, start func()) 
 	hb := envDuration("FLEETSET_E2E_HEARTBEAT_TIMEOUT", 15*time.Second)
 	deadline := hb + fleetv1.FenceConfirmation(hb) + 20*time.Second + fleetv1.RelocationMarginSeconds*time.Second
 	time.Sleep(deadline + 10*time.Second)
-	// OCM's own view recovers on its schedule (after a hub apiserver
-	// restart its registration controller may take a minute or two to
-	// trust the agents' leases again); the subsets must end at home with
-	// their epochs, never having moved.
-	for _, m := range f.members {
-		eventually(t, 5*time.Minute, "ManagedCluster "+m.name+" Available again", func(ctx context.Context) (bool, string, error) {
-			st, err := f.managedClusterAvailable(ctx, m.name)
-			return st == "True", "Available=" + st, err
-		})
-	}
-	eventually(t, time.Minute, "no subset in failover", func(ctx context.Context) (bool, string, error) {
-		got, err := f.getFleetSet(ctx, ns, "db")
-		if err != nil {
-			return false, "", err
-		}
-		for _, ss := range got.Status.Subsets {
-			if ss.Failover != "" {
-				return false, fmt.Sprintf("subset %s %q", ss.Name, ss.Failover), nil
-			}
-		}
-		return true, "", nil
-	})
+	f.waitHome(t, ns, "db", f.members)
 	samples, dual, deleted := s.result()
 	t.Logf("%d samples over %v: %d pods stopped or replaced, %d with a pod Running in two clusters", samples, time.Since(started).Round(time.Second), len(deleted), len(dual))
 	for pod, at := range deleted {
@@ -478,6 +484,7 @@ func TestMajorityLostRelocatesNothing(t *testing.T) {
 	}
 	heal()
 	ready("6 instances ready again")
+	f.waitHome(t, ns, "db", append([]member{third}, f.members...))
 	f.checkNothingMoved(t, ns, "db")
 }
 
