@@ -71,6 +71,7 @@ func TestDeliveredObjectsAdmission(t *testing.T) {
 	ns := newNamespace(t, "vap")
 	const tenant, agent = "tenant", "system:serviceaccount:open-cluster-management-agent:klusterlet-work-sa"
 	const scheduler = "system:serviceaccount:fleetset-system:fleetset-scheduler"
+	const agentGroup = "system:serviceaccounts:open-cluster-management-agent"
 	// What a namespace admin may do to these objects (the built-in admin
 	// role is aggregated by kube-controller-manager, which envtest does not
 	// run).
@@ -136,10 +137,7 @@ func TestDeliveredObjectsAdmission(t *testing.T) {
 		}, "StatefulSet " + ns + "/db-east is delivered by fleetset-hub"},
 		{"delete the member's Lease", func() error {
 			return kubeAs(t, tenant).CoordinationV1().Leases(fleetv1.ResyncLeaseNamespace).Delete(ctx, "fleetset-member", metav1.DeleteOptions{})
-		}, "leases fleetset-system/fleetset-member is fleetset's"},
-		{"change the policy's parameters", func() error {
-			return kubeAs(t, tenant).CoreV1().ConfigMaps(fleetv1.ResyncLeaseNamespace).Delete(ctx, "fleetset-delivery", metav1.DeleteOptions{})
-		}, "configmaps fleetset-system/fleetset-delivery is fleetset's"},
+		}, "Lease fleetset-system/fleetset-member is fleetset's fencing"},
 	} {
 		if err := tt.do(); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("tenant: %s: err = %v, want a refusal containing %q", tt.what, err, tt.want)
@@ -174,14 +172,14 @@ func TestDeliveredObjectsAdmission(t *testing.T) {
 		t.Errorf("member component: changing the spec: err = %v, want refused", err)
 	}
 	// The work agent delivers, but does not lift fences.
-	if err := merge(as(t, agent), spKey.DeepCopy(), `{"metadata":{"annotations":{"fleetset.io/fenced-epoch":null}}}`); err == nil ||
+	if err := merge(as(t, agent, agentGroup), spKey.DeepCopy(), `{"metadata":{"annotations":{"fleetset.io/fenced-epoch":null}}}`); err == nil ||
 		!strings.Contains(err.Error(), "is written only by fleetset's member component") {
 		t.Errorf("work agent: removing the fence record: err = %v, want refused", err)
 	}
-	if err := merge(as(t, agent), spKey.DeepCopy(), `{"spec":{"fencing":{"epoch":2}}}`); err != nil {
+	if err := merge(as(t, agent, agentGroup), spKey.DeepCopy(), `{"spec":{"fencing":{"epoch":2}}}`); err != nil {
 		t.Errorf("work agent: updating the SubsetPlacement: %v", err)
 	}
-	if err := as(t, agent).Delete(ctx, spKey.DeepCopy()); err != nil {
+	if err := as(t, agent, agentGroup).Delete(ctx, spKey.DeepCopy()); err != nil {
 		t.Errorf("work agent: deleting the SubsetPlacement: %v", err)
 	}
 }
