@@ -13,7 +13,7 @@ import (
 // look-ahead, gets the seat; no realistic weights come near it.
 const maxScan = 1 << 16
 
-// Sequencer deals seats one at a time to shares of fixed non-negative
+// sequencer deals seats one at a time to shares of fixed non-negative
 // integer weights by a house-monotone quota method: every prefix of h seats
 // gives share i between ⌊h·w_i/W⌋ and ⌈h·w_i/W⌉ seats (W = Σw), its lower and
 // upper quota.
@@ -29,8 +29,8 @@ const maxScan = 1 << 16
 // sequence therefore equals Webster's wherever Webster stays within quota,
 // and departs from it only where quota forces it.
 //
-// A Sequencer is not safe for concurrent use.
-type Sequencer struct {
+// A sequencer is not safe for concurrent use.
+type sequencer struct {
 	weights []uint64 // input weights divided by their gcd
 	total   uint64   // W, the sum of weights
 	counts  []uint64 // seats held by each share
@@ -38,13 +38,13 @@ type Sequencer struct {
 	cands   []int    // scratch: the shares within upper quota
 }
 
-// NewSequencer returns a Sequencer before its first seat. weights are the
+// newSequencer returns a sequencer before its first seat. weights are the
 // shares' claims in any unit; only their ratios matter, and a share of weight
 // 0 never gets a seat.
 //
 // It returns an error if weights is empty, a weight is negative, all weights
 // are zero, or their sum after dividing by their gcd exceeds math.MaxInt64.
-func NewSequencer(weights []int64) (*Sequencer, error) {
+func newSequencer(weights []int64) (*sequencer, error) {
 	if len(weights) == 0 {
 		return nil, errors.New("weights: must not be empty")
 	}
@@ -58,7 +58,7 @@ func NewSequencer(weights []int64) (*Sequencer, error) {
 	if g == 0 {
 		return nil, errors.New("weights: at least one must be positive")
 	}
-	s := &Sequencer{weights: make([]uint64, len(weights)), counts: make([]uint64, len(weights))}
+	s := &sequencer{weights: make([]uint64, len(weights)), counts: make([]uint64, len(weights))}
 	for i, w := range weights {
 		s.weights[i] = uint64(w) / g
 		s.total += s.weights[i]
@@ -73,7 +73,7 @@ func NewSequencer(weights []int64) (*Sequencer, error) {
 // It costs O(len(weights)) plus, when Webster's pick is not the share due
 // earliest, O(len(weights)) per house size looked ahead (at most W/w of the
 // picked share).
-func (s *Sequencer) Next() int {
+func (s *sequencer) Next() int {
 	h := s.seats + 1 // the house size after this seat
 	s.cands = s.cands[:0]
 	best, edd := -1, -1
@@ -115,7 +115,7 @@ func (s *Sequencer) Next() int {
 // websterBefore reports whether Webster's divisor method prefers share i to
 // share j for the next seat: w_i/(2x_i+1) > w_j/(2x_j+1), ties to the lower
 // index.
-func (s *Sequencer) websterBefore(i, j int) bool {
+func (s *sequencer) websterBefore(i, j int) bool {
 	hi1, lo1 := bits.Mul64(s.weights[i], 2*s.counts[j]+1)
 	hi2, lo2 := bits.Mul64(s.weights[j], 2*s.counts[i]+1)
 	if hi1 != hi2 || lo1 != lo2 {
@@ -126,7 +126,7 @@ func (s *Sequencer) websterBefore(i, j int) bool {
 
 // due returns the house size by which share i needs its next seat to stay
 // within lower quota: ⌈(x_i+1)·W/w_i⌉.
-func (s *Sequencer) due(i int) uint64 {
+func (s *sequencer) due(i int) uint64 {
 	return mulCeilDiv(s.counts[i]+1, s.total, s.weights[i])
 }
 
@@ -137,7 +137,7 @@ func (s *Sequencer) due(i int) uint64 {
 // there is none below limit; a limit beyond maxScan house sizes is cut to
 // h+maxScan and its end reported as tight, which leaves only the
 // earliest-due share eligible.
-func (s *Sequencer) tight(h, limit uint64) (uint64, bool) {
+func (s *sequencer) tight(h, limit uint64) (uint64, bool) {
 	capped := limit > h+maxScan
 	if capped {
 		limit = h + maxScan
@@ -151,7 +151,7 @@ func (s *Sequencer) tight(h, limit uint64) (uint64, bool) {
 }
 
 // demand returns S(t) = Σ_j max(x_j, ⌊t·w_j/W⌋).
-func (s *Sequencer) demand(t uint64) uint64 {
+func (s *sequencer) demand(t uint64) uint64 {
 	var sum uint64
 	for j, w := range s.weights {
 		hi, lo := bits.Mul64(t, w)

@@ -23,9 +23,9 @@ func TestSequencerNext(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewSequencer(tt.weights)
+			s, err := newSequencer(tt.weights)
 			if err != nil {
-				t.Fatalf("NewSequencer: %v", err)
+				t.Fatalf("newSequencer: %v", err)
 			}
 			got := make([]int, len(tt.want))
 			for i := range got {
@@ -45,15 +45,15 @@ func TestNewSequencerErrors(t *testing.T) {
 		"all zero": {0, 0},
 		"overflow": {1 << 62, 1 << 62, 1<<62 - 1},
 	} {
-		if _, err := NewSequencer(weights); err == nil {
-			t.Errorf("%s: NewSequencer(%v) succeeded, want an error", name, weights)
+		if _, err := newSequencer(weights); err == nil {
+			t.Errorf("%s: newSequencer(%v) succeeded, want an error", name, weights)
 		}
 	}
 }
 
 // webster returns the counts of Webster's divisor method (Sainte-Laguë) for
 // house sizes 0..n as a house-monotone sequence: each seat to the largest
-// w/(2x+1), ties to the lower index. Independent of Sequencer.
+// w/(2x+1), ties to the lower index. Independent of sequencer.
 func webster(weights []int64, n int) [][]int64 {
 	x := make([]int64, len(weights))
 	out := [][]int64{append([]int64(nil), x...)}
@@ -92,7 +92,7 @@ func TestSequencerQuotaAndWebster(t *testing.T) {
 		if sum == 0 {
 			weights[0], sum = 1, 1
 		}
-		s, err := NewSequencer(weights)
+		s, err := newSequencer(weights)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +141,7 @@ func TestSequencerFollowsWebsterWhereEligible(t *testing.T) {
 			weights[i] = int64(1 + r.IntN(100))
 			sum += weights[i]
 		}
-		s, _ := NewSequencer(weights)
+		s, _ := newSequencer(weights)
 		for h := int64(1); h <= 60; h++ {
 			x := append([]int64(nil), toInt64(s.counts)...)
 			web := -1
@@ -198,7 +198,7 @@ func BenchmarkSequencerNext(b *testing.B) {
 		{"1000:1", []int64{1000, 1}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			s, _ := NewSequencer(bc.weights)
+			s, _ := newSequencer(bc.weights)
 			for b.Loop() {
 				s.Next()
 			}

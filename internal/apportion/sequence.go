@@ -74,7 +74,7 @@ type Sequence struct {
 	counts  []int64 // seats held, by position in shares
 	dealt   int64
 	stage   stage
-	seq     *Sequencer // the quota sequence of the current stage (segment)
+	seq     *sequencer // the quota sequence of the current stage (segment)
 	// absorb is, per share, how many picks of the flexible sequence still go
 	// to seats the share already holds for its minReplicas.
 	absorb []int64
@@ -118,7 +118,7 @@ func newSequence(field string, shares []Share) (*Sequence, error) {
 		s.active[i] = s.weights[i] > 0 && sh.lo < sh.hi
 	}
 	if s.demand > 0 {
-		if s.seq, err = NewSequencer(demands); err != nil {
+		if s.seq, err = newSequencer(demands); err != nil {
 			return nil, err
 		}
 		return s, nil
@@ -199,7 +199,7 @@ func (s *Sequence) startFlexible() error {
 	}
 	s.stage = stageFlexible
 	var err error
-	s.seq, err = NewSequencer(weights)
+	s.seq, err = newSequencer(weights)
 	return err
 }
 
@@ -213,7 +213,7 @@ func (s *Sequence) startOverflow() error {
 	}
 	s.stage = stageOverflow
 	var err error
-	s.seq, err = NewSequencer(weights)
+	s.seq, err = newSequencer(weights)
 	return err
 }
 
