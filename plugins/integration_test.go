@@ -30,6 +30,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/fleetset/fleetset/internal/testing/controlplane"
+	"github.com/fleetset/fleetset/plugins"
 	"github.com/fleetset/fleetset/plugins/ordinaltarget"
 )
 
@@ -76,7 +77,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	// The shipped fleetset profile plus the default profile, for comparison.
-	if err := controlplane.StartScheduler(ctx, env.Config, controlplane.SchedulerConfigFile(), controlplane.DefaultProfileConfigFile()); err != nil {
+	if err := controlplane.StartScheduler(ctx, env.Config, plugins.Registry(), controlplane.SchedulerConfigFile(), controlplane.DefaultProfileConfigFile()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -19,9 +19,8 @@ import (
 	"k8s.io/kubernetes/pkg/controller/statefulset"
 	"k8s.io/kubernetes/pkg/scheduler"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	fwkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/profile"
-
-	"github.com/fleetset/fleetset/plugins"
 )
 
 // SchedulerConfigFile is the shipped KubeSchedulerConfiguration.
@@ -35,12 +34,12 @@ func DefaultProfileConfigFile() string {
 	return filepath.Join(RepoRoot(), "internal", "testing", "controlplane", "testdata", "default-scheduler.yaml")
 }
 
-// StartScheduler runs kube-scheduler in-process with the fleetset plugins
-// registered and the profiles of the given KubeSchedulerConfiguration files
-// (the shipped one when none is given). It returns once the scheduler's
-// informers synced; the scheduler stops with ctx. Errors: unreadable config
-// or scheduler setup.
-func StartScheduler(ctx context.Context, cfg *rest.Config, configFiles ...string) error {
+// StartScheduler runs kube-scheduler in-process with the out-of-tree plugins
+// of registry (the caller's: for fleetset, plugins.Registry()) and the
+// profiles of the given KubeSchedulerConfiguration files (the shipped one
+// when none is given). It returns once the scheduler's informers synced; the
+// scheduler stops with ctx. Errors: unreadable config or scheduler setup.
+func StartScheduler(ctx context.Context, cfg *rest.Config, registry fwkruntime.Registry, configFiles ...string) error {
 	if len(configFiles) == 0 {
 		configFiles = []string{SchedulerConfigFile()}
 	}
@@ -63,7 +62,7 @@ func StartScheduler(ctx context.Context, cfg *rest.Config, configFiles ...string
 		profile.NewRecorderFactory(broadcaster),
 		scheduler.WithKubeConfig(cfg),
 		scheduler.WithProfiles(profiles...),
-		scheduler.WithFrameworkOutOfTreeRegistry(plugins.Registry()),
+		scheduler.WithFrameworkOutOfTreeRegistry(registry),
 		scheduler.WithPodInitialBackoffSeconds(1),
 		scheduler.WithPodMaxBackoffSeconds(2),
 	)
