@@ -126,7 +126,7 @@ func TestAddonInstallsAndRemovesTheMemberSide(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kept"},
 		Spec: fleetv1.SubsetPlacementSpec{
 			OrdinalStart: 0,
-			Domains:      []fleetv1.PlacementDomain{{Name: f.zones[0]}},
+			Domains:      []fleetv1.DomainShare{{Name: f.zones[0]}},
 		},
 	}
 	if err := m.c.Create(ctx, sp); err != nil {

@@ -402,7 +402,7 @@ func TestMajorityLostRelocatesNothing(t *testing.T) {
 	fs := f.newFleetSet(ns, "db", 6)
 	third0 := fleetv1.Subset{Name: third.name, Cluster: third.name}
 	for _, z := range f.zones {
-		third0.Domains = append(third0.Domains, fleetv1.SubsetDomain{Name: z})
+		third0.Domains = append(third0.Domains, fleetv1.DomainShare{Name: z})
 	}
 	fs.Spec.Topology.Subsets = append(fs.Spec.Topology.Subsets, third0)
 	for i := range fs.Spec.Topology.Subsets {

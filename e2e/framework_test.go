@@ -247,7 +247,7 @@ func (f *fleet) defaultSubsets() []fleetv1.Subset {
 			s.Replicas = ptr.To(intstr.FromString([]string{"60%", "40%"}[i]))
 		}
 		for _, z := range f.zones {
-			s.Domains = append(s.Domains, fleetv1.SubsetDomain{Name: z})
+			s.Domains = append(s.Domains, fleetv1.DomainShare{Name: z})
 		}
 		subsets = append(subsets, s)
 	}

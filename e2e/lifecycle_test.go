@@ -13,7 +13,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,26 +92,17 @@ func TestFleetViewAndResyncLease(t *testing.T) {
 }
 
 // leaseExpired says whether a member's resync lease is expired by the
-// contract in api/v1alpha1: now > renewTime + leaseDurationSeconds.
+// contract in api/v1alpha1 (fleetv1.LeaseExpired).
 func leaseExpired(ctx context.Context, m member) (bool, string, error) {
 	l, err := m.resyncLease(ctx)
 	if err != nil {
 		return false, "", err
 	}
-	end, ok := leaseEnd(l)
-	if !ok {
+	if _, ok := fleetv1.LeaseEnd(&l.Spec); !ok {
 		return false, "", fmt.Errorf("lease without renewTime or leaseDurationSeconds")
 	}
-	return time.Now().After(end), fmt.Sprintf("renewTime %v, duration %ds", l.Spec.RenewTime.Time, *l.Spec.LeaseDurationSeconds), nil
-}
-
-// leaseEnd returns when Lease l expires (renewTime + leaseDurationSeconds),
-// and false when it lacks either.
-func leaseEnd(l *coordinationv1.Lease) (time.Time, bool) {
-	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
-		return time.Time{}, false
-	}
-	return l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second), true
+	d := time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	return fleetv1.LeaseExpired(l.Spec.RenewTime.Time, d, time.Now()), fmt.Sprintf("renewTime %v, duration %v", l.Spec.RenewTime.Time, d), nil
 }
 
 func TestMemberCutOffFromHub(t *testing.T) {

@@ -32,11 +32,7 @@ type expected struct {
 // subsets and each subset's domains.
 func divide(t *testing.T, fs *fleetv1.FleetSet) map[string]expected {
 	t.Helper()
-	var shares []apportion.Share
-	for _, s := range fs.Spec.Topology.Subsets {
-		shares = append(shares, apportion.Share{Name: s.Name, Replicas: s.Replicas, MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas})
-	}
-	res, err := apportion.Divide(fs.Spec.Replicas, shares)
+	res, err := apportion.Divide(fs.Spec.Replicas, fleetv1.SubsetShares(fs.Spec.Topology.Subsets))
 	if err != nil {
 		t.Fatalf("dividing %d over subsets: %v", fs.Spec.Replicas, err)
 	}
@@ -44,11 +40,7 @@ func divide(t *testing.T, fs *fleetv1.FleetSet) map[string]expected {
 	for i, s := range fs.Spec.Topology.Subsets {
 		e := expected{cluster: s.Cluster, count: res.Assignments[i].Replicas, domains: map[string]int32{}}
 		if len(s.Domains) > 0 {
-			var ds []apportion.Share
-			for _, d := range s.Domains {
-				ds = append(ds, apportion.Share{Name: d.Name, Replicas: d.Replicas})
-			}
-			dr, err := apportion.Divide(e.count, ds)
+			dr, err := apportion.Divide(e.count, fleetv1.DomainShares(s.Domains))
 			if err != nil {
 				t.Fatalf("dividing subset %s (%d) over its domains: %v", s.Name, e.count, err)
 			}
@@ -191,8 +183,8 @@ func TestDomainSharesKeepOrdinalsInPlace(t *testing.T) {
 	ns := f.newNamespace(t, "e2e-shares")
 	fs := f.newFleetSet(ns, "db", 1)
 	subsets := fs.Spec.Topology.Subsets
-	subsets[0].Domains = []fleetv1.SubsetDomain{{Name: zb, Replicas: intOrPercent("60%")}, {Name: za, Replicas: intOrPercent("40%")}}
-	subsets[1].Domains = []fleetv1.SubsetDomain{{Name: zc}, {Name: za}, {Name: zb, Replicas: intOrPercent("20%")}}
+	subsets[0].Domains = []fleetv1.DomainShare{{Name: zb, Replicas: intOrPercent("60%")}, {Name: za, Replicas: intOrPercent("40%")}}
+	subsets[1].Domains = []fleetv1.DomainShare{{Name: zc}, {Name: za}, {Name: zb, Replicas: intOrPercent("20%")}}
 	f.createFleetSet(t, fs)
 	ins := f.scaleThrough(t, fs, f.waitReady(t, ns, "db", 1), 12, 5, 12)
 

@@ -23,7 +23,7 @@ import (
 func samplePlacement(ns, name string) *fleetv1.SubsetPlacement {
 	return &fleetv1.SubsetPlacement{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: fleetv1.SubsetPlacementSpec{Domains: []fleetv1.PlacementDomain{
+		Spec: fleetv1.SubsetPlacementSpec{Domains: []fleetv1.DomainShare{
 			{Name: "zone-a", Replicas: ptr.To(intstr.FromString("50%"))},
 			{Name: "zone-b", Replicas: ptr.To(intstr.FromInt32(2))},
 			{Name: "zone-c"},
@@ -32,10 +32,10 @@ func samplePlacement(ns, name string) *fleetv1.SubsetPlacement {
 }
 
 // manyDomains returns n domains d-00, d-01, ..., each with share(i).
-func manyDomains(n int, share func(i int) *intstr.IntOrString) []fleetv1.PlacementDomain {
-	ds := make([]fleetv1.PlacementDomain, n)
+func manyDomains(n int, share func(i int) *intstr.IntOrString) []fleetv1.DomainShare {
+	ds := make([]fleetv1.DomainShare, n)
 	for i := range ds {
-		ds[i] = fleetv1.PlacementDomain{Name: fmt.Sprintf("d-%02d", i), Replicas: share(i)}
+		ds[i] = fleetv1.DomainShare{Name: fmt.Sprintf("d-%02d", i), Replicas: share(i)}
 	}
 	return ds
 }
@@ -164,7 +164,7 @@ func TestSubsetPlacementAdmission(t *testing.T) {
 		}},
 		{"no domains", func(sp *fleetv1.SubsetPlacement) { sp.Spec.Domains = nil }},
 		{"domains not in name order", func(sp *fleetv1.SubsetPlacement) {
-			sp.Spec.Domains = []fleetv1.PlacementDomain{{Name: "zone-c", Replicas: num(2)}, {Name: "zone-a", Replicas: pct("70%")}, {Name: "zone-b"}}
+			sp.Spec.Domains = []fleetv1.DomainShare{{Name: "zone-c", Replicas: num(2)}, {Name: "zone-a", Replicas: pct("70%")}, {Name: "zone-b"}}
 		}},
 		{"label-value domain names, custom key, ScheduleAnyway, ordinalStart", func(sp *fleetv1.SubsetPlacement) {
 			sp.Spec.Domains[0].Name, sp.Spec.Domains[1].Name = "Rack_1.a", strings.Repeat("r", 63)
@@ -188,7 +188,7 @@ func TestSubsetPlacementAdmission(t *testing.T) {
 		t.Run("valid/"+tc.name, func(t *testing.T) {
 			sp := samplePlacement(ns, fmt.Sprintf("good-%02d", i))
 			tc.mutate(sp)
-			want := append([]fleetv1.PlacementDomain(nil), sp.Spec.Domains...)
+			want := append([]fleetv1.DomainShare(nil), sp.Spec.Domains...)
 			if err := cl.Create(ctx, sp); err != nil {
 				t.Fatalf("Create() refused a valid SubsetPlacement: %v", err)
 			}
@@ -213,7 +213,7 @@ func TestSubsetPlacementAdmission(t *testing.T) {
 
 	// The rules hold on update too.
 	upd := got.DeepCopy()
-	upd.Spec.Domains = []fleetv1.PlacementDomain{{Name: "zone-a", Replicas: pct("80%")}, {Name: "zone-b", Replicas: pct("30%")}}
+	upd.Spec.Domains = []fleetv1.DomainShare{{Name: "zone-a", Replicas: pct("80%")}, {Name: "zone-b", Replicas: pct("30%")}}
 	if err := cl.Update(ctx, upd); err == nil || !strings.Contains(err.Error(), sumMsg) {
 		t.Errorf("Update() to percents summing to 110%%: error = %v, want one containing %q", err, sumMsg)
 	}

@@ -189,7 +189,7 @@ func makeStatefulSet(ns, name, placementName string, replicas, ordinalStart int3
 	return sts
 }
 
-func makePlacement(ns, name string, ordinalStart int32, mode fleetv1.WhenUnsatisfiable, domains ...fleetv1.PlacementDomain) *fleetv1.SubsetPlacement {
+func makePlacement(ns, name string, ordinalStart int32, mode fleetv1.WhenUnsatisfiable, domains ...fleetv1.DomainShare) *fleetv1.SubsetPlacement {
 	return &fleetv1.SubsetPlacement{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: fleetv1.SubsetPlacementSpec{
@@ -200,10 +200,10 @@ func makePlacement(ns, name string, ordinalStart int32, mode fleetv1.WhenUnsatis
 	}
 }
 
-func domains(names ...string) []fleetv1.PlacementDomain {
-	var ds []fleetv1.PlacementDomain
+func domains(names ...string) []fleetv1.DomainShare {
+	var ds []fleetv1.DomainShare
 	for _, n := range names {
-		ds = append(ds, fleetv1.PlacementDomain{Name: n})
+		ds = append(ds, fleetv1.DomainShare{Name: n})
 	}
 	return ds
 }
@@ -377,9 +377,9 @@ func TestWeightedDomainsWithOrdinalStart(t *testing.T) {
 	nodeZone := nodeZones(t)
 	ns := newNamespace(t, "weighted")
 	sp := makePlacement(ns, "kv-east", 1000, fleetv1.DoNotSchedule,
-		fleetv1.PlacementDomain{Name: "zone-a", Replicas: ptr.To(intstr.FromInt32(3))},
-		fleetv1.PlacementDomain{Name: "zone-b", Replicas: ptr.To(intstr.FromInt32(2))},
-		fleetv1.PlacementDomain{Name: "zone-c", Replicas: ptr.To(intstr.FromInt32(1))},
+		fleetv1.DomainShare{Name: "zone-a", Replicas: ptr.To(intstr.FromInt32(3))},
+		fleetv1.DomainShare{Name: "zone-b", Replicas: ptr.To(intstr.FromInt32(2))},
+		fleetv1.DomainShare{Name: "zone-c", Replicas: ptr.To(intstr.FromInt32(1))},
 	)
 	if err := cl.Create(context.Background(), sp); err != nil {
 		t.Fatal(err)

@@ -28,11 +28,11 @@ func TestScaleStepByStepKeepsOrdinalsInTheirDomains(t *testing.T) {
 	num := func(n int32) *intstr.IntOrString { return ptr.To(intstr.FromInt32(n)) }
 	cases := []struct {
 		name    string
-		domains []fleetv1.PlacementDomain
+		domains []fleetv1.DomainShare
 	}{
-		{name: "60:40", domains: []fleetv1.PlacementDomain{{Name: "zone-a", Replicas: pct("60%")}, {Name: "zone-b", Replicas: pct("40%")}}},
-		{name: "unordered even", domains: []fleetv1.PlacementDomain{{Name: "zone-c"}, {Name: "zone-a"}, {Name: "zone-b"}}},
-		{name: "unordered int, percent, unset", domains: []fleetv1.PlacementDomain{{Name: "zone-c", Replicas: num(2)}, {Name: "zone-b", Replicas: pct("70%")}, {Name: "zone-a"}}},
+		{name: "60:40", domains: []fleetv1.DomainShare{{Name: "zone-a", Replicas: pct("60%")}, {Name: "zone-b", Replicas: pct("40%")}}},
+		{name: "unordered even", domains: []fleetv1.DomainShare{{Name: "zone-c"}, {Name: "zone-a"}, {Name: "zone-b"}}},
+		{name: "unordered int, percent, unset", domains: []fleetv1.DomainShare{{Name: "zone-c", Replicas: num(2)}, {Name: "zone-b", Replicas: pct("70%")}, {Name: "zone-a"}}},
 	}
 	nodeZone := nodeZones(t)
 	for _, tc := range cases {
@@ -42,10 +42,7 @@ func TestScaleStepByStepKeepsOrdinalsInTheirDomains(t *testing.T) {
 			if err := cl.Create(context.Background(), sp); err != nil {
 				t.Fatal(err)
 			}
-			shares := make([]apportion.Share, len(tc.domains))
-			for i, d := range tc.domains {
-				shares[i] = apportion.Share{Name: d.Name, Replicas: d.Replicas}
-			}
+			shares := fleetv1.DomainShares(tc.domains)
 			if _, err := cs.AppsV1().StatefulSets(ns).Create(context.Background(), makeStatefulSet(ns, "db", "db", 1, 0), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}

@@ -76,7 +76,7 @@ func benchFleetSet(subsets int) map[string]any {
 	for j := range subsets {
 		fs.Spec.Topology.Subsets = append(fs.Spec.Topology.Subsets, fleetv1.Subset{
 			Name: fmt.Sprintf("s%02d", j), Cluster: fmt.Sprintf("c%02d", j),
-			Domains: []fleetv1.SubsetDomain{{Name: "zone-a"}, {Name: "zone-b"}, {Name: "zone-c", Replicas: ptr.To(intstr.FromString("20%"))}},
+			Domains: []fleetv1.DomainShare{{Name: "zone-a"}, {Name: "zone-b"}, {Name: "zone-c", Replicas: ptr.To(intstr.FromString("20%"))}},
 		})
 	}
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(fs)

@@ -1,5 +1,7 @@
 package v1alpha1
 
+import corev1 "k8s.io/api/core/v1"
+
 // DefaultOrdinalBlockSize is spec.topology.ordinalBlockSize, in ordinals,
 // when unset (the CRD's default marker repeats it: markers cannot name a
 // constant).
@@ -23,4 +25,60 @@ func TopologyKeyOrDefault(key string) string {
 		return DefaultTopologyKey
 	}
 	return key
+}
+
+// Defaults of optional FleetSet fields that the CRD leaves unset (a pointer
+// left nil, so that "unset" stays visible in the object). Every reader
+// resolves them through the accessors below, never with its own literal.
+const (
+	// DefaultTolerationSeconds is spec.failover.tolerationSeconds, in
+	// seconds, when unset.
+	DefaultTolerationSeconds int32 = 300
+	// DefaultProgressDeadlineSeconds is
+	// spec.updateStrategy.rollingUpdate.progressDeadlineSeconds, in seconds,
+	// when unset.
+	DefaultProgressDeadlineSeconds int32 = 600
+	// DefaultMaxUnavailable is spec.updateStrategy.rollingUpdate.maxUnavailable,
+	// in instances, when unset.
+	DefaultMaxUnavailable int32 = 1
+	// DefaultMaxConcurrentSubsets is
+	// spec.updateStrategy.rollingUpdate.maxConcurrentSubsets when unset.
+	DefaultMaxConcurrentSubsets int32 = 1
+)
+
+// TolerationSecondsOrDefault returns f.TolerationSeconds, or
+// DefaultTolerationSeconds when f or the field is nil; in seconds.
+func (f *Failover) TolerationSecondsOrDefault() int32 {
+	if f == nil || f.TolerationSeconds == nil {
+		return DefaultTolerationSeconds
+	}
+	return *f.TolerationSeconds
+}
+
+// ProgressDeadlineSecondsOrDefault returns r.ProgressDeadlineSeconds, or
+// DefaultProgressDeadlineSeconds when r or the field is nil; in seconds.
+func (r *RollingUpdateFleetSet) ProgressDeadlineSecondsOrDefault() int32 {
+	if r == nil || r.ProgressDeadlineSeconds == nil {
+		return DefaultProgressDeadlineSeconds
+	}
+	return *r.ProgressDeadlineSeconds
+}
+
+// MaxConcurrentSubsetsOrDefault returns r.MaxConcurrentSubsets, or
+// DefaultMaxConcurrentSubsets when r or the field is nil.
+func (r *RollingUpdateFleetSet) MaxConcurrentSubsetsOrDefault() int32 {
+	if r == nil || r.MaxConcurrentSubsets == nil {
+		return DefaultMaxConcurrentSubsets
+	}
+	return *r.MaxConcurrentSubsets
+}
+
+// TerminationGracePeriodSecondsOrDefault returns the pod template's
+// terminationGracePeriodSeconds, or the API's default (30 s,
+// corev1.DefaultTerminationGracePeriodSeconds) when unset; in seconds.
+func (s *FleetSetSpec) TerminationGracePeriodSecondsOrDefault() int64 {
+	if g := s.Template.Spec.TerminationGracePeriodSeconds; g != nil {
+		return *g
+	}
+	return corev1.DefaultTerminationGracePeriodSeconds
 }

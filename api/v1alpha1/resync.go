@@ -1,5 +1,11 @@
 package v1alpha1
 
+import (
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+)
+
 // The resync lease contract.
 //
 // fleetset-hub keeps one coordination.k8s.io/v1 Lease, ResyncLeaseNamespace /
@@ -84,4 +90,29 @@ type FleetViewSubset struct {
 	// it grows by one at every move to another cluster. An actor that saw a
 	// higher epoch for the subset elsewhere must stand down.
 	Epoch int64 `json:"epoch,omitempty"`
+}
+
+// LeaseEnd returns when a resync Lease (or the member's own Lease
+// MemberLeaseName) with spec s expires: renewTime + leaseDurationSeconds.
+// ok is false when either field is unset; such a Lease counts as expired.
+func LeaseEnd(s *coordinationv1.LeaseSpec) (end time.Time, ok bool) {
+	if s == nil || s.RenewTime == nil || s.LeaseDurationSeconds == nil {
+		return time.Time{}, false
+	}
+	return LeaseEndOf(s.RenewTime.Time, time.Duration(*s.LeaseDurationSeconds)*time.Second), true
+}
+
+// LeaseEndOf returns renewTime + duration: the end of a Lease renewed at
+// renewTime with leaseDurationSeconds duration.
+func LeaseEndOf(renewTime time.Time, duration time.Duration) time.Time {
+	return renewTime.Add(duration)
+}
+
+// LeaseExpired reports whether a Lease renewed at renewTime with
+// leaseDurationSeconds duration is expired at now (the rule of the contract
+// above: now > renewTime + leaseDurationSeconds). A zero renewTime (no Lease,
+// or no renewTime) is expired. The clocks of the writer and of now are
+// different machines': callers that act on the answer add a margin for skew.
+func LeaseExpired(renewTime time.Time, duration time.Duration, now time.Time) bool {
+	return renewTime.IsZero() || now.After(LeaseEndOf(renewTime, duration))
 }

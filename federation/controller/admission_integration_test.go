@@ -27,7 +27,7 @@ import (
 // sampleFleetSet is the README's example: 9 replicas, east 60% and west 40%,
 // three zones each, east partition 2.
 func sampleFleetSet(ns, name string) *fleetv1.FleetSet {
-	abc := []fleetv1.SubsetDomain{{Name: "zone-a"}, {Name: "zone-b"}, {Name: "zone-c"}}
+	abc := []fleetv1.DomainShare{{Name: "zone-a"}, {Name: "zone-b"}, {Name: "zone-c"}}
 	return &fleetv1.FleetSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: fleetv1.FleetSetSpec{
@@ -42,7 +42,7 @@ func sampleFleetSet(ns, name string) *fleetv1.FleetSet {
 			},
 			Topology: fleetv1.FleetTopology{Subsets: []fleetv1.Subset{
 				{Name: "east", Cluster: "east", Replicas: ptr.To(intstr.FromString("60%")), Domains: abc},
-				{Name: "west", Cluster: "west", Replicas: ptr.To(intstr.FromString("40%")), Domains: append([]fleetv1.SubsetDomain(nil), abc...)},
+				{Name: "west", Cluster: "west", Replicas: ptr.To(intstr.FromString("40%")), Domains: append([]fleetv1.DomainShare(nil), abc...)},
 			}},
 			UpdateStrategy: fleetv1.FleetSetUpdateStrategy{Type: fleetv1.ManualUpdateStrategyType, ManualUpdate: &fleetv1.ManualUpdate{Partitions: map[string]int32{"east": 2}}},
 		},

@@ -113,7 +113,7 @@ func benchFleetSets(ns string, nFS int, clusters []string) []*fleetv1.FleetSet {
 		for j, c := range clusters {
 			fs.Spec.Topology.Subsets = append(fs.Spec.Topology.Subsets, fleetv1.Subset{
 				Name: fmt.Sprintf("s%02d", j), Cluster: c,
-				Domains: []fleetv1.SubsetDomain{{Name: "zone-a"}, {Name: "zone-b"}, {Name: "zone-c", Replicas: ptr.To(intstr.FromString("20%"))}},
+				Domains: []fleetv1.DomainShare{{Name: "zone-a"}, {Name: "zone-b"}, {Name: "zone-c", Replicas: ptr.To(intstr.FromString("20%"))}},
 			})
 		}
 		out[i] = fs

@@ -34,33 +34,23 @@ const (
 	EventMoved = "Moved"
 )
 
-// DefaultTolerationSeconds is spec.failover.tolerationSeconds when unset.
-const DefaultTolerationSeconds = 300
-
 // failoverSpec resolves fs.spec.failover.
 func failoverSpec(fs *fleetv1.FleetSet) failover.Spec {
 	f := fs.Spec.Failover
 	if f == nil || f.Policy != fleetv1.FailoverRelocate {
 		return failover.Spec{}
 	}
-	secs := int32(DefaultTolerationSeconds)
-	if f.TolerationSeconds != nil {
-		secs = *f.TolerationSeconds
-	}
+	secs := f.TolerationSecondsOrDefault()
 	_, requested := fs.Annotations[fleetv1.AnnotationFailback]
 	return failover.Spec{Relocate: true, Toleration: time.Duration(secs) * time.Second,
 		Automatic: f.Failback == fleetv1.FailbackAutomatic, FailbackRequested: requested}
 }
 
-// terminationGrace is the largest time, in seconds, a pod of fs's template
-// may take to stop once deleted: terminationGracePeriodSeconds (default 30,
-// as the API defaults it).
+// terminationGrace is the largest time a pod of fs's template may take to
+// stop once deleted: terminationGracePeriodSeconds (default 30, as the API
+// defaults it).
 func terminationGrace(fs *fleetv1.FleetSet) time.Duration {
-	secs := int64(corev1.DefaultTerminationGracePeriodSeconds)
-	if g := fs.Spec.Template.Spec.TerminationGracePeriodSeconds; g != nil {
-		secs = *g
-	}
-	return time.Duration(secs) * time.Second
+	return time.Duration(fs.Spec.TerminationGracePeriodSecondsOrDefault()) * time.Second
 }
 
 // planFailover runs the failover planner (package failover) over the plan's

@@ -53,10 +53,6 @@ const (
 	EventSubsetUpdated = "SubsetUpdated"
 )
 
-// DefaultProgressDeadlineSeconds is rollingUpdate.progressDeadlineSeconds
-// when unset.
-const DefaultProgressDeadlineSeconds = 600
-
 // maxConditionMessage is the longest metav1.Condition message.
 const maxConditionMessage = 32768
 

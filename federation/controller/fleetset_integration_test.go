@@ -138,7 +138,7 @@ func TestDelivery(t *testing.T) {
 	var sp fleetv1.SubsetPlacement
 	manifest(t, ws["d-east"], "SubsetPlacement", "mydb-east", &sp)
 	// The placement carries the shares (here unset: even), not the counts.
-	wantDomains := []fleetv1.PlacementDomain{{Name: "zone-a"}, {Name: "zone-b"}, {Name: "zone-c"}}
+	wantDomains := []fleetv1.DomainShare{{Name: "zone-a"}, {Name: "zone-b"}, {Name: "zone-c"}}
 	if diff := cmp.Diff(wantDomains, sp.Spec.Domains); diff != "" {
 		t.Errorf("SubsetPlacement mydb-east domains (-want,+got):\n%s", diff)
 	}

@@ -62,13 +62,10 @@ func planRollout(st *state) error {
 	}
 	st.revision = rev
 	ru := rollingUpdate(fs)
-	spec := rollout.Spec{Revision: rev, MaxUnavailable: 1, MaxConcurrent: 1}
+	spec := rollout.Spec{Revision: rev, MaxUnavailable: fleetv1.DefaultMaxUnavailable, MaxConcurrent: ru.MaxConcurrentSubsetsOrDefault()}
 	if ru != nil {
 		if spec.MaxUnavailable, err = rollout.ResolveMaxUnavailable(ru.MaxUnavailable, fs.Spec.Replicas); err != nil {
 			return err
-		}
-		if ru.MaxConcurrentSubsets != nil {
-			spec.MaxConcurrent = *ru.MaxConcurrentSubsets
 		}
 		spec.Partition, spec.Paused = ru.Partition, ru.Paused
 	}
@@ -132,11 +129,7 @@ func foldRollout(st *state, status *fleetv1.FleetSetStatus) {
 // progressDeadline returns rollingUpdate.progressDeadlineSeconds as a
 // duration.
 func progressDeadline(fs *fleetv1.FleetSet) time.Duration {
-	secs := int32(DefaultProgressDeadlineSeconds)
-	if ru := rollingUpdate(fs); ru != nil && ru.ProgressDeadlineSeconds != nil {
-		secs = *ru.ProgressDeadlineSeconds
-	}
-	return time.Duration(secs) * time.Second
+	return time.Duration(rollingUpdate(fs).ProgressDeadlineSecondsOrDefault()) * time.Second
 }
 
 // rolloutProgress returns the Progressing reason and message of a rollout:

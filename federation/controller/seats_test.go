@@ -19,10 +19,10 @@ import (
 // randomDomains returns 1–6 domains in random order, each with an int
 // (0–20), a percent (0–60%) or no share, the percents summing to at most
 // 100%.
-func randomDomains(r *rand.Rand) []fleetv1.SubsetDomain {
+func randomDomains(r *rand.Rand) []fleetv1.DomainShare {
 	names := []string{"zone-a", "zone-b", "zone-c", "zone-d", "zone-e", "zone-f"}
 	r.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
-	ds := make([]fleetv1.SubsetDomain, 1+r.IntN(6))
+	ds := make([]fleetv1.DomainShare, 1+r.IntN(6))
 	percents := 0
 	for i := range ds {
 		ds[i].Name = names[i]
@@ -97,7 +97,7 @@ func TestHubAndMemberAgree(t *testing.T) {
 	}
 }
 
-func format(ds []fleetv1.SubsetDomain) string {
+func format(ds []fleetv1.DomainShare) string {
 	s := "["
 	for i, d := range ds {
 		if i > 0 {

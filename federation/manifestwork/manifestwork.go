@@ -249,15 +249,15 @@ func Service(fs *fleetv1.FleetSet) *corev1.Service {
 // spreads it over the cluster's values of the topology key.
 func SubsetPlacement(fs *fleetv1.FleetSet, sp plan.Subset) *fleetv1.SubsetPlacement {
 	key := fleetv1.TopologyKeyOrDefault(fs.Spec.Topology.TopologyKey)
-	var domains []fleetv1.PlacementDomain
+	var domains []fleetv1.DomainShare
 	for _, d := range sp.Domains {
-		pd := fleetv1.PlacementDomain{Name: d.Name}
+		pd := fleetv1.DomainShare{Name: d.Name}
 		if d.Share != nil {
 			pd.Replicas = ptr.To(*d.Share)
 		}
 		domains = append(domains, pd)
 	}
-	slices.SortFunc(domains, func(a, b fleetv1.PlacementDomain) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(domains, func(a, b fleetv1.DomainShare) int { return strings.Compare(a.Name, b.Name) })
 	sel := sp.NodeSelector.DeepCopy()
 	return &fleetv1.SubsetPlacement{
 		TypeMeta: metav1.TypeMeta{APIVersion: fleetv1.GroupVersion.String(), Kind: "SubsetPlacement"},

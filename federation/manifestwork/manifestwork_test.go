@@ -40,7 +40,7 @@ func makeFleetSet(ns, name string) *fleetSetWrapper {
 func (w *fleetSetWrapper) subset(name, cluster string, replicas *intstr.IntOrString, domains ...string) *fleetSetWrapper {
 	s := fleetv1.Subset{Name: name, Cluster: cluster, Replicas: replicas}
 	for _, d := range domains {
-		s.Domains = append(s.Domains, fleetv1.SubsetDomain{Name: d})
+		s.Domains = append(s.Domains, fleetv1.DomainShare{Name: d})
 	}
 	w.Spec.Topology.Subsets = append(w.Spec.Topology.Subsets, s)
 	return w
@@ -184,7 +184,7 @@ func TestSubsetPlacement(t *testing.T) {
 			sp:   east,
 			want: fleetv1.SubsetPlacementSpec{
 				TopologyKey:       fleetv1.DefaultTopologyKey,
-				Domains:           []fleetv1.PlacementDomain{{Name: "zone-a"}, {Name: "zone-b"}, {Name: "zone-c"}},
+				Domains:           []fleetv1.DomainShare{{Name: "zone-a"}, {Name: "zone-b"}, {Name: "zone-c"}},
 				WhenUnsatisfiable: fleetv1.DoNotSchedule,
 			},
 		},
@@ -194,7 +194,7 @@ func TestSubsetPlacement(t *testing.T) {
 			sp:   west,
 			want: fleetv1.SubsetPlacementSpec{
 				TopologyKey: "rack",
-				Domains: []fleetv1.PlacementDomain{{Name: "zone-a", Replicas: ptr.To(intstr.FromInt32(2))}, {Name: "zone-b"},
+				Domains: []fleetv1.DomainShare{{Name: "zone-a", Replicas: ptr.To(intstr.FromInt32(2))}, {Name: "zone-b"},
 					{Name: "zone-c", Replicas: ptr.To(intstr.FromString("20%"))}},
 				OrdinalStart:      1000,
 				WhenUnsatisfiable: fleetv1.DoNotSchedule,
@@ -206,7 +206,7 @@ func TestSubsetPlacement(t *testing.T) {
 			sp:   plan.Subset{Name: "east", Cluster: "east", Domains: []plan.Domain{{Name: "zone-a", Share: nil, Replicas: 0}, {Name: "zone-b", Share: nil, Replicas: 0}}},
 			want: fleetv1.SubsetPlacementSpec{
 				TopologyKey:       fleetv1.DefaultTopologyKey,
-				Domains:           []fleetv1.PlacementDomain{{Name: "zone-a"}, {Name: "zone-b"}},
+				Domains:           []fleetv1.DomainShare{{Name: "zone-a"}, {Name: "zone-b"}},
 				WhenUnsatisfiable: fleetv1.DoNotSchedule,
 			},
 		},

@@ -97,7 +97,6 @@ func For(fs *fleetv1.FleetSet, previous map[string]int32) ([]Subset, []Problem, 
 	}
 	block := spec.Topology.OrdinalBlockSizeOrDefault()
 	in := make([]ordinals.Subset, len(spec.Topology.Subsets))
-	shares := make([]apportion.Share, len(spec.Topology.Subsets))
 	for i, s := range spec.Topology.Subsets {
 		if s.Cluster == "" {
 			return nil, nil, fmt.Errorf("spec.topology.subsets[%d].cluster: must not be empty", i)
@@ -106,13 +105,12 @@ func For(fs *fleetv1.FleetSet, previous map[string]int32) ([]Subset, []Problem, 
 		if p, ok := previous[s.Name]; ok {
 			in[i].Previous = ptr.To(p)
 		}
-		shares[i] = apportion.Share{Name: s.Name, Replicas: s.Replicas, MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas}
 	}
 	blocks, err := ordinals.Assign(block, in)
 	if err != nil {
 		return nil, nil, fmt.Errorf("spec.topology.subsets: %w", err)
 	}
-	div, err := apportion.Divide(spec.Replicas, shares)
+	div, err := apportion.Divide(spec.Replicas, fleetv1.SubsetShares(spec.Topology.Subsets))
 	if err != nil {
 		return nil, nil, fmt.Errorf("spec.topology.subsets: %w", err)
 	}
@@ -147,11 +145,7 @@ func For(fs *fleetv1.FleetSet, previous map[string]int32) ([]Subset, []Problem, 
 			NodeSelector: s.NodeSelector.DeepCopy(),
 		}
 		if len(s.Domains) > 0 {
-			ds := make([]apportion.Share, len(s.Domains))
-			for j, d := range s.Domains {
-				ds[j] = apportion.Share{Name: d.Name, Replicas: d.Replicas}
-			}
-			dd, err := apportion.Divide(replicas, ds)
+			dd, err := apportion.Divide(replicas, fleetv1.DomainShares(s.Domains))
 			if err != nil {
 				return nil, nil, fmt.Errorf("spec.topology.subsets[%d].domains: %w", i, err)
 			}

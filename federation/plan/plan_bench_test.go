@@ -54,7 +54,7 @@ func benchFleetSet(n int) *fleetv1.FleetSet {
 	var subsets []fleetv1.Subset
 	for i := 0; i < n; i++ {
 		s := fleetv1.Subset{Name: fmt.Sprintf("s%02d", i), Cluster: fmt.Sprintf("c%02d", i),
-			Domains: []fleetv1.SubsetDomain{{Name: "zone-a"}, {Name: "zone-b", Replicas: ptr.To(intstr.FromString("30%"))}, {Name: "zone-c"}}}
+			Domains: []fleetv1.DomainShare{{Name: "zone-a"}, {Name: "zone-b", Replicas: ptr.To(intstr.FromString("30%"))}, {Name: "zone-c"}}}
 		switch i % 3 {
 		case 0:
 			s.Replicas = ptr.To(intstr.FromString(fmt.Sprintf("%d%%", 100/n)))

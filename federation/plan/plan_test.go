@@ -15,10 +15,10 @@ import (
 func pct(s string) *intstr.IntOrString { return ptr.To(intstr.FromString(s)) }
 func num(n int) *intstr.IntOrString    { return ptr.To(intstr.FromInt32(int32(n))) }
 
-func zones(names ...string) []fleetv1.SubsetDomain {
-	var out []fleetv1.SubsetDomain
+func zones(names ...string) []fleetv1.DomainShare {
+	var out []fleetv1.DomainShare
 	for _, n := range names {
-		out = append(out, fleetv1.SubsetDomain{Name: n})
+		out = append(out, fleetv1.DomainShare{Name: n})
 	}
 	return out
 }

@@ -21,6 +21,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 )
 
 // Spec is the fleet-wide input.
@@ -185,11 +187,12 @@ func unavailable(s Subset) int32 {
 }
 
 // ResolveMaxUnavailable returns maxUnavailable in instances: an int as is,
-// a percent of replicas rounded down, never below 1; nil gives 1. It
+// a percent of replicas rounded down, never below 1; nil gives
+// fleetv1.DefaultMaxUnavailable. It
 // returns an error naming the value if it is neither.
 func ResolveMaxUnavailable(v *intstr.IntOrString, replicas int32) (int32, error) {
 	if v == nil {
-		return 1, nil
+		return fleetv1.DefaultMaxUnavailable, nil
 	}
 	n, err := intstr.GetScaledValueFromIntOrPercent(v, int(replicas), false)
 	if err != nil {

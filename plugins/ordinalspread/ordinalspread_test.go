@@ -39,7 +39,7 @@ func TestScore(t *testing.T) {
 	sp := &fleetv1.SubsetPlacement{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db"},
 		Spec: fleetv1.SubsetPlacementSpec{
-			Domains:           []fleetv1.PlacementDomain{{Name: "zone-a"}, {Name: "zone-b"}, {Name: "zone-c"}},
+			Domains:           []fleetv1.DomainShare{{Name: "zone-a"}, {Name: "zone-b"}, {Name: "zone-c"}},
 			WhenUnsatisfiable: fleetv1.ScheduleAnyway,
 		},
 	}
@@ -188,7 +188,7 @@ func TestScoreWithSubsetPlacement(t *testing.T) {
 	sp := &fleetv1.SubsetPlacement{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db"},
 		Spec: fleetv1.SubsetPlacementSpec{
-			Domains:           []fleetv1.PlacementDomain{{Name: "zone-a"}, {Name: "zone-b"}},
+			Domains:           []fleetv1.DomainShare{{Name: "zone-a"}, {Name: "zone-b"}},
 			WhenUnsatisfiable: fleetv1.DoNotSchedule,
 		},
 	}
@@ -243,7 +243,7 @@ func TestCountsFollowSnapshots(t *testing.T) {
 	}
 	sp := &fleetv1.SubsetPlacement{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db"},
-		Spec:       fleetv1.SubsetPlacementSpec{Domains: []fleetv1.PlacementDomain{{Name: "zone-a"}}},
+		Spec:       fleetv1.SubsetPlacementSpec{Domains: []fleetv1.DomainShare{{Name: "zone-a"}}},
 	}
 	pl := NewWithResolver(plugintest.Resolver(t, sp), 0)
 	pod := st.MakePod().Namespace("default").Name("db-9").

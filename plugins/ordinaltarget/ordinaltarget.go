@@ -323,13 +323,11 @@ func Compile(spec *fleetv1.SubsetPlacementSpec) (*apportion.Seats, map[string]st
 	if len(spec.Domains) == 0 {
 		return nil, nil, nil
 	}
-	shares := make([]apportion.Share, len(spec.Domains))
 	names := make(map[string]struct{}, len(spec.Domains))
-	for i, d := range spec.Domains {
-		shares[i] = apportion.Share{Name: d.Name, Replicas: d.Replicas}
+	for _, d := range spec.Domains {
 		names[d.Name] = struct{}{}
 	}
-	seats, err := apportion.NewSeats("spec.domains", shares)
+	seats, err := apportion.NewSeats("spec.domains", fleetv1.DomainShares(spec.Domains))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -34,10 +34,10 @@ func TestResolveErrors(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = fleetv1.AddToScheme(scheme)
 	bad := &fleetv1.SubsetPlacement{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "bad"},
-		Spec: fleetv1.SubsetPlacementSpec{Domains: []fleetv1.PlacementDomain{
+		Spec: fleetv1.SubsetPlacementSpec{Domains: []fleetv1.DomainShare{
 			{Name: "zone-a", Replicas: ptr.To(intstr.FromString("70%"))}, {Name: "zone-b", Replicas: ptr.To(intstr.FromString("40%"))}}}}
 	good := &fleetv1.SubsetPlacement{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "good"},
-		Spec: fleetv1.SubsetPlacementSpec{OrdinalStart: 10, Domains: []fleetv1.PlacementDomain{{Name: "zone-b"}, {Name: "zone-a"}}}}
+		Spec: fleetv1.SubsetPlacementSpec{OrdinalStart: 10, Domains: []fleetv1.DomainShare{{Name: "zone-b"}, {Name: "zone-a"}}}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(bad, good).WithInterceptorFuncs(interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if key.Name == "forbidden" {

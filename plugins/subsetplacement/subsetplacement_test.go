@@ -22,23 +22,23 @@ import (
 	"github.com/fleetset/fleetset/plugins/internal/plugintest"
 )
 
-func makePlacement(name string, mode fleetv1.WhenUnsatisfiable, start int32, ds ...fleetv1.PlacementDomain) *fleetv1.SubsetPlacement {
+func makePlacement(name string, mode fleetv1.WhenUnsatisfiable, start int32, ds ...fleetv1.DomainShare) *fleetv1.SubsetPlacement {
 	return &fleetv1.SubsetPlacement{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
 		Spec:       fleetv1.SubsetPlacementSpec{Domains: ds, OrdinalStart: start, WhenUnsatisfiable: mode},
 	}
 }
 
-func dom(name string, replicas ...int32) fleetv1.PlacementDomain {
-	d := fleetv1.PlacementDomain{Name: name}
+func dom(name string, replicas ...int32) fleetv1.DomainShare {
+	d := fleetv1.DomainShare{Name: name}
 	if len(replicas) > 0 {
 		d.Replicas = ptr.To(intstr.FromInt32(replicas[0]))
 	}
 	return d
 }
 
-func domPercent(name, percent string) fleetv1.PlacementDomain {
-	return fleetv1.PlacementDomain{Name: name, Replicas: ptr.To(intstr.FromString(percent))}
+func domPercent(name, percent string) fleetv1.DomainShare {
+	return fleetv1.DomainShare{Name: name, Replicas: ptr.To(intstr.FromString(percent))}
 }
 
 func pod(name, placementName string, ordinal string) *v1.Pod {

@@ -220,7 +220,7 @@ func leaseAge(l LeaseState, now time.Time) string {
 	switch {
 	case !l.RenewTime.IsZero():
 		age := duration.HumanDuration(max(now.Sub(l.RenewTime), 0))
-		if now.After(l.RenewTime.Add(l.Duration)) {
+		if fleetv1.LeaseExpired(l.RenewTime, l.Duration, now) {
 			return age + " (expired)"
 		}
 		return age

@@ -14,10 +14,10 @@ import (
 
 func pct(s string) *intstr.IntOrString { return ptr.To(intstr.FromString(s)) }
 
-func zones(names ...string) []fleetv1.SubsetDomain {
-	var out []fleetv1.SubsetDomain
+func zones(names ...string) []fleetv1.DomainShare {
+	var out []fleetv1.DomainShare
 	for _, n := range names {
-		out = append(out, fleetv1.SubsetDomain{Name: n})
+		out = append(out, fleetv1.DomainShare{Name: n})
 	}
 	return out
 }
@@ -41,7 +41,7 @@ func sample(replicas int32) *fleetv1.FleetSet {
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "mydb"}},
 			Topology: fleetv1.FleetTopology{OrdinalBlockSize: 1000, Subsets: []fleetv1.Subset{
 				{Name: "east", Cluster: "east", Replicas: pct("60%"), Domains: abc},
-				{Name: "west", Cluster: "west", Replicas: pct("40%"), Domains: append([]fleetv1.SubsetDomain(nil), abc...)},
+				{Name: "west", Cluster: "west", Replicas: pct("40%"), Domains: append([]fleetv1.DomainShare(nil), abc...)},
 			}},
 			UpdateStrategy: fleetv1.FleetSetUpdateStrategy{Type: fleetv1.ManualUpdateStrategyType,
 				ManualUpdate: &fleetv1.ManualUpdate{Partitions: map[string]int32{"east": 2}}},
