@@ -1,9 +1,3 @@
-// Package ordinalspread is the OrdinalSpread scheduler plugin: among the
-// feasible nodes it scores first the nodes in the domain the pod's ordinal maps
-// to (what makes whenUnsatisfiable ScheduleAnyway still prefer the right
-// domain), then the nodes holding the fewest pods of the same set, in the
-// manner of PodTopologySpread's scoring. Pods without the
-// fleetset.io/placement label are skipped.
 package ordinalspread
 
 import (
@@ -11,65 +5,15 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
-	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
-	"github.com/fleetset/fleetset/plugins/apis/config"
-	"github.com/fleetset/fleetset/plugins/apis/config/validation"
 	"github.com/fleetset/fleetset/plugins/ordinaltarget"
 )
 
-// Name is the name of the plugin in the registry and in configurations.
-const Name = "OrdinalSpread"
-
+// preScoreStateKey is the cycle-state key of what PreScore leaves for Score.
 const preScoreStateKey fwk.StateKey = "PreScore" + Name
-
-// OrdinalSpread is the plugin.
-type OrdinalSpread struct {
-	resolver     *ordinaltarget.Resolver
-	domainWeight int64
-	// nodes lists every node of the cycle's snapshot, for counting a
-	// spread-only set per domain; nil: count over the nodes PreScore gets.
-	nodes framework.SharedLister
-	// memo keeps the sets' pod counts per node between cycles.
-	memo countMemo
-}
-
-var _ framework.PreScorePlugin = &OrdinalSpread{}
-var _ framework.ScorePlugin = &OrdinalSpread{}
-
-// Name returns the plugin name.
-func (pl *OrdinalSpread) Name() string { return Name }
-
-// New builds the plugin from *config.OrdinalSpreadArgs (validated here).
-// Errors: wrong args type, invalid args, or failing to build the
-// SubsetPlacement informer.
-func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework.Plugin, error) {
-	args, ok := obj.(*config.OrdinalSpreadArgs)
-	if !ok {
-		return nil, fmt.Errorf("want args to be of type OrdinalSpreadArgs, got %T", obj)
-	}
-	if err := validation.ValidateOrdinalSpreadArgs(nil, args); err != nil {
-		return nil, err
-	}
-	r, err := ordinaltarget.ForHandle(ctx, Name, h)
-	if err != nil {
-		return nil, err
-	}
-	klog.FromContext(ctx).V(2).Info("Plugin ready", "plugin", Name, "domainWeight", args.DomainWeight)
-	pl := NewWithResolver(r, args.DomainWeight)
-	pl.nodes = h.SnapshotSharedLister()
-	return pl, nil
-}
-
-// NewWithResolver builds the plugin over an existing resolver; domainWeight
-// is OrdinalSpreadArgs.DomainWeight (0–100).
-func NewWithResolver(r *ordinaltarget.Resolver, domainWeight int32) *OrdinalSpread {
-	return &OrdinalSpread{resolver: r, domainWeight: int64(domainWeight)}
-}
 
 // preScoreState is computed once per cycle by PreScore; Score only looks
 // nodes up in it.
@@ -111,7 +55,7 @@ func (pl *OrdinalSpread) PreScore(ctx context.Context, state fwk.CycleState, pod
 	if !ordinaltarget.Managed(pod) {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	t, filteredByTarget, err := ordinaltarget.ReadState(state)
+	t, filteredByTarget, err := ordinaltarget.GetPreFilterState(state)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
@@ -184,48 +128,14 @@ func (pl *OrdinalSpread) PreScore(ctx context.Context, state fwk.CycleState, pod
 	return nil
 }
 
-// setMatcher selects the pods counted as "of the same set" as a pod: in its
-// namespace, with the same fleetset.io/set label or, without one, the same
-// fleetset.io/placement label, and not terminating.
-type setMatcher struct {
-	namespace, key, value string
-}
-
-// newSetMatcher returns the setMatcher of pod's set.
-func newSetMatcher(pod *v1.Pod) setMatcher {
-	m := setMatcher{namespace: pod.Namespace, key: fleetv1.LabelPlacement, value: pod.Labels[fleetv1.LabelPlacement]}
-	if v, ok := pod.Labels[fleetv1.LabelSet]; ok {
-		m.key, m.value = fleetv1.LabelSet, v
-	}
-	return m
-}
-
-// count returns how many pods of the set the node holds.
-func (m setMatcher) count(nodeInfo fwk.NodeInfo) int64 {
-	var n int64
-	for _, pi := range nodeInfo.GetPods() {
-		p := pi.GetPod()
-		if p.Namespace == m.namespace && p.DeletionTimestamp == nil {
-			if v, ok := p.Labels[m.key]; ok && v == m.value {
-				n++
-			}
-		}
-	}
-	return n
-}
-
 // Score returns the node's raw score from PreScore's counts: the number of
 // pods of the same set in the pod's namespace on the node (in the node's
 // domain, for a placement without domains), plus `mismatch` when the node
 // is outside the ordinal's domain. Lower is better; NormalizeScore inverts it.
 func (pl *OrdinalSpread) Score(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	c, err := state.Read(preScoreStateKey)
+	s, err := getPreScoreState(state)
 	if err != nil {
-		return 0, fwk.AsStatus(fmt.Errorf("reading %q from cycleState: %w", preScoreStateKey, err))
-	}
-	s, ok := c.(*preScoreState)
-	if !ok {
-		return 0, fwk.AsStatus(fmt.Errorf("%+v convert to ordinalspread.preScoreState error", c))
+		return 0, fwk.AsStatus(err)
 	}
 	node := nodeInfo.Node()
 	if s.perDomain != nil {
@@ -272,4 +182,19 @@ func (pl *OrdinalSpread) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *
 		scores[i].Score = score
 	}
 	return nil
+}
+
+// getPreScoreState returns what PreScore stored under preScoreStateKey. The
+// error says it is missing (PreScore did not run, or skipped) or of another
+// type.
+func getPreScoreState(cycleState fwk.CycleState) (*preScoreState, error) {
+	c, err := cycleState.Read(preScoreStateKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading %q from cycleState: %w", preScoreStateKey, err)
+	}
+	s, ok := c.(*preScoreState)
+	if !ok {
+		return nil, fmt.Errorf("%+v convert to ordinalspread.preScoreState error", c)
+	}
+	return s, nil
 }

@@ -110,7 +110,7 @@ func TestNodeIndexSetsAreNotModified(t *testing.T) {
 	if _, status := pl.PreFilter(context.Background(), state, pod("db-0", "abc", "0"), tf.BuildNodeInfos([]*v1.Node{a1})); !status.IsSuccess() {
 		t.Fatal(status)
 	}
-	first := mustFilterState(t, state).admitted
+	first := mustPreFilterState(t, state).admitted
 	if _, status := pl.PreFilter(context.Background(), framework.NewCycleState(), pod("db-0", "abc", "0"), tf.BuildNodeInfos([]*v1.Node{a1Status})); !status.IsSuccess() {
 		t.Fatal(status)
 	}
@@ -119,16 +119,20 @@ func TestNodeIndexSetsAreNotModified(t *testing.T) {
 	}
 }
 
-func mustFilterState(t *testing.T, state fwk.CycleState) *filterState {
+func mustPreFilterState(t *testing.T, state fwk.CycleState) *preFilterState {
 	t.Helper()
-	c, err := state.Read(filterStateKey)
+	s, err := getPreFilterState(state)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c.(*filterState)
+	return s
 }
 
 func mustTarget(t *testing.T, state fwk.CycleState) *ordinaltarget.Target {
 	t.Helper()
-	return mustFilterState(t, state).target
+	tgt, ok, err := ordinaltarget.GetPreFilterState(state)
+	if err != nil || !ok {
+		t.Fatalf("PreFilter stored no target: %v", err)
+	}
+	return tgt
 }
