@@ -16,6 +16,14 @@ export KUBEBUILDER_ASSETS ?= $(LOCALBIN)
 .PHONY: all
 all: build
 
+##@ General
+
+# help prints the targets that have a `## description`, by `##@ section`,
+# as kubebuilder's Makefiles do.
+.PHONY: help
+help: ## Display this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
 ##@ Build
 
 .PHONY: build
@@ -43,6 +51,9 @@ GO_LDFLAGS_scheduler = $(if $(filter v%,$(K8S_VERSION)),-X $(K8S_VERSION_PKG).gi
 # Go's build cache makes these cheap when nothing changed; .FORCE lets Go decide.
 $(LOCALBIN)/fleetset-scheduler: .FORCE
 	$(GO) build -ldflags '$(GO_LDFLAGS_scheduler)' -o $@ ./cmd/scheduler
+
+$(LOCALBIN)/fleetset-hub: .FORCE
+	$(GO) build -ldflags '$(GO_LDFLAGS_hub)' -o $@ ./cmd/hub
 
 # The kubectl plugin: copied onto $PATH it runs as `kubectl fleetset`.
 .PHONY: kubectl-fleetset
@@ -228,9 +239,6 @@ $(LOCALBIN)/registration $(LOCALBIN)/work $(LOCALBIN)/addon &:
 # The local fleet's cuttable member-to-hub links (e2e/fleet/netcut).
 $(LOCALBIN)/netcut: .FORCE
 	$(GO) build -o $@ ./e2e/fleet/netcut
-
-$(LOCALBIN)/fleetset-hub: .FORCE
-	@if [ -d cmd/hub ]; then $(GO) build -ldflags '$(GO_LDFLAGS_hub)' -o $@ ./cmd/hub; else echo "cmd/hub not present: fleet runs without fleetset-hub" >&2; fi
 
 # kubectl drives the fleet scripts; built from the pinned module when the
 # machine has none.
