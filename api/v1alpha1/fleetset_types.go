@@ -8,9 +8,9 @@ import (
 )
 
 // The percent rules spell out the map {'0%':0, …, '100%':100} in every CEL
-// expression that needs it (`grep -c "'100%':100}"` over this package's
-// files counts them: six in this file, two in subsetplacement_types.go, one
-// in domains.go): an int-or-string field cannot be parsed with
+// expression that needs it (eight copies: five in this file's three rules,
+// two in the one rule of subsetplacement_types.go, one in domains.go): an
+// int-or-string field cannot be parsed with
 // string functions within the apiserver's CEL cost budget, a map lookup has
 // constant cost, and CEL has no shared definitions. Keep the copies equal.
 
@@ -470,7 +470,7 @@ type FleetSetStatus struct {
 	// subset name. The list is atomic: the hub is its only writer, so
 	// per-field ownership would buy nothing, and it would cost every status
 	// write: server-side field tracking of a 20-subset status took 6.8 KB of
-	// managedFields, more than the status itself (README, Benchmarks).
+	// managedFields, more than the status itself (docs/hub.md#delivery).
 	// +listType=atomic
 	// +optional
 	Subsets []SubsetStatus `json:"subsets,omitempty"`
