@@ -24,7 +24,7 @@ import (
 	"github.com/fleetset/fleetset/internal/testing/controlplane"
 )
 
-// sampleFleetSet is the README's example: 9 replicas, east 60% and west 40%,
+// sampleFleetSet is docs/hub.md's worked example: 9 replicas, east 60% and west 40%,
 // three zones each, east partition 2.
 func sampleFleetSet(ns, name string) *fleetv1.FleetSet {
 	abc := []fleetv1.DomainShare{{Name: "zone-a"}, {Name: "zone-b"}, {Name: "zone-c"}}

@@ -222,7 +222,8 @@ const admitPoll = 5 * time.Millisecond
 // error if ctx ends first. The nil expectations, or a window of 0, admit at
 // once. Flow control: a hub that writes faster than the apiserver can send
 // its own watch events back gets that watch closed ("too slow") and
-// replayed, which costs the apiserver more than the wait (README, Hub).
+// replayed, which costs the apiserver more than the wait
+// (docs/hub.md#delivery).
 func (e *cacheExpectations) admit(ctx context.Context) (release func(), err error) {
 	if e == nil || e.window <= 0 {
 		return func() {}, nil

@@ -262,8 +262,8 @@ type subsetFailover struct {
 // by default (propagationPolicy Background), which ManifestWorks cannot
 // carry (they live in the clusters' namespaces). A FleetSet that is gone
 // has its works deleted by collect, also when it was deleted while the hub
-// was not running; this saves a FleetSet write per FleetSet (README,
-// Benchmarks).
+// was not running; this saves a FleetSet write per FleetSet
+// (docs/hub.md#delivery).
 func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet) (ctrl.Result, error) {
 	if !fs.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, fs)

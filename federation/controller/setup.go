@@ -51,8 +51,8 @@ const (
 )
 
 // Defaults of fleetset-hub's flags (cmd/hub), sized so that 1000 FleetSets
-// × 20 clusters converge at the apiserver's pace, not the hub's (README,
-// Benchmarks).
+// × 20 clusters converge at the apiserver's pace, not the hub's
+// (docs/benchmarks.md#hub-throughput).
 const (
 	// DefaultKubeAPIQPS is the client-side rate limit (requests per second)
 	// to the hub's apiserver; the apiserver's own priority and fairness
@@ -69,7 +69,7 @@ const (
 	// DefaultMaxUnobservedWrites is how many ManifestWork writes the hub
 	// lets be made and not yet seen by its own cache at once: the
 	// apiserver buffers 100 events per watcher of a custom resource and
-	// closes a watch that falls further behind (README, Benchmarks).
+	// closes a watch that falls further behind (docs/hub.md#delivery).
 	DefaultMaxUnobservedWrites = 100
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/fleetset/fleetset/federation/plan"
 )
 
-// The README's example after division: east holds 5 instances (ordinals 0-4,
+// docs/hub.md's worked example after division: east holds 5 instances (ordinals 0-4,
 // the lowest 2 kept on the old revision), west 4 (ordinals 1000-1003). Each
 // member cluster gets one ManifestWork, named after the FleetSet, in the
 // namespace named after the cluster.

@@ -13,7 +13,7 @@
 // The apiserver then encodes a meta.k8s.io/v1 PartialObjectMetadata of a
 // few hundred bytes instead of the object. fleetset-hub writes its
 // ManifestWorks (6.5 KB each at 20 subsets) and FleetSet status this way
-// (README, Benchmarks).
+// (docs/hub.md#delivery, docs/benchmarks.md).
 package metawrite
 
 import (

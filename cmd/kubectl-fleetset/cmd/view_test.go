@@ -152,11 +152,11 @@ func TestSubsetRows(t *testing.T) {
 }
 
 // TestSubsetRowsDomainDivision checks the computed per-domain counts against
-// the division the README documents for the sample's shares (the seat
+// the division docs/hub.md documents for the sample's shares (the seat
 // sequence), at every size: 60%:40% of n, and each subset's zones evenly in
 // the order a, b, c.
 func TestSubsetRowsDomainDivision(t *testing.T) {
-	// Seats of 60%:40% in order (README: a, b, a, b, a, a, b, a, b, a).
+	// Seats of 60%:40% in order (docs/scheduler.md: a, b, a, b, a, a, b, a, b, a).
 	fleet := []string{"east", "west", "east", "west", "east", "east", "west", "east", "west", "east"}
 	for n := int32(0); n <= 10; n++ {
 		sizes := map[string]int32{}
