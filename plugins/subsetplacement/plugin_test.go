@@ -5,16 +5,50 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
+	"k8s.io/utils/ptr"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/member/fence/fencetest"
 	"github.com/fleetset/fleetset/plugins/internal/plugintest"
 	"github.com/fleetset/fleetset/plugins/ordinaltarget"
 )
+
+func makePlacement(name string, mode fleetv1.WhenUnsatisfiable, start int32, ds ...fleetv1.DomainShare) *fleetv1.SubsetPlacement {
+	return &fleetv1.SubsetPlacement{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec:       fleetv1.SubsetPlacementSpec{Domains: ds, OrdinalStart: start, WhenUnsatisfiable: mode},
+	}
+}
+
+func dom(name string, replicas ...int32) fleetv1.DomainShare {
+	d := fleetv1.DomainShare{Name: name}
+	if len(replicas) > 0 {
+		d.Replicas = ptr.To(intstr.FromInt32(replicas[0]))
+	}
+	return d
+}
+
+func domPercent(name, percent string) fleetv1.DomainShare {
+	return fleetv1.DomainShare{Name: name, Replicas: ptr.To(intstr.FromString(percent))}
+}
+
+func pod(name, placementName string, ordinal string) *v1.Pod {
+	w := st.MakePod().Namespace("default").Name(name).SchedulerName(fleetv1.SchedulerName)
+	if placementName != "" {
+		w = w.Label(fleetv1.LabelPlacement, placementName)
+	}
+	if ordinal != "" {
+		w = w.Label(fleetv1.LabelPodIndex, ordinal)
+	}
+	return w.Obj()
+}
 
 // nodeHint returns the QueueingHintFn that the framework built from pl holds
 // for Node events (pl's EventsToRegister, as the scheduling queue reads it).
@@ -114,6 +148,39 @@ func TestIsSchedulableAfterNodeChange(t *testing.T) {
 				oldObj = tt.old
 			}
 			got, err := hint(klog.Background(), tt.pod, oldObj, tt.new)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("hint = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestIsSchedulableAfterPlacementChange(t *testing.T) {
+	managed := pod("db-0", "db", "0")
+	u := func(ns, name string) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{}
+		o.SetNamespace(ns)
+		o.SetName(name)
+		return o
+	}
+	tests := []struct {
+		name   string
+		pod    *v1.Pod
+		newObj interface{}
+		want   fwk.QueueingHint
+	}{
+		{name: "the pod's placement appears", pod: managed, newObj: u("default", "db"), want: fwk.Queue},
+		{name: "typed object", pod: managed, newObj: makePlacement("db", fleetv1.DoNotSchedule, 0), want: fwk.Queue},
+		{name: "another placement", pod: managed, newObj: u("default", "web"), want: fwk.QueueSkip},
+		{name: "same name, other namespace", pod: managed, newObj: u("other", "db"), want: fwk.QueueSkip},
+		{name: "unmanaged pod", pod: pod("web-0", "", "0"), newObj: u("default", "db"), want: fwk.QueueSkip},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := isSchedulableAfterPlacementChange(klog.Background(), tt.pod, nil, tt.newObj)
 			if err != nil {
 				t.Fatal(err)
 			}
