@@ -4,28 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
-
-// Apply reads the ManifestWork desired renders through c (the manager's
-// cache for the hub) and brings it in line with desired; see ApplyTo. It
-// returns what was done (created, updated, unchanged), the work as it now is
-// (its status kept), and the error of the read or write, wrapped with the
-// work's key; conflicts stay detectable with apierrors.IsConflict.
-func Apply(ctx context.Context, c client.Client, desired *workv1.ManifestWork) (controllerutil.OperationResult, *workv1.ManifestWork, error) {
-	existing := &workv1.ManifestWork{}
-	switch err := c.Get(ctx, client.ObjectKeyFromObject(desired), existing); {
-	case apierrors.IsNotFound(err):
-		existing = nil
-	case err != nil:
-		return controllerutil.OperationResultNone, nil, fmt.Errorf("reading ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
-	}
-	return ApplyTo(ctx, c, existing, desired)
-}
 
 // Writer is what ApplyTo writes through: a controller-runtime client.Client,
 // which reads back the whole object the apiserver answers with, or a

@@ -1,6 +1,6 @@
 // Package manifestwork renders what fleetset-hub delivers to member clusters
 // as Open Cluster Management ManifestWorks, and reads back what the work
-// agents report. Rendering and reading are pure; Apply is its one write.
+// agents report. Rendering and reading are pure; ApplyTo is its one write.
 //
 // Files by concern: names.go (object and work names), manifestwork.go
 // (rendering), feedback.go (statusFeedback), lease.go (the resync work),
