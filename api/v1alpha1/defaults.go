@@ -82,3 +82,28 @@ func (s *FleetSetSpec) TerminationGracePeriodSecondsOrDefault() int64 {
 	}
 	return corev1.DefaultTerminationGracePeriodSeconds
 }
+
+// DefaultPodSecurityLevel is spec.podSecurityLevel when unset.
+const DefaultPodSecurityLevel = PodSecurityBaseline
+
+// PodSecurityLevelOrDefault returns spec.podSecurityLevel, or
+// DefaultPodSecurityLevel when unset.
+func (s *FleetSetSpec) PodSecurityLevelOrDefault() PodSecurityLevel {
+	if s.PodSecurityLevel == "" {
+		return DefaultPodSecurityLevel
+	}
+	return s.PodSecurityLevel
+}
+
+// DeletionPolicyOrDefault returns spec.deletionPolicy, or its default when
+// unset: Retain when the spec has volumeClaimTemplates (data is kept), else
+// Delete.
+func (s *FleetSetSpec) DeletionPolicyOrDefault() DeletionPolicy {
+	switch {
+	case s.DeletionPolicy != "":
+		return s.DeletionPolicy
+	case len(s.VolumeClaimTemplates) > 0:
+		return DeletionRetain
+	}
+	return DeletionDelete
+}

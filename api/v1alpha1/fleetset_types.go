@@ -321,7 +321,50 @@ type FleetSetSpec struct {
 	// policy None.
 	// +optional
 	Failover *Failover `json:"failover,omitempty"`
+
+	// PodSecurityLevel is the Pod Security level (privileged, baseline or
+	// restricted) the hub enforces on the FleetSet's namespace in every
+	// member cluster it creates there (label
+	// pod-security.kubernetes.io/enforce), and against which it checks
+	// spec.template before delivering anything: a template the level forbids
+	// is refused on the hub (Degraded, naming the container and setting).
+	// Default baseline.
+	// +kubebuilder:validation:Enum=privileged;baseline;restricted
+	// +optional
+	PodSecurityLevel PodSecurityLevel `json:"podSecurityLevel,omitempty"`
+
+	// DeletionPolicy says what happens to the member StatefulSets (and so
+	// their PersistentVolumeClaims and running pods) when the FleetSet is
+	// deleted: Retain orphans them, untouched, in every member cluster (OCM's
+	// Orphan delete option); Delete removes them. Default: Retain when
+	// volumeClaimTemplates are set (data is kept), else Delete. Relocation
+	// and moves still remove a subset's StatefulSet from the cluster it
+	// leaves (its PersistentVolumeClaims stay, whenDeleted Retain).
+	// +kubebuilder:validation:Enum=Retain;Delete
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 }
+
+// PodSecurityLevel is a Pod Security Standards level.
+type PodSecurityLevel string
+
+const (
+	PodSecurityPrivileged PodSecurityLevel = "privileged"
+	PodSecurityBaseline   PodSecurityLevel = "baseline"
+	PodSecurityRestricted PodSecurityLevel = "restricted"
+)
+
+// DeletionPolicy says what deleting a FleetSet does to its member objects.
+type DeletionPolicy string
+
+const (
+	// DeletionRetain orphans the member StatefulSets: they, their pods and
+	// their PersistentVolumeClaims stay.
+	DeletionRetain DeletionPolicy = "Retain"
+	// DeletionDelete removes the member StatefulSets (their
+	// PersistentVolumeClaims follow persistentVolumeClaimRetentionPolicy).
+	DeletionDelete DeletionPolicy = "Delete"
+)
 
 // SubsetStatus is the observed state of one subset.
 type SubsetStatus struct {
