@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
-	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
@@ -185,7 +184,7 @@ func (r *FleetSetReconciler) failoverCluster(ctx context.Context, st *state, c s
 		}
 	}
 	w, ok := st.works[types.NamespacedName{Namespace: c, Name: manifestwork.WorkName(st.fs.Namespace, st.fs.Name)}]
-	out.Removed = !ok || (w.DeletionTimestamp.IsZero() && appliedAtGeneration(w))
+	out.Removed = !ok || (w.DeletionTimestamp.IsZero() && manifestwork.AppliedAtGeneration(w))
 	if ok && out.Removed {
 		for _, s := range subsets {
 			if (s.Phase == fleetv1.SubsetFailingBack || s.Phase == fleetv1.SubsetMoving) && manifestwork.HoldsStatefulSet(w, manifestwork.StatefulSetName(st.fs.Name, s.Name)) {
@@ -238,13 +237,6 @@ func (r *FleetSetReconciler) fenceDeadline(ctx context.Context, fs *fleetv1.Flee
 func heldBefore(fs *fleetv1.FleetSet, msg string) bool {
 	c := apimeta.FindStatusCondition(fs.Status.Conditions, fleetv1.ConditionDegraded)
 	return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, msg)
-}
-
-// appliedAtGeneration reports whether the work agent reports w Applied at
-// its current generation.
-func appliedAtGeneration(w *workv1.ManifestWork) bool {
-	c := apimeta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied)
-	return c != nil && c.Status == "True" && c.ObservedGeneration == w.Generation
 }
 
 // clearFailbackRequest removes the fleetset.io/failback annotation once no

@@ -109,12 +109,11 @@ func (r *FleetSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // workOwner maps a FleetSet's ManifestWork to the FleetSet.
 func workOwner(_ context.Context, o client.Object) []reconcile.Request {
-	l := o.GetLabels()
-	ns, name := l[fleetv1.LabelOwnerNamespace], l[fleetv1.LabelOwnerName]
-	if ns == "" || name == "" {
+	owner, ok := manifestwork.Owner(o)
+	if !ok {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+	return []reconcile.Request{{NamespacedName: owner}}
 }
 
 // fleetSetsOnCluster maps a ManagedCluster to the FleetSets with a subset
@@ -179,14 +178,14 @@ func isAvailable(mc *clusterv1.ManagedCluster) bool {
 // (no copy of the FleetSet per work), else the cache. A FleetSet they have
 // not heard of yet passes too: its reconcile reads the cache and finds it.
 func (r *FleetSetReconciler) orphaned(o client.Object) bool {
-	reqs := workOwner(context.Background(), o)
-	if len(reqs) == 0 {
+	owner, ok := manifestwork.Owner(o)
+	if !ok {
 		return false
 	}
-	if held, known := r.expectations.holds(kindFleetSet, reqs[0].NamespacedName); known {
+	if held, known := r.expectations.holds(kindFleetSet, owner); known {
 		return !held
 	}
-	err := r.Get(context.Background(), reqs[0].NamespacedName, &fleetv1.FleetSet{})
+	err := r.Get(context.Background(), owner, &fleetv1.FleetSet{})
 	return apierrors.IsNotFound(err)
 }
 

@@ -126,7 +126,7 @@ func leaseRelevant() predicate.Predicate {
 			if !ok1 || !ok2 {
 				return true
 			}
-			return o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() || appliedAtGeneration(o) != appliedAtGeneration(n)
+			return o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() || manifestwork.AppliedAtGeneration(o) != manifestwork.AppliedAtGeneration(n)
 		},
 	}
 }
@@ -283,7 +283,7 @@ func (r *ResyncReconciler) holdsMovedSubsets(ctx context.Context, cluster string
 			case err != nil:
 				return "", fmt.Errorf("getting ManifestWork of %s/%s in %s: %w", fs.Namespace, fs.Name, cluster, err)
 			}
-			if !appliedAtGeneration(w) {
+			if !manifestwork.AppliedAtGeneration(w) {
 				return fmt.Sprintf("subset %s of FleetSet %s/%s moved to %s; ManifestWork %s not yet applied", ss.Name, fs.Namespace, fs.Name, ss.Cluster, w.Name), nil
 			}
 		}

@@ -24,6 +24,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/heartbeat"
+	"github.com/fleetset/fleetset/federation/manifestwork"
 	"github.com/fleetset/fleetset/federation/metawrite"
 )
 
@@ -207,12 +208,11 @@ func workOwnerKey(namespace, name string) string { return namespace + "/" + name
 // workOwnerOf is the WorkOwnerIndex function: the owning FleetSet of a
 // ManifestWork with both owner labels, else none.
 func workOwnerOf(o client.Object) []string {
-	l := o.GetLabels()
-	ns, name := l[fleetv1.LabelOwnerNamespace], l[fleetv1.LabelOwnerName]
-	if ns == "" || name == "" {
+	owner, ok := manifestwork.Owner(o)
+	if !ok {
 		return nil
 	}
-	return []string{workOwnerKey(ns, name)}
+	return []string{workOwnerKey(owner.Namespace, owner.Name)}
 }
 
 // liveClustersOf is the liveClusterIndex function: clustersOf for a

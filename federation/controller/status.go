@@ -34,7 +34,7 @@ func foldSubsets(st *state, status *fleetv1.FleetSetStatus) {
 			ss.Domains = append(ss.Domains, fleetv1.DomainStatus{Name: d.Name, Replicas: d.Replicas})
 		}
 		if w, ok := st.works[types.NamespacedName{Namespace: p.Cluster, Name: workName}]; ok {
-			if c := apimeta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied); c != nil && c.Status == metav1.ConditionFalse {
+			if c := manifestwork.NotApplied(w); c != nil {
 				st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonApplyFailed, Subset: p.Name, Cluster: p.Cluster,
 					Message: fmt.Sprintf("work agent reports ManifestWork not applied: %s: %s", c.Reason, c.Message)})
 			}

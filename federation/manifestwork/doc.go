@@ -2,8 +2,9 @@
 // as Open Cluster Management ManifestWorks, and reads back what the work
 // agents report. Rendering and reading are pure; ApplyTo is its one write.
 //
-// Files by concern: names.go (object and work names), manifestwork.go
-// (rendering), feedback.go (statusFeedback), lease.go (the resync work),
+// Files by concern: names.go (object and work names, owner labels),
+// manifestwork.go (rendering), feedback.go (what the work agent reports:
+// statusFeedback and the Applied condition), lease.go (the resync work),
 // encode.go (manifest encoding and the spec hash), apply.go (create or
 // update).
 //

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
@@ -96,6 +98,25 @@ func Feedback(w *workv1.ManifestWork) map[string]StatefulSetFeedback {
 		out[m.ResourceMeta.Name] = f
 	}
 	return out
+}
+
+// AppliedAtGeneration reports whether the work agent reports w Applied
+// (condition Applied True) at w's current generation: the agent has applied
+// the spec the hub last wrote.
+func AppliedAtGeneration(w *workv1.ManifestWork) bool {
+	c := apimeta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == w.Generation
+}
+
+// NotApplied returns w's Applied condition when the work agent reports it
+// False (it failed to apply w, e.g. a quota or an admission refusal), at
+// whatever generation; nil otherwise, also when there is no report yet.
+func NotApplied(w *workv1.ManifestWork) *metav1.Condition {
+	c := apimeta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied)
+	if c == nil || c.Status != metav1.ConditionFalse {
+		return nil
+	}
+	return c
 }
 
 // OrdinalStarts returns the subset → ordinalStart record of a FleetSet's

@@ -1,6 +1,9 @@
 package manifestwork
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 )
 
@@ -38,4 +41,16 @@ func OwnerLabels(namespace, name string) map[string]string {
 		fleetv1.LabelOwnerNamespace: namespace,
 		fleetv1.LabelOwnerName:      name,
 	}
+}
+
+// Owner returns the FleetSet that ManifestWork w belongs to, read from the
+// owner labels OwnerLabels sets; ok is false unless both the namespace and
+// the name label are set.
+func Owner(w metav1.Object) (owner types.NamespacedName, ok bool) {
+	l := w.GetLabels()
+	ns, name := l[fleetv1.LabelOwnerNamespace], l[fleetv1.LabelOwnerName]
+	if ns == "" || name == "" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, true
 }
