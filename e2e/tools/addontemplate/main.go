@@ -55,11 +55,11 @@ const orphanAnnotation = "addon.open-cluster-management.io/deletion-orphan"
 
 // Render takes the kustomization directory of the member objects and the
 // SubsetPlacement CRD file and returns the AddOnTemplate as YAML. The CRD, the
-// Namespace and the ClusterRoles aggregated into the built-in admin/edit/view
-// roles are annotated deletion-orphan: disabling the add-on removes
-// fleetset-scheduler but never deletes the users' SubsetPlacements (a CRD's
-// deletion deletes all its objects), the namespace the hub's resync Lease
-// lives in, nor the right of namespace admins and OCM's work agent to manage
+// Namespace and the ClusterRoles aggregated into the built-in view role or
+// OCM's work agent role are annotated deletion-orphan: disabling the add-on
+// removes fleetset-scheduler but never deletes the users' SubsetPlacements (a
+// CRD's deletion deletes all its objects), the namespace the hub's resync
+// Lease lives in, nor the right of OCM's work agent to manage (and so remove)
 // SubsetPlacements. Errors come from kustomize or from reading/parsing the
 // CRD.
 func Render(schedulerDir, crdFile string) ([]byte, error) {
@@ -179,10 +179,14 @@ func annotate(obj map[string]any, key, value string) {
 }
 
 // aggregated reports whether an object of kind with labels is a ClusterRole
-// aggregated into one of the built-in user-facing roles (admin, edit, view).
+// aggregated into one of the built-in user-facing roles (admin, edit, view)
+// or into OCM's work agent role (open-cluster-management.io/aggregate-to-work).
 func aggregated(kind string, labels map[string]string) bool {
 	if kind != "ClusterRole" {
 		return false
+	}
+	if labels["open-cluster-management.io/aggregate-to-work"] == "true" {
+		return true
 	}
 	for _, r := range []string{"admin", "edit", "view"} {
 		if labels["rbac.authorization.k8s.io/aggregate-to-"+r] == "true" {

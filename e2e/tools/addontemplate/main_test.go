@@ -85,7 +85,7 @@ func TestTemplateCarriesTheMemberSide(t *testing.T) {
 		kinds[m.Kind]++
 		_, orphan := m.Metadata.Annotations[orphanAnnotation]
 		wantOrphan := m.Kind == "CustomResourceDefinition" || m.Kind == "Namespace" ||
-			m.Kind == "ClusterRole" && (m.Metadata.Labels["rbac.authorization.k8s.io/aggregate-to-admin"] == "true" || m.Metadata.Labels["rbac.authorization.k8s.io/aggregate-to-view"] == "true")
+			m.Kind == "ClusterRole" && (m.Metadata.Labels["open-cluster-management.io/aggregate-to-work"] == "true" || m.Metadata.Labels["rbac.authorization.k8s.io/aggregate-to-view"] == "true")
 		if orphan != wantOrphan {
 			t.Errorf("%s %s: deletion-orphan %v, want %v", m.Kind, m.Metadata.Name, orphan, wantOrphan)
 		}
