@@ -2,6 +2,8 @@ package manifestwork
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -41,6 +43,10 @@ type StatefulSetFeedback struct {
 	// Generation and ObservedGeneration are the StatefulSet's
 	// metadata.generation and status.observedGeneration.
 	Generation, ObservedGeneration int64
+	// Malformed says which count the work agent reported outside int32 (the
+	// wire type is int64): the count fields are then not what was reported,
+	// and Validate refuses the feedback.
+	Malformed string
 }
 
 // Current reports whether the fed-back status is of the StatefulSet's
@@ -61,9 +67,15 @@ func Feedback(w *workv1.ManifestWork) map[string]StatefulSetFeedback {
 		var f StatefulSetFeedback
 		for _, v := range m.StatusFeedbacks.Values {
 			i := func(p *int32) {
-				if v.Value.Integer != nil {
-					*p = int32(*v.Value.Integer)
+				if v.Value.Integer == nil {
+					return
 				}
+				n := *v.Value.Integer
+				if n < math.MinInt32 || n > math.MaxInt32 {
+					f.Malformed = fmt.Sprintf("%s %d is outside int32", v.Name, n)
+					return
+				}
+				*p = int32(n)
 			}
 			s := func(p *string) {
 				if v.Value.String != nil {
