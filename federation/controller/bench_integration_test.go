@@ -165,25 +165,29 @@ func createAll[T client.Object](ctx context.Context, c client.Client, objs []T, 
 // renderAsHub returns the ManifestWorks the hub renders for fs (as the
 // apiserver returned it, defaults applied) when every cluster exists and is
 // Available and nothing was delivered yet: the reconcile's plan, rollout and
-// rendering steps (policy None: no failover step), without its reads. The
-// benchmark checks the result against what the hub writes.
+// write-choosing steps (policy None: no failover step), without its reads.
+// The benchmark checks the result against what the hub writes.
 func renderAsHub(fs *fleetv1.FleetSet) ([]*workv1.ManifestWork, error) {
-	st := &state{fs: fs, works: map[types.NamespacedName]*workv1.ManifestWork{}}
-	planned, _, err := plan.For(fs, previousStarts(fs, st.works))
+	st := &state{fs: fs, workName: manifestwork.WorkName(fs.Namespace, fs.Name), existingWorks: map[types.NamespacedName]*workv1.ManifestWork{}}
+	planned, _, err := plan.For(fs, previousStarts(fs, st.existingWorks))
 	if err != nil {
 		return nil, err
 	}
 	for _, p := range planned {
-		st.plan = append(st.plan, subsetPlan{plan: p, clusterExists: true, clusterAvailable: true})
+		st.subsets = append(st.subsets, subsetPlan{planned: p, clusterExists: true, clusterAvailable: true})
 	}
 	if err := planRollout(st); err != nil {
 		return nil, err
 	}
-	subsets := make([]plan.Subset, 0, len(st.plan))
-	for _, sp := range st.plan {
-		subsets = append(subsets, sp.plan)
+	changes, err := chooseWrites(fs, st.subsets, st.existingWorks)
+	if err != nil {
+		return nil, err
 	}
-	return manifestwork.Works(fs, subsets)
+	works := make([]*workv1.ManifestWork, 0, len(changes.apply))
+	for _, ww := range changes.apply {
+		works = append(works, ww.desired)
+	}
+	return works, nil
 }
 
 // benchObserver watches, from its own cache, the ManifestWorks (metadata

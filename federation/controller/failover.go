@@ -116,7 +116,7 @@ func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planne
 		if spec.Relocate {
 			p.Fencing = &fleetv1.PlacementFencing{GraceSeconds: fs.Spec.Failover.FenceGraceSeconds, Epoch: d.Epoch}
 		}
-		out[i] = subsetFailover{undelivered: !d.Deliver, failover: d.Phase}
+		out[i] = subsetFailover{undelivered: !d.Deliver, failoverPhase: d.Phase}
 		switch d.Phase {
 		case fleetv1.SubsetFailingOver:
 			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonFailingOver, Subset: p.Name, Cluster: d.Cluster, Message: d.Waiting})
@@ -153,7 +153,7 @@ func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planne
 			st.problems[len(st.problems)-1].Reason = fleetv1.ReasonRelocationHeld
 		}
 		if !d.Retry.IsZero() {
-			st.failoverRetry = minPositive(st.failoverRetry, max(time.Second, d.Retry.Sub(now)+time.Second))
+			st.failoverRequeue = minPositive(st.failoverRequeue, max(time.Second, d.Retry.Sub(now)+time.Second))
 		}
 	}
 	return out, nil
@@ -183,7 +183,7 @@ func (r *FleetSetReconciler) failoverCluster(ctx context.Context, st *state, c s
 			return out, err
 		}
 	}
-	w, ok := st.works[types.NamespacedName{Namespace: c, Name: manifestwork.WorkName(st.fs.Namespace, st.fs.Name)}]
+	w, ok := st.existingWorks[st.workKey(c)]
 	out.Removed = !ok || (w.DeletionTimestamp.IsZero() && manifestwork.AppliedAtGeneration(w))
 	if ok && out.Removed {
 		for _, s := range subsets {
@@ -242,11 +242,11 @@ func heldBefore(fs *fleetv1.FleetSet, msg string) bool {
 // clearFailbackRequest removes the fleetset.io/failback annotation once no
 // subset is relocated or failing back.
 func (r *FleetSetReconciler) clearFailbackRequest(ctx context.Context, st *state) error {
-	if _, ok := st.fs.Annotations[fleetv1.AnnotationFailback]; !ok || len(st.plan) == 0 {
+	if _, ok := st.fs.Annotations[fleetv1.AnnotationFailback]; !ok || len(st.subsets) == 0 {
 		return nil
 	}
-	for _, sp := range st.plan {
-		if sp.failover != "" {
+	for _, sp := range st.subsets {
+		if sp.failoverPhase != "" {
 			return nil
 		}
 	}

@@ -330,20 +330,3 @@ func (r *ResyncReconciler) hostsSubset(ctx context.Context, cluster string) (boo
 	}
 	return len(list.Items) > 0, nil
 }
-
-// movedFrom returns the home cluster of status subset ss of fs when ss is
-// in failover and runs elsewhere, else "".
-func movedFrom(fs *fleetv1.FleetSet, ss fleetv1.SubsetStatus) string {
-	if ss.Failover == "" || ss.Failover == fleetv1.SubsetMoving {
-		return "" // a spec move is two-phase: nothing runs in the new cluster yet
-	}
-	for _, s := range fs.Spec.Topology.Subsets {
-		if s.Name == ss.Name {
-			if s.Cluster == ss.Cluster {
-				return ""
-			}
-			return s.Cluster
-		}
-	}
-	return ""
-}

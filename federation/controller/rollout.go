@@ -7,10 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
-	"github.com/fleetset/fleetset/federation/manifestwork"
 	"github.com/fleetset/fleetset/federation/rollout"
 )
 
@@ -27,20 +25,20 @@ func rollingUpdate(fs *fleetv1.FleetSet) *fleetv1.RollingUpdateFleetSet {
 	return us.RollingUpdate
 }
 
-// fleetOrder returns the indices of st.plan in fleet order: the subsets named
+// fleetOrder returns the indices of st.subsets in fleet order: the subsets named
 // in subsetOrder first, then the others in spec order.
 func fleetOrder(st *state, ru *fleetv1.RollingUpdateFleetSet) []int {
 	var order []int
 	if ru != nil {
 		for _, name := range ru.SubsetOrder {
-			for i, sp := range st.plan {
-				if sp.plan.Name == name && !slices.Contains(order, i) {
+			for i, sp := range st.subsets {
+				if sp.planned.Name == name && !slices.Contains(order, i) {
 					order = append(order, i)
 				}
 			}
 		}
 	}
-	for i := range st.plan {
+	for i := range st.subsets {
 		if !slices.Contains(order, i) {
 			order = append(order, i)
 		}
@@ -50,7 +48,8 @@ func fleetOrder(st *state, ru *fleetv1.RollingUpdateFleetSet) []int {
 
 // planRollout stamps the fleet revision on every subset's plan and, under
 // RollingUpdate, sets each subset's partition from the rollout planner (see
-// package rollout) fed with the works' statusFeedback. Under Manual the
+// package rollout) fed with the statusFeedback attached to each subset's
+// plan (observeWorks). Under Manual the
 // partitions stay manualUpdate's; the decision still counts updated
 // instances. It returns an error naming the field when the revision or
 // maxUnavailable cannot be computed.
@@ -60,7 +59,7 @@ func planRollout(st *state) error {
 	if err != nil {
 		return err
 	}
-	st.revision = rev
+	st.fleetRevision = rev
 	ru := rollingUpdate(fs)
 	spec := rollout.Spec{Revision: rev, MaxUnavailable: fleetv1.DefaultMaxUnavailable, MaxConcurrent: ru.MaxConcurrentSubsetsOrDefault()}
 	if ru != nil {
@@ -69,26 +68,23 @@ func planRollout(st *state) error {
 		}
 		spec.Partition, spec.Paused = ru.Partition, ru.Paused
 	}
-	workName := manifestwork.WorkName(fs.Namespace, fs.Name)
 	order := fleetOrder(st, ru)
 	subsets := make([]rollout.Subset, len(order))
 	for k, i := range order {
-		sp := &st.plan[i]
-		sp.plan.Revision = rev
-		s := rollout.Subset{Name: sp.plan.Name, Cluster: sp.plan.Cluster, Replicas: sp.plan.Replicas, ClusterAvailable: sp.clusterAvailable}
-		if w, ok := st.works[types.NamespacedName{Namespace: sp.plan.Cluster, Name: workName}]; ok {
-			if f, ok := manifestwork.Feedback(w)[manifestwork.StatefulSetName(fs.Name, sp.plan.Name)]; ok {
-				s.Revision, s.Current = f.FleetRevision, f.Current()
-				s.Observed, s.Updated, s.Ready, s.Available = f.Replicas, f.UpdatedReplicas, f.ReadyReplicas, f.AvailableReplicas
-			}
+		sp := &st.subsets[i]
+		sp.planned.Revision = rev
+		s := rollout.Subset{Name: sp.planned.Name, Cluster: sp.planned.Cluster, Replicas: sp.planned.Replicas, ClusterAvailable: sp.clusterAvailable}
+		if f := sp.feedback; f != nil {
+			s.Revision, s.Current = f.FleetRevision, f.Current()
+			s.Observed, s.Updated, s.Ready, s.Available = f.Replicas, f.UpdatedReplicas, f.ReadyReplicas, f.AvailableReplicas
 		}
 		subsets[k] = s
 	}
 	d := rollout.Plan(spec, subsets)
-	st.rollout = &d
+	st.rolloutDecision = &d
 	if ru != nil {
-		for i := range st.plan {
-			st.plan[i].plan.Partition = d.Partitions[st.plan[i].plan.Name]
+		for i := range st.subsets {
+			st.subsets[i].planned.Partition = d.Partitions[st.subsets[i].planned.Name]
 		}
 	}
 	return nil
@@ -98,18 +94,18 @@ func planRollout(st *state) error {
 // the spec's revision differs from the one every instance ran when the last
 // rollout (or the creation) completed.
 func rollingOut(st *state, status *fleetv1.FleetSetStatus) bool {
-	return st.rollout != nil && !st.rollout.Complete && status.CurrentRevision != "" && status.CurrentRevision != st.revision
+	return st.rolloutDecision != nil && !st.rolloutDecision.Complete && status.CurrentRevision != "" && status.CurrentRevision != st.fleetRevision
 }
 
 // foldRollout writes the fleet's revisions, updated counts and the rollout's
 // progress time into status.
 func foldRollout(st *state, status *fleetv1.FleetSetStatus) {
-	if st.rollout == nil {
+	if st.rolloutDecision == nil {
 		return
 	}
-	d := st.rollout
-	progressed := status.UpdateRevision != st.revision || d.Updated > status.UpdatedReplicas || d.UpdatedReady > status.UpdatedReadyReplicas
-	status.UpdateRevision = st.revision
+	d := st.rolloutDecision
+	progressed := status.UpdateRevision != st.fleetRevision || d.Updated > status.UpdatedReplicas || d.UpdatedReady > status.UpdatedReadyReplicas
+	status.UpdateRevision = st.fleetRevision
 	status.UpdatedReplicas, status.UpdatedReadyReplicas = d.Updated, d.UpdatedReady
 	partition := int32(0)
 	if ru := rollingUpdate(st.fs); ru != nil {
@@ -117,7 +113,7 @@ func foldRollout(st *state, status *fleetv1.FleetSetStatus) {
 	}
 	switch {
 	case d.Complete && partition == 0:
-		status.CurrentRevision = st.revision
+		status.CurrentRevision = st.fleetRevision
 		status.RolloutProgressTime = nil
 	case !rollingOut(st, status):
 		status.RolloutProgressTime = nil
@@ -137,13 +133,13 @@ func progressDeadline(fs *fleetv1.FleetSet) time.Duration {
 // RolloutUpdating); when a rollout stopped at its partition it returns
 // RolloutPartitioned with ok false; otherwise "", "", false.
 func rolloutProgress(st *state, status *fleetv1.FleetSetStatus) (string, string, bool) {
-	if st.rollout == nil {
+	if st.rolloutDecision == nil {
 		return "", "", false
 	}
-	d := st.rollout
-	fleet := fmt.Sprintf("revision %s: %d/%d instances updated, %d updated and ready", st.revision, d.Updated, st.fs.Spec.Replicas, d.UpdatedReady)
+	d := st.rolloutDecision
+	fleet := fmt.Sprintf("revision %s: %d/%d instances updated, %d updated and ready", st.fleetRevision, d.Updated, st.fs.Spec.Replicas, d.UpdatedReady)
 	if !rollingOut(st, status) {
-		if ru := rollingUpdate(st.fs); ru != nil && d.Complete && ru.Partition > 0 && status.CurrentRevision != st.revision {
+		if ru := rollingUpdate(st.fs); ru != nil && d.Complete && ru.Partition > 0 && status.CurrentRevision != st.fleetRevision {
 			return fleetv1.ReasonRolloutPartitioned, fmt.Sprintf("stopped at rollingUpdate.partition %d; %s", ru.Partition, fleet), false
 		}
 		return "", "", false

@@ -2,12 +2,21 @@
 // delivers each FleetSet as one ManifestWork per member cluster and folds the
 // members' status back; ResyncReconciler keeps the per-cluster resync lease.
 // Both run in one controller-runtime manager (cmd/hub).
+//
+// Files by concern: setup.go (options, indexes, Setup); fleetset_controller.go
+// (the FleetSet reconciler, its watches and its reconcile, a list of steps);
+// one file per step: state.go (what a reconcile reads and decides, each
+// subset's observed work and feedback), planning.go, failover.go,
+// clusters.go (also cluster availability and the FleetSet indexes by
+// cluster), rollout.go, works.go (choosing the ManifestWork writes),
+// writes.go (making them, in parallel), status.go, deletion.go;
+// resync_controller.go (the resync lease); expectations.go (cache reads no
+// older than the reconciler's writes); metrics.go.
 package controller
 
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -24,31 +33,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/heartbeat"
-	"github.com/fleetset/fleetset/federation/manifestwork"
 	"github.com/fleetset/fleetset/federation/metawrite"
-)
-
-// ClusterIndex is the FleetSet field index holding the ManagedCluster name of
-// every subset (spec.topology.subsets[].cluster).
-const ClusterIndex = "spec.topology.subsets.cluster"
-
-// WorkOwnerIndex is the ManifestWork field index holding the owning
-// FleetSet as "<namespace>/<name>" (from the owner labels), so a reconcile
-// finds its works by lookup instead of matching labels over every cached
-// work.
-const WorkOwnerIndex = "metadata.labels.fleetset.io/owner"
-
-// Indexes of the resync lease controller, so that its reads do not grow
-// with the FleetSets and works a cluster holds.
-const (
-	// liveClusterIndex is ClusterIndex for FleetSets not being deleted.
-	liveClusterIndex = "fleetset.io/live-cluster"
-	// movedFromIndex holds, per FleetSet, the home clusters of its subsets
-	// in failover that run elsewhere.
-	movedFromIndex = "fleetset.io/moved-from"
-	// deletingWorkIndex is "true" for FleetSet ManifestWorks (owner labels)
-	// being deleted.
-	deletingWorkIndex = "fleetset.io/deleting"
 )
 
 // Defaults of fleetset-hub's flags (cmd/hub), sized so that 1000 FleetSets
@@ -200,92 +185,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Peers:         beats.Peers,
 	}
 	return rr.SetupWithManager(mgr)
-}
-
-// workOwnerKey is the WorkOwnerIndex value of FleetSet namespace/name.
-func workOwnerKey(namespace, name string) string { return namespace + "/" + name }
-
-// workOwnerOf is the WorkOwnerIndex function: the owning FleetSet of a
-// ManifestWork with both owner labels, else none.
-func workOwnerOf(o client.Object) []string {
-	owner, ok := manifestwork.Owner(o)
-	if !ok {
-		return nil
-	}
-	return []string{workOwnerKey(owner.Namespace, owner.Name)}
-}
-
-// liveClustersOf is the liveClusterIndex function: clustersOf for a
-// FleetSet not being deleted.
-func liveClustersOf(o client.Object) []string {
-	if !o.GetDeletionTimestamp().IsZero() {
-		return nil
-	}
-	return clustersOf(o)
-}
-
-// movedFromOf is the movedFromIndex function.
-func movedFromOf(o client.Object) []string {
-	fs, ok := o.(*fleetv1.FleetSet)
-	if !ok {
-		return nil
-	}
-	var out []string
-	for _, ss := range fs.Status.Subsets {
-		if c := movedFrom(fs, ss); c != "" && !slices.Contains(out, c) {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// deletingWork is the deletingWorkIndex function.
-func deletingWork(o client.Object) []string {
-	if o.GetDeletionTimestamp().IsZero() || len(workOwnerOf(o)) == 0 {
-		return nil
-	}
-	return []string{"true"}
-}
-
-// clustersOf is the ClusterIndex function: the clusters a FleetSet's subsets
-// use (spec and status) or may be relocated to (fallbackClusters), so the
-// hub hears of their availability and keeps their resync leases.
-func clustersOf(o client.Object) []string {
-	fs, ok := o.(*fleetv1.FleetSet)
-	if !ok {
-		return nil
-	}
-	out := fleetSetClusters(fs, true)
-	for _, s := range fs.Spec.Topology.Subsets {
-		for _, c := range s.FallbackClusters {
-			if !slices.Contains(out, c) {
-				out = append(out, c)
-			}
-		}
-	}
-	return out
-}
-
-// fleetSetClusters returns, once each and in order, the clusters of fs's
-// subsets in its spec and, with withStatus, in its status.
-func fleetSetClusters(fs *fleetv1.FleetSet, withStatus bool) []string {
-	seen := map[string]bool{}
-	var out []string
-	add := func(c string) {
-		if c != "" && !seen[c] {
-			seen[c] = true
-			out = append(out, c)
-		}
-	}
-	for _, s := range fs.Spec.Topology.Subsets {
-		add(s.Cluster)
-	}
-	if withStatus {
-		for _, s := range fs.Status.Subsets {
-			add(s.Cluster)
-		}
-	}
-	return out
 }
 
 // watchHeartbeats returns the hub's heartbeat observer, fed by the manager's

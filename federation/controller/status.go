@@ -8,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	workv1 "open-cluster-management.io/api/work/v1"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/manifestwork"
@@ -17,41 +15,52 @@ import (
 )
 
 // Status folding: pure functions from what a reconcile learned (the plan,
-// the works' feedback, the problems) to FleetSet.status and its conditions.
+// the feedback attached to it, the problems) to FleetSet.status and its
+// conditions.
 
-// foldSubsets writes status.subsets from the plan and the works' feedback,
-// and the totals; a subset whose work reports Applied=False becomes an
-// ApplyFailed problem.
+// foldSubsets writes status.subsets from the subsets' plans and the work
+// and feedback attached to them, and the totals; a subset whose work
+// reports Applied=False becomes an ApplyFailed problem.
 func foldSubsets(st *state, status *fleetv1.FleetSetStatus) {
 	status.Subsets = nil
 	status.Replicas, status.ReadyReplicas, status.AvailableReplicas = 0, 0, 0
-	workName := manifestwork.WorkName(st.fs.Namespace, st.fs.Name)
-	for _, sp := range st.plan {
-		p := sp.plan
+	for _, sp := range st.subsets {
+		p := sp.planned
 		ss := fleetv1.SubsetStatus{Name: p.Name, Cluster: p.Cluster, OrdinalStart: p.OrdinalStart, Replicas: p.Replicas, Partition: p.Partition,
-			Epoch: p.Epoch, Failover: sp.failover}
+			Epoch: p.Epoch, Failover: sp.failoverPhase}
 		for _, d := range p.Domains {
 			ss.Domains = append(ss.Domains, fleetv1.DomainStatus{Name: d.Name, Replicas: d.Replicas})
 		}
-		if w, ok := st.works[types.NamespacedName{Namespace: p.Cluster, Name: workName}]; ok {
-			if c := manifestwork.NotApplied(w); c != nil {
+		if sp.work != nil {
+			if c := manifestwork.NotApplied(sp.work); c != nil {
 				st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonApplyFailed, Subset: p.Name, Cluster: p.Cluster,
 					Message: fmt.Sprintf("work agent reports ManifestWork not applied: %s: %s", c.Reason, c.Message)})
 			}
-			if f, ok := manifestwork.Feedback(w)[manifestwork.StatefulSetName(st.fs.Name, p.Name)]; ok {
-				ss.ObservedReplicas, ss.ReadyReplicas = f.Replicas, f.ReadyReplicas
-				ss.AvailableReplicas, ss.UpdatedReplicas = f.AvailableReplicas, f.UpdatedReplicas
-				ss.CurrentRevision, ss.UpdateRevision = f.CurrentRevision, f.UpdateRevision
-				ss.FleetRevision = f.FleetRevision
-			}
 		}
-		if st.rollout != nil && rollingUpdate(st.fs) != nil {
-			ss.Rollout = fleetv1.SubsetRolloutPhase(st.rollout.Phases[p.Name])
+		if f := sp.feedback; f != nil {
+			ss.ObservedReplicas, ss.ReadyReplicas = f.Replicas, f.ReadyReplicas
+			ss.AvailableReplicas, ss.UpdatedReplicas = f.AvailableReplicas, f.UpdatedReplicas
+			ss.CurrentRevision, ss.UpdateRevision = f.CurrentRevision, f.UpdateRevision
+			ss.FleetRevision = f.FleetRevision
+		}
+		if st.rolloutDecision != nil && rollingUpdate(st.fs) != nil {
+			ss.Rollout = fleetv1.SubsetRolloutPhase(st.rolloutDecision.Phases[p.Name])
 		}
 		status.Replicas += ss.ObservedReplicas
 		status.ReadyReplicas += ss.ReadyReplicas
 		status.AvailableReplicas += ss.AvailableReplicas
 		status.Subsets = append(status.Subsets, ss)
+	}
+}
+
+// foldSpec writes what status says of the spec itself: the subset count,
+// the observed generation and the scale subresource's selector (a missing
+// or invalid spec.selector is an InvalidSpec problem).
+func foldSpec(st *state, status *fleetv1.FleetSetStatus) {
+	status.SubsetCount = int32(len(st.fs.Spec.Topology.Subsets))
+	status.ObservedGeneration = st.fs.Generation
+	if err := setSelector(st.fs, status); err != nil {
+		st.invalidSpec(err)
 	}
 }
 
@@ -108,8 +117,7 @@ func setConditions(st *state, status *fleetv1.FleetSetStatus) {
 
 	var waiting, rolling, notReady []string
 	for _, ss := range status.Subsets {
-		w := st.works[types.NamespacedName{Namespace: ss.Cluster, Name: manifestwork.WorkName(st.fs.Namespace, st.fs.Name)}]
-		reported := w != nil && hasFeedback(w, manifestwork.StatefulSetName(st.fs.Name, ss.Name))
+		reported := st.feedbackReported(ss)
 		wantUpdated := ss.Replicas - min(ss.Partition, ss.Replicas)
 		switch {
 		case !reported:
@@ -141,11 +149,6 @@ func setConditions(st *state, status *fleetv1.FleetSetStatus) {
 	default:
 		set(fleetv1.ConditionReady, metav1.ConditionTrue, fleetv1.ReasonAllReplicasReady, "")
 	}
-}
-
-func hasFeedback(w *workv1.ManifestWork, sts string) bool {
-	_, ok := manifestwork.Feedback(w)[sts]
-	return ok
 }
 
 // problemEvents returns a Warning event when Degraded became True or changed

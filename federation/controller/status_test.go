@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,8 +41,8 @@ func TestFoldStatus(t *testing.T) {
 	fs := &fleetv1.FleetSet{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "mydb", Generation: 3},
 		Spec: fleetv1.FleetSetSpec{UpdateStrategy: fleetv1.FleetSetUpdateStrategy{Type: fleetv1.ManualUpdateStrategyType}}}
 	subsets := []subsetPlan{
-		{plan: plan.Subset{Name: "east", Cluster: "east", Replicas: 5}, clusterExists: true, clusterAvailable: true},
-		{plan: plan.Subset{Name: "west", Cluster: "west", Replicas: 4, Partition: 1}, clusterExists: true, clusterAvailable: true},
+		{planned: plan.Subset{Name: "east", Cluster: "east", Replicas: 5}, clusterExists: true, clusterAvailable: true},
+		{planned: plan.Subset{Name: "west", Cluster: "west", Replicas: 4, Partition: 1}, clusterExists: true, clusterAvailable: true},
 	}
 	type cond struct {
 		status metav1.ConditionStatus
@@ -89,10 +90,12 @@ func TestFoldStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := &state{fs: fs, plan: subsets, problems: tt.problems, works: map[types.NamespacedName]*workv1.ManifestWork{}}
+			st := &state{fs: fs, workName: manifestwork.WorkName(fs.Namespace, fs.Name), subsets: slices.Clone(subsets), problems: tt.problems,
+				existingWorks: map[types.NamespacedName]*workv1.ManifestWork{}}
 			for _, w := range tt.works {
-				st.works[types.NamespacedName{Namespace: w.Namespace, Name: w.Name}] = w
+				st.existingWorks[types.NamespacedName{Namespace: w.Namespace, Name: w.Name}] = w
 			}
+			st.observeWorks()
 			status := &fleetv1.FleetSetStatus{}
 			foldSubsets(st, status)
 			setConditions(st, status)

@@ -1,0 +1,185 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/manifestwork"
+	"github.com/fleetset/fleetset/federation/plan"
+)
+
+// The FleetSet's ManifestWorks: the indexes that find them, and the
+// reconcile step that writes them (chooseWrites decides, writeAll writes).
+
+// WorkOwnerIndex is the ManifestWork field index holding the owning
+// FleetSet as "<namespace>/<name>" (from the owner labels), so a reconcile
+// finds its works by lookup instead of matching labels over every cached
+// work.
+const WorkOwnerIndex = "metadata.labels.fleetset.io/owner"
+
+// deletingWorkIndex is "true" for FleetSet ManifestWorks (owner labels)
+// being deleted: an index of the resync lease controller, so that its reads
+// do not grow with the works a cluster holds.
+const deletingWorkIndex = "fleetset.io/deleting"
+
+// workOwnerKey is the WorkOwnerIndex value of FleetSet namespace/name.
+func workOwnerKey(namespace, name string) string { return namespace + "/" + name }
+
+// workOwnerOf is the WorkOwnerIndex function: the owning FleetSet of a
+// ManifestWork with both owner labels, else none.
+func workOwnerOf(o client.Object) []string {
+	owner, ok := manifestwork.Owner(o)
+	if !ok {
+		return nil
+	}
+	return []string{workOwnerKey(owner.Namespace, owner.Name)}
+}
+
+// deletingWork is the deletingWorkIndex function.
+func deletingWork(o client.Object) []string {
+	if o.GetDeletionTimestamp().IsZero() || len(workOwnerOf(o)) == 0 {
+		return nil
+	}
+	return []string{"true"}
+}
+
+// ownedWorks lists the ManifestWorks of FleetSet key in every cluster
+// namespace, through the WorkOwnerIndex (a lookup, not a scan of every
+// work).
+func (r *FleetSetReconciler) ownedWorks(ctx context.Context, key types.NamespacedName) (map[types.NamespacedName]*workv1.ManifestWork, error) {
+	var list workv1.ManifestWorkList
+	if err := r.List(ctx, &list, client.MatchingFields{WorkOwnerIndex: workOwnerKey(key.Namespace, key.Name)}); err != nil {
+		return nil, fmt.Errorf("listing ManifestWorks of %s: %w", key, err)
+	}
+	out := make(map[types.NamespacedName]*workv1.ManifestWork, len(list.Items))
+	for i := range list.Items {
+		out[client.ObjectKeyFromObject(&list.Items[i])] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// workWrite is one ManifestWork to apply: desired, as rendered, over
+// existing, the work as the cache holds it (nil: none exists).
+type workWrite struct {
+	existing, desired *workv1.ManifestWork
+}
+
+// workChanges is what one reconcile writes of a FleetSet's ManifestWorks.
+type workChanges struct {
+	// apply are the works to create or update, sorted by cluster.
+	apply []workWrite
+	// remove are the works to delete, sorted by cluster.
+	remove []*workv1.ManifestWork
+}
+
+// chooseWrites decides, without writing, what a reconcile writes of fs's
+// ManifestWorks, given its subsets' plans and its existing works: one work
+// rendered per cluster that a subset is delivered to (all but the
+// undelivered), to apply where none exists or the existing one is not
+// manifestwork.UpToDate, except in clusters whose ManagedCluster is not
+// found (their works are left as they are); and the existing works in
+// clusters no subset is delivered to, to delete unless they are being
+// deleted already. It returns an error naming the spec field when the works
+// cannot be rendered.
+func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types.NamespacedName]*workv1.ManifestWork) (workChanges, error) {
+	var delivered []plan.Subset
+	named, missing := map[string]bool{}, map[string]bool{}
+	for _, sp := range subsets {
+		if !sp.clusterExists {
+			missing[sp.planned.Cluster] = true
+		}
+		if sp.undelivered {
+			continue
+		}
+		delivered = append(delivered, sp.planned)
+		named[sp.planned.Cluster] = true
+	}
+	desired, err := manifestwork.Works(fs, delivered)
+	if err != nil {
+		return workChanges{}, err
+	}
+	var out workChanges
+	for _, w := range desired {
+		if missing[w.Namespace] {
+			continue
+		}
+		cur := existing[client.ObjectKeyFromObject(w)]
+		if cur != nil && manifestwork.UpToDate(cur, w) {
+			continue
+		}
+		out.apply = append(out.apply, workWrite{existing: cur, desired: w})
+	}
+	out.remove = deletable(existing, named)
+	return out, nil
+}
+
+// deletable returns the works not being deleted yet, except those in the
+// clusters kept, sorted by cluster (then name).
+func deletable(works map[types.NamespacedName]*workv1.ManifestWork, kept map[string]bool) []*workv1.ManifestWork {
+	var out []*workv1.ManifestWork
+	for _, w := range works {
+		if !kept[w.Namespace] && w.DeletionTimestamp.IsZero() {
+			out = append(out, w)
+		}
+	}
+	slices.SortFunc(out, func(a, b *workv1.ManifestWork) int {
+		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+// writeWorks creates or updates the ManifestWork of every existing cluster
+// that differs from its rendering, and deletes the FleetSet's ManifestWorks
+// in clusters it no longer uses (chooseWrites), up to MaxParallelWrites at a
+// time, each once the expectations admit it (Options.MaxUnobservedWrites);
+// one WorksApplied event sums up what was written (writeAll). A ManifestWork
+// in a cluster that is named but not found is left as it is. What was
+// written is recorded in st and attached to the subsets' plans. Write
+// failures become ApplyFailed problems; a conflict (or a create of a work
+// that exists) is returned, to retry with fresh objects, once every write
+// has been made.
+func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
+	changes, err := chooseWrites(st.fs, st.subsets, st.existingWorks)
+	if err != nil {
+		st.invalidSpec(err)
+		return nil
+	}
+	applied, deleted := r.writeAll(ctx, st.fs, changes, EventWorksApplied)
+	var retry error
+	for i, ww := range changes.apply {
+		switch err := applied[i].err; {
+		case err == nil:
+			st.recordWritten(applied[i].written)
+		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
+			retry = err // the cache is behind; retry with fresh objects
+		default:
+			for _, sp := range st.subsets {
+				if sp.planned.Cluster == ww.desired.Namespace {
+					st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonApplyFailed, Subset: sp.planned.Name, Cluster: sp.planned.Cluster,
+						Message: err.Error()})
+				}
+			}
+		}
+	}
+	for i, w := range changes.remove {
+		key := client.ObjectKeyFromObject(w)
+		if err := deleted[i]; err != nil {
+			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonApplyFailed, Cluster: w.Namespace,
+				Message: fmt.Sprintf("deleting ManifestWork %s: %v", key, err)})
+			continue
+		}
+		st.recordDeleted(key)
+	}
+	return retry
+}

@@ -1,0 +1,141 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/manifestwork"
+	"github.com/fleetset/fleetset/federation/plan"
+)
+
+// TestChooseWrites: what a reconcile writes of a FleetSet's ManifestWorks,
+// by the subsets' plans and the works that exist.
+func TestChooseWrites(t *testing.T) {
+	fs := &fleetv1.FleetSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "mydb"},
+		Spec: fleetv1.FleetSetSpec{
+			Replicas: 6,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "mydb"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "mydb"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "db:1"}}}},
+		},
+	}
+	noSelector := fs.DeepCopy()
+	noSelector.Spec.Selector = nil
+	subset := func(name, cluster string, replicas int32) subsetPlan {
+		return subsetPlan{planned: plan.Subset{Name: name, Cluster: cluster, Replicas: replicas, BlockSize: 1000}, clusterExists: true, clusterAvailable: true}
+	}
+	east, west := subset("east", "east", 3), subset("west", "west", 3)
+	westMissing := west
+	westMissing.clusterExists, westMissing.clusterAvailable = false, false
+	westUndelivered := west
+	westUndelivered.undelivered, westUndelivered.failoverPhase = true, fleetv1.SubsetFailingBack
+	westScaled := subset("west", "west", 4)
+
+	// rendered returns the work the hub renders in cluster for subsets, as
+	// the cache would hold it once written.
+	rendered := func(cluster string, subsets ...subsetPlan) *workv1.ManifestWork {
+		var ps []plan.Subset
+		for _, sp := range subsets {
+			ps = append(ps, sp.planned)
+		}
+		works, err := manifestwork.Works(fs, ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range works {
+			if w.Namespace == cluster {
+				w.ResourceVersion = "1"
+				return w
+			}
+		}
+		t.Fatalf("no work rendered in %s", cluster)
+		return nil
+	}
+	stale := func(cluster string) *workv1.ManifestWork {
+		w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: manifestwork.WorkName("db", "mydb"),
+			Labels: manifestwork.OwnerLabels("db", "mydb"), ResourceVersion: "1"}}
+		return w
+	}
+	deleting := func(w *workv1.ManifestWork) *workv1.ManifestWork {
+		w = w.DeepCopy()
+		w.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+		return w
+	}
+	foreign := stale("east")
+	foreign.Name = "other"
+
+	for _, tc := range []struct {
+		name     string
+		fs       *fleetv1.FleetSet
+		subsets  []subsetPlan
+		existing []*workv1.ManifestWork
+		// want lists "create <cluster>", "update <cluster>" and "delete
+		// <namespace>/<name>", in the order chosen.
+		want    []string
+		wantErr bool
+	}{
+		{name: "new FleetSet: one work created per cluster", fs: fs, subsets: []subsetPlan{east, west},
+			want: []string{"create east", "create west"}},
+		{name: "works up to date: nothing written", fs: fs, subsets: []subsetPlan{east, west},
+			existing: []*workv1.ManifestWork{rendered("east", east, west), rendered("west", east, west)}},
+		{name: "a subset scaled: every work updated (the fleet view changed)", fs: fs, subsets: []subsetPlan{east, westScaled},
+			existing: []*workv1.ManifestWork{rendered("east", east, west), rendered("west", east, west)},
+			want:     []string{"update east", "update west"}},
+		{name: "a work not rendered by the hub: updated", fs: fs, subsets: []subsetPlan{east, west},
+			existing: []*workv1.ManifestWork{stale("east"), rendered("west", east, west)},
+			want:     []string{"update east"}},
+		{name: "a cluster no longer used: its work deleted", fs: fs, subsets: []subsetPlan{east, west},
+			existing: []*workv1.ManifestWork{rendered("east", east, west), rendered("west", east, west), stale("south"), stale("north")},
+			want:     []string{"delete north/db.mydb", "delete south/db.mydb"}},
+		{name: "a work being deleted: not deleted again", fs: fs, subsets: []subsetPlan{east, west},
+			existing: []*workv1.ManifestWork{rendered("east", east, west), rendered("west", east, west), deleting(stale("north"))}},
+		{name: "a cluster not found: its work neither written nor deleted", fs: fs, subsets: []subsetPlan{east, westMissing},
+			existing: []*workv1.ManifestWork{stale("east"), stale("west")},
+			want:     []string{"update east"}},
+		{name: "a subset delivered nowhere (failing back): its only cluster's work deleted", fs: fs, subsets: []subsetPlan{east, westUndelivered},
+			existing: []*workv1.ManifestWork{rendered("east", east, west), rendered("west", east, west)},
+			want:     []string{"update east", "delete west/db.mydb"}},
+		{name: "a work of another name in a used cluster: left alone", fs: fs, subsets: []subsetPlan{east},
+			existing: []*workv1.ManifestWork{foreign},
+			want:     []string{"create east"}},
+		{name: "spec.selector missing: nothing chosen", fs: noSelector, subsets: []subsetPlan{east, west},
+			existing: []*workv1.ManifestWork{stale("north")}, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			existing := map[types.NamespacedName]*workv1.ManifestWork{}
+			for _, w := range tc.existing {
+				existing[client.ObjectKeyFromObject(w)] = w
+			}
+			got, err := chooseWrites(tc.fs, tc.subsets, existing)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("chooseWrites error = %v, want an error: %v", err, tc.wantErr)
+			}
+			var ops []string
+			for _, ww := range got.apply {
+				switch cur := existing[client.ObjectKeyFromObject(ww.desired)]; {
+				case ww.existing != cur:
+					t.Errorf("apply in %s: existing %p, want the cache's %p", ww.desired.Namespace, ww.existing, cur)
+				case cur == nil:
+					ops = append(ops, "create "+ww.desired.Namespace)
+				default:
+					ops = append(ops, "update "+ww.desired.Namespace)
+				}
+			}
+			for _, w := range got.remove {
+				ops = append(ops, "delete "+client.ObjectKeyFromObject(w).String())
+			}
+			if diff := cmp.Diff(tc.want, ops); diff != "" {
+				t.Errorf("chosen writes (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
