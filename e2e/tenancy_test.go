@@ -29,7 +29,9 @@ func TestSubsetPlacementWritesAreTheWorkAgents(t *testing.T) {
 		if err := m.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatalf("%s: creating namespace %s: %v", m.name, ns, err)
 		}
-		t.Cleanup(func() { _ = m.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
+		t.Cleanup(func() {
+			_ = m.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		})
 		for _, role := range []string{"edit", "admin"} {
 			user := "tenant-" + role
 			rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},

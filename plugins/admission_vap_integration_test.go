@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -190,4 +191,65 @@ func kubeAs(t *testing.T, user string, groups ...string) kubernetes.Interface {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append(groups, "system:authenticated")}
 	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+// TestSchedulerCannotTakeTheDefaultSchedulersLease: fleetset-scheduler's
+// ServiceAccount, bound to the built-in system:kube-scheduler role by
+// manifests/scheduler/rbac.yaml, is allowed by RBAC to renew the default
+// scheduler's Lease kube-system/kube-scheduler; the add-on's admission policy
+// refuses it, and leaves its own Lease to it.
+func TestSchedulerCannotTakeTheDefaultSchedulersLease(t *testing.T) {
+	ctx := context.Background()
+	root := controlplane.RepoRoot()
+	applyManifest(t, filepath.Join(root, "manifests", "scheduler", "rbac.yaml"))
+	applyManifest(t, filepath.Join(root, "manifests", "scheduler", "admission.yaml"))
+	const scheduler = "system:serviceaccount:fleetset-system:fleetset-scheduler"
+	groups := []string{"system:serviceaccounts", "system:serviceaccounts:fleetset-system"}
+	dflt := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-scheduler"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("kube-scheduler-1")}}
+	if _, err := cs.CoordinationV1().Leases("kube-system").Create(ctx, dflt, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "exists") {
+		t.Fatal(err)
+	}
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: scheduler, Groups: groups,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "kube-system", Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Name: "kube-scheduler"}}}
+	got, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Status.Allowed {
+		t.Fatalf("RBAC does not let %s update kube-system/kube-scheduler (%s): the policy would not be needed; check rbac.yaml", scheduler, got.Status.Reason)
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: scheduler, Groups: append(groups, "system:authenticated")}
+	sc := kubernetes.NewForConfigOrDie(cfg)
+	take := func(dry bool) error {
+		opts := metav1.UpdateOptions{}
+		if dry {
+			opts.DryRun = []string{metav1.DryRunAll}
+		}
+		l, err := sc.CoordinationV1().Leases("kube-system").Get(ctx, "kube-scheduler", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		l.Spec.HolderIdentity = ptr.To("fleetset-scheduler")
+		_, err = sc.CoordinationV1().Leases("kube-system").Update(ctx, l, opts)
+		return err
+	}
+	if werr := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return take(true) != nil, nil
+	}); werr != nil {
+		t.Fatalf("the admission policy did not refuse fleetset-scheduler's dry run on kube-system/kube-scheduler within 30s")
+	}
+	err = take(false)
+	if err == nil || !strings.Contains(err.Error(), "fleetset-scheduler may not write the default scheduler's Lease kube-system/kube-scheduler") {
+		t.Fatalf("fleetset-scheduler taking the default scheduler's Lease: %v, want refused by the policy", err)
+	}
+	if l, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, "kube-scheduler", metav1.GetOptions{}); err != nil || ptr.Deref(l.Spec.HolderIdentity, "") != "kube-scheduler-1" {
+		t.Errorf("kube-system/kube-scheduler after the refusal: %v, %v", l, err)
+	}
+	own := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "fleetset-system", Name: "fleetset-scheduler"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("fleetset-scheduler-1")}}
+	if _, err := sc.CoordinationV1().Leases(own.Namespace).Create(ctx, own, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "exists") {
+		t.Errorf("fleetset-scheduler creating its own Lease: %v", err)
+	}
 }

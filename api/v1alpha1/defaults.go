@@ -17,6 +17,15 @@ func (t *FleetTopology) OrdinalBlockSizeOrDefault() int32 {
 	return t.OrdinalBlockSize
 }
 
+// OrdinalBlockSizeOrDefault returns OrdinalBlockSize, or
+// DefaultOrdinalBlockSize when it is 0.
+func (s *SubsetPlacementSpec) OrdinalBlockSizeOrDefault() int32 {
+	if s.OrdinalBlockSize == 0 {
+		return DefaultOrdinalBlockSize
+	}
+	return s.OrdinalBlockSize
+}
+
 // TopologyKeyOrDefault returns key, or DefaultTopologyKey when key is empty;
 // the hub and the scheduler default a FleetSet's or a SubsetPlacement's
 // topologyKey with it.

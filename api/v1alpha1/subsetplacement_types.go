@@ -52,6 +52,17 @@ type SubsetPlacementSpec struct {
 	// +optional
 	OrdinalStart int32 `json:"ordinalStart,omitempty"`
 
+	// OrdinalBlockSize bounds the placement's ordinals to the block
+	// [ordinalStart, ordinalStart+ordinalBlockSize), as the FleetSet's
+	// spec.topology.ordinalBlockSize bounds its subset (the hub copies it).
+	// A pod whose ordinal lies outside stays Pending, and the scheduler's
+	// ordinal map of the placement never grows past the block, whatever
+	// ordinals pods claim. Default 1000.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	// +optional
+	OrdinalBlockSize int32 `json:"ordinalBlockSize,omitempty"`
+
 	// Fencing, when set, makes the member's fleetset component fence the
 	// placement's pods when the member is cut off from the hub (see the
 	// contract in api/v1alpha1/member.go): while fenced the pods are not

@@ -271,6 +271,7 @@ func SubsetPlacement(fs *fleetv1.FleetSet, sp plan.Subset) *fleetv1.SubsetPlacem
 			Domains:           domains,
 			NodeSelector:      sel,
 			OrdinalStart:      sp.OrdinalStart,
+			OrdinalBlockSize:  sp.BlockSize,
 			Fencing:           sp.Fencing.DeepCopy(),
 			WhenUnsatisfiable: fleetv1.DoNotSchedule,
 		},

@@ -185,6 +185,7 @@ func TestSubsetPlacement(t *testing.T) {
 			want: fleetv1.SubsetPlacementSpec{
 				TopologyKey:       fleetv1.DefaultTopologyKey,
 				Domains:           []fleetv1.DomainShare{{Name: "zone-a"}, {Name: "zone-b"}, {Name: "zone-c"}},
+				OrdinalBlockSize:  1000,
 				WhenUnsatisfiable: fleetv1.DoNotSchedule,
 			},
 		},
@@ -197,6 +198,7 @@ func TestSubsetPlacement(t *testing.T) {
 				Domains: []fleetv1.DomainShare{{Name: "zone-a", Replicas: ptr.To(intstr.FromInt32(2))}, {Name: "zone-b"},
 					{Name: "zone-c", Replicas: ptr.To(intstr.FromString("20%"))}},
 				OrdinalStart:      1000,
+				OrdinalBlockSize:  1000,
 				WhenUnsatisfiable: fleetv1.DoNotSchedule,
 			},
 		},

@@ -215,8 +215,10 @@ func (r *Resolver) resolve(ctx context.Context, pod *v1.Pod, live bool) (*Target
 		return nil, &UserError{Err: err}
 	}
 	offset := ordinal - int64(sp.Spec.OrdinalStart)
-	if offset < 0 {
-		return nil, &UserError{Err: fmt.Errorf("ordinal %d is below SubsetPlacement %s ordinalStart %d", ordinal, key, sp.Spec.OrdinalStart)}
+	if block := int64(sp.Spec.OrdinalBlockSizeOrDefault()); offset < 0 || offset >= block {
+		// Bounded by the placement's block, never by a pod's label: the
+		// ordinal map below grows only as far as the block.
+		return nil, &UserError{Err: fmt.Errorf("ordinal %d is outside SubsetPlacement %s's ordinal block [%d, %d)", ordinal, key, sp.Spec.OrdinalStart, int64(sp.Spec.OrdinalStart)+block)}
 	}
 	t := &Target{
 		Placement:    sp,

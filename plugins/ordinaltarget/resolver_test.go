@@ -54,7 +54,9 @@ func TestResolveErrors(t *testing.T) {
 		contains string
 	}{
 		{"invalid placement", pod("bad", "0"), true, "spec.domains: percentages sum to 110%"},
-		{"ordinal below ordinalStart", pod("good", "3"), true, "ordinal 3 is below"},
+		{"ordinal below ordinalStart", pod("good", "3"), true, "ordinal 3 is outside SubsetPlacement db/good's ordinal block [10, 1010)"},
+		{"ordinal past the block", pod("good", "1010"), true, "ordinal 1010 is outside SubsetPlacement db/good's ordinal block [10, 1010)"},
+		{"ordinal far past the block", pod("good", "999999999"), true, "ordinal 999999999 is outside"},
 		{"garbled ordinal", pod("good", "x"), true, "is not a non-negative integer"},
 		{"forbidden read", pod("forbidden", "0"), false, "forbidden"},
 		{"missing placement", pod("missing", "0"), false, "not found"},

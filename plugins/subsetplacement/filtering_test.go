@@ -58,7 +58,8 @@ func TestFilter(t *testing.T) {
 		{name: "no node in the ordinal's domain", pod: pod("db-1", "nozoneb", "1"), wantPreFilter: "node(s) not in the domain of the pod's ordinal (topology.kubernetes.io/zone=zone-e)"},
 		{name: "missing placement names it", pod: pod("db-0", "nope", "0"), wantPreFilter: `SubsetPlacement default/nope: subsetplacements.fleetset.io "nope" not found`},
 		{name: "invalid placement names it and the field", pod: pod("db-0", "invalid", "0"), wantPreFilter: "SubsetPlacement default/invalid is invalid: spec.domains: percentages sum to 110%"},
-		{name: "ordinal below ordinalStart", pod: pod("kv-7", "weighted", "7"), wantPreFilter: "ordinal 7 is below SubsetPlacement default/weighted ordinalStart 100"},
+		{name: "ordinal below ordinalStart", pod: pod("kv-7", "weighted", "7"), wantPreFilter: "ordinal 7 is outside SubsetPlacement default/weighted's ordinal block [100, 1100)"},
+		{name: "ordinal past the block", pod: pod("kv-1100", "weighted", "1100"), wantPreFilter: "ordinal 1100 is outside SubsetPlacement default/weighted's ordinal block [100, 1100)"},
 		{name: "garbled ordinal label", pod: pod("db-x", "abc", "x"), wantPreFilter: `label apps.kubernetes.io/pod-index="x" is not a non-negative integer`},
 	}
 	r := plugintest.Resolver(t, abc, soft, weighted, ssd, invalid, nozoneb, unordered, spread)
