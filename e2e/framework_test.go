@@ -30,6 +30,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -94,6 +95,9 @@ func newScheme() *runtime.Scheme {
 		panic(err)
 	}
 	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := clusterv1beta2.Install(s); err != nil {
 		panic(err)
 	}
 	return s
@@ -214,6 +218,33 @@ func randSuffix() string {
 // newNamespace creates a fresh namespace on the hub for one test and, at the
 // end, deletes it there and in every member (the hub's works orphan it).
 func (f *fleet) newNamespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ns := f.newUnboundNamespace(t, prefix)
+	f.bindClusterSet(t, ns, "global")
+	return ns
+}
+
+// bindClusterSet binds OCM's ManagedClusterSet set to hub namespace ns
+// (ManagedClusterSetBinding named after the set) and waits until OCM's
+// registration controller marks it Bound. "global" holds every cluster.
+func (f *fleet) bindClusterSet(t *testing.T, ns, set string) {
+	t.Helper()
+	b := &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: set},
+		Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: set}}
+	if err := f.hub.Create(t.Context(), b); err != nil {
+		t.Fatalf("binding ManagedClusterSet %s to namespace %s: %v", set, ns, err)
+	}
+	eventually(t, waitTimeout, fmt.Sprintf("ManagedClusterSetBinding %s/%s Bound", ns, set), func(ctx context.Context) (bool, string, error) {
+		if err := f.hub.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+			return false, "", err
+		}
+		return apimeta.IsStatusConditionTrue(b.Status.Conditions, clusterv1beta2.ClusterSetBindingBoundType), fmt.Sprint(b.Status.Conditions), nil
+	})
+}
+
+// newUnboundNamespace creates a hub namespace with no
+// ManagedClusterSetBinding, removed with what the test made in it.
+func (f *fleet) newUnboundNamespace(t *testing.T, prefix string) string {
 	t.Helper()
 	ns := prefix + "-" + randSuffix()
 	if err := f.hub.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {

@@ -5,12 +5,17 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 )
@@ -55,6 +60,97 @@ func TestSubsetPlacementWritesAreTheWorkAgents(t *testing.T) {
 				}
 				return ok, fmt.Sprint(got), nil
 			})
+		}
+	}
+}
+
+// TestClusterSetBindingGatesDelivery: a FleetSet in a hub namespace with no
+// ManagedClusterSetBinding is Degraded ClusterNotBound, naming its first
+// cluster and the missing binding, and nothing reaches any member; binding
+// OCM's set "global" (every cluster; OCM's registration controller marks
+// the binding Bound) delivers it and it becomes Ready.
+func TestClusterSetBindingGatesDelivery(t *testing.T) {
+	f := theFleet
+	ns := f.newUnboundNamespace(t, "unbound")
+	fs := f.newFleetSet(ns, "db", 3)
+	f.createFleetSet(t, fs)
+	first := fs.Spec.Topology.Subsets[0].Cluster
+	eventually(t, waitTimeout, "Degraded ClusterNotBound naming "+first, func(ctx context.Context) (bool, string, error) {
+		c, why, err := f.degraded(ctx, ns, "db")
+		if c == nil || err != nil {
+			return false, why, err
+		}
+		return c.Reason == fleetv1.ReasonClusterNotBound && strings.Contains(c.Message, "cluster "+first+" is in no ManagedClusterSet bound to namespace "+ns) &&
+			strings.Contains(c.Message, "ManagedClusterSetBinding"), c.Reason + ": " + c.Message, nil
+	})
+	for _, m := range f.members {
+		var sts appsv1.StatefulSetList
+		if err := m.c.List(t.Context(), &sts, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		if len(sts.Items) != 0 {
+			t.Errorf("%s: %d StatefulSets delivered in %s without a binding", m.name, len(sts.Items), ns)
+		}
+	}
+	f.bindClusterSet(t, ns, "global")
+	f.waitReady(t, ns, "db", 3)
+	var nsObj corev1.Namespace
+	if err := f.members[0].c.Get(t.Context(), client.ObjectKey{Name: ns}, &nsObj); err != nil {
+		t.Fatal(err)
+	}
+	if got := nsObj.Labels["pod-security.kubernetes.io/enforce"]; got != "baseline" {
+		t.Errorf("%s: namespace %s created with pod-security enforce %q, want baseline", f.members[0].name, ns, got)
+	}
+}
+
+// TestDeletionPolicyRetain: deleting a FleetSet with deletionPolicy Retain
+// leaves its member StatefulSets and their running pods (the same pods, by
+// UID) in every member: the work agent orphans them.
+func TestDeletionPolicyRetain(t *testing.T) {
+	f := theFleet
+	ns := f.newNamespace(t, "retain")
+	fs := f.newFleetSet(ns, "db", 3)
+	fs.Spec.DeletionPolicy = fleetv1.DeletionRetain
+	f.createFleetSet(t, fs)
+	before := f.waitReady(t, ns, "db", 3)
+	if err := f.hub.Delete(t.Context(), fs); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, waitTimeout, "the FleetSet's ManifestWorks gone from the hub", func(ctx context.Context) (bool, string, error) {
+		var l unstructured.UnstructuredList
+		l.SetGroupVersionKind(manifestWorkGVK)
+		if err := f.hub.List(ctx, &l, client.MatchingLabels{fleetv1.LabelOwnerNamespace: ns}); err != nil {
+			return false, "", err
+		}
+		return len(l.Items) == 0, fmt.Sprintf("%d works", len(l.Items)), nil
+	})
+	// The agents have acted on the deletion; give them a few seconds more to
+	// have removed anything they were going to.
+	time.Sleep(5 * time.Second)
+	after, err := f.instances(t.Context(), ns, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uids := map[string]string{}
+	for _, in := range after {
+		uids[in.pod] = in.uid
+	}
+	for _, in := range before {
+		if uids[in.pod] != in.uid {
+			t.Errorf("pod %s in %s: uid %s before the FleetSet's deletion, %q after; want it untouched", in.pod, in.cluster, in.uid, uids[in.pod])
+		}
+	}
+	for _, m := range f.members {
+		var sts appsv1.StatefulSetList
+		if err := m.c.List(t.Context(), &sts, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		if len(sts.Items) == 0 {
+			t.Errorf("%s: StatefulSets of the retained FleetSet deleted", m.name)
+		}
+		for i := range sts.Items {
+			// Leave nothing behind for the next test.
+			_ = m.c.Delete(context.Background(), &sts.Items[i])
 		}
 	}
 }

@@ -20,6 +20,22 @@ const (
 	// ReasonInvalidSpec: the spec cannot be divided or rendered (the message
 	// names the field). Existing ManifestWorks are left as they are.
 	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonClusterNotBound: a subset's cluster or fallback cluster is in no
+	// ManagedClusterSet bound to the FleetSet's namespace (a
+	// ManagedClusterSetBinding with condition Bound); the message names the
+	// cluster and the bindings. Nothing is delivered, changed or deleted
+	// anywhere until it is bound: existing ManifestWorks are left as they
+	// are.
+	ReasonClusterNotBound = "ClusterNotBound"
+	// ReasonPodSecurity: spec.template violates spec.podSecurityLevel (the
+	// message names each container and setting). Nothing is delivered or
+	// changed; existing ManifestWorks are left as they are.
+	ReasonPodSecurity = "PodSecurityViolation"
+	// ReasonInvalidFeedback: the status a member's work agent fed back of a
+	// subset's StatefulSet cannot be true (a negative count, one over the
+	// subset's ordinal block or int32, more available than ready); the hub
+	// ignores it (the subset counts as not yet reported) and says why.
+	ReasonInvalidFeedback = "InvalidFeedback"
 	// ReasonClusterNotFound: a subset names a ManagedCluster that does not
 	// exist; its ManifestWork is not written.
 	ReasonClusterNotFound = "ClusterNotFound"

@@ -52,6 +52,10 @@ const (
 	// ordinalStart of each subset it carries ("east=0,west=1000"), so that the
 	// hub recovers the sticky ordinal blocks if status.subsets was lost.
 	AnnotationOrdinalStarts = "fleetset.io/ordinal-starts"
+	// AnnotationDeletionPolicy records, on a FleetSet's ManifestWork, the
+	// FleetSet's resolved spec.deletionPolicy (Retain or Delete), so that the
+	// hub honours it when it deletes the work after the FleetSet is gone.
+	AnnotationDeletionPolicy = "fleetset.io/deletion-policy"
 
 	// FleetSetFinalizer holds a FleetSet until the hub has deleted its
 	// ManifestWorks.

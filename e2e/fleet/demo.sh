@@ -21,6 +21,9 @@ name=$(kc hub create --dry-run=client -f "$SAMPLE" -o jsonpath='{.metadata.name}
 ns=$(kc hub create --dry-run=client -f "$SAMPLE" -o jsonpath='{.metadata.namespace}')
 ns=${ns:-default}
 kc hub get namespace "$ns" >/dev/null 2>&1 || kc hub create namespace "$ns" >/dev/null
+# The sample's namespace may reach every cluster (OCM's set "global").
+BINDING=${BINDING:-$REPO_ROOT/manifests/samples/clustersetbinding.yaml}
+kc hub apply -n "$ns" -f "$BINDING" >/dev/null
 kc hub apply -f "$SAMPLE"
 want=$(kc hub get fleetsets.fleetset.io -n "$ns" "$name" -o jsonpath='{.spec.replicas}')
 

@@ -140,6 +140,9 @@ func setupBench(t testing.TB, c client.Client, ns string, clusters []string) {
 			t.Fatal(err)
 		}
 	}
+	if err := controlplane.BindClusterSet(ctx, c, ns, controlplane.GlobalClusterSet); err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range clusters {
 		mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true}}
 		if err := c.Create(ctx, mc); err != nil {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -65,7 +66,8 @@ func availabilityChanged() predicate.Predicate {
 			if !ok1 || !ok2 {
 				return true
 			}
-			return isAvailable(o) != isAvailable(n) || outOfService(o) != outOfService(n)
+			// Labels: a cluster joins or leaves a ManagedClusterSet by them.
+			return isAvailable(o) != isAvailable(n) || outOfService(o) != outOfService(n) || !maps.Equal(o.Labels, n.Labels)
 		},
 	}
 }

@@ -63,7 +63,7 @@ func (r *FleetSetReconciler) deleteWorks(ctx context.Context, key types.Namespac
 		return 0, err
 	}
 	remove := deletable(works, nil)
-	_, deleted := r.writeAll(ctx, fs, workChanges{remove: remove}, EventWorksDeleted)
+	_, deleted := r.writeAll(ctx, fs, workChanges{remove: remove, ownerDeleted: true}, EventWorksDeleted)
 	var failed error
 	for i, w := range remove {
 		if deleted[i] != nil {

@@ -8,10 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,11 +26,9 @@ import (
 // when the status write that follows fails with a conflict (events used to
 // wait for the status write and were lost).
 func TestWorkEventsSurviveStatusConflict(t *testing.T) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{fleetv1.AddToScheme, workv1.Install, clusterv1.Install, corev1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
 	}
 	fs := &fleetv1.FleetSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "mydb"},
@@ -43,7 +41,7 @@ func TestWorkEventsSurviveStatusConflict(t *testing.T) {
 		},
 	}
 	available := []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "Available"}}
-	objs := []client.Object{fs,
+	objs := []client.Object{fs, globalSet(), boundTo("db", "global"),
 		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "east"}, Status: clusterv1.ManagedClusterStatus{Conditions: available}},
 		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "west"}, Status: clusterv1.ManagedClusterStatus{Conditions: available}},
 	}
@@ -57,7 +55,7 @@ func TestWorkEventsSurviveStatusConflict(t *testing.T) {
 		}).Build()
 	rec := record.NewFakeRecorder(20)
 	r := &FleetSetReconciler{Client: c, Recorder: rec}
-	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(fs)})
+	_, err = r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(fs)})
 	if !apierrors.IsConflict(err) {
 		t.Fatalf("Reconcile error = %v, want the status conflict", err)
 	}
@@ -82,11 +80,9 @@ func TestWorkEventsSurviveStatusConflict(t *testing.T) {
 // (here: a scale) still folds the work's statusFeedback into the FleetSet's
 // status in the same reconcile, instead of losing it with the old object.
 func TestUpdatedWorkKeepsItsFeedback(t *testing.T) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{fleetv1.AddToScheme, workv1.Install, clusterv1.Install, corev1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
 	}
 	fs := &fleetv1.FleetSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "mydb"},
@@ -101,7 +97,7 @@ func TestUpdatedWorkKeepsItsFeedback(t *testing.T) {
 	}
 	available := []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "Available"}}
 	mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "east"}, Status: clusterv1.ManagedClusterStatus{Conditions: available}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(fs, mc).WithStatusSubresource(fs, &workv1.ManifestWork{}).
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(fs, mc, globalSet(), boundTo("db", "global")).WithStatusSubresource(fs, &workv1.ManifestWork{}).
 		WithIndex(&fleetv1.FleetSet{}, ClusterIndex, clustersOf).WithIndex(&workv1.ManifestWork{}, WorkOwnerIndex, workOwnerOf).Build()
 	r := &FleetSetReconciler{Client: c, Recorder: record.NewFakeRecorder(20)}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(fs)}
@@ -135,4 +131,19 @@ func TestUpdatedWorkKeepsItsFeedback(t *testing.T) {
 	if cur.Status.ReadyReplicas != 3 || cur.Status.Subsets[0].Replicas != 4 {
 		t.Errorf("after the scale: readyReplicas %d, subset replicas %d; want the fed-back 3 kept and 4 desired", cur.Status.ReadyReplicas, cur.Status.Subsets[0].Replicas)
 	}
+}
+
+// globalSet is OCM's ManagedClusterSet "global": every cluster.
+func globalSet() *clusterv1beta2.ManagedClusterSet {
+	return &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "global"},
+		Spec: clusterv1beta2.ManagedClusterSetSpec{ClusterSelector: clusterv1beta2.ManagedClusterSelector{
+			SelectorType: clusterv1beta2.LabelSelector, LabelSelector: &metav1.LabelSelector{}}}}
+}
+
+// boundTo is a ManagedClusterSetBinding of set in namespace ns, Bound.
+func boundTo(ns, set string) *clusterv1beta2.ManagedClusterSetBinding {
+	return &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: set},
+		Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: set},
+		Status: clusterv1beta2.ManagedClusterSetBindingStatus{Conditions: []metav1.Condition{{
+			Type: clusterv1beta2.ClusterSetBindingBoundType, Status: metav1.ConditionTrue, Reason: "Bound"}}}}
 }

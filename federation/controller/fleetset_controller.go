@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -91,6 +92,8 @@ func (r *FleetSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.Funcs{CreateFunc: func(e event.CreateEvent) bool { return r.orphaned(e.Object) }})).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.fleetSetsOnCluster),
 			builder.WithPredicates(availabilityChanged())).
+		Watches(&clusterv1beta2.ManagedClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(r.fleetSetsInNamespace)).
+		Watches(&clusterv1beta2.ManagedClusterSet{}, handler.EnqueueRequestsFromMapFunc(r.fleetSetsBoundTo)).
 		Complete(r)
 }
 
@@ -125,6 +128,7 @@ func (r *FleetSetReconciler) orphaned(o client.Object) bool {
 // +kubebuilder:rbac:groups=fleetset.io,resources=fleetsets/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=work.open-cluster-management.io,resources=manifestworks,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=managedclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=managedclustersets;managedclustersetbindings,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=fleetset-system
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
@@ -175,7 +179,11 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		return ctrl.Result{}, err
 	}
 	status := fs.Status.DeepCopy()
-	if planned, ok := planSubsets(st); ok {
+	admitted, err := r.admitTenancy(ctx, st)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if planned, ok := planSubsets(st); admitted && ok {
 		failovers, err := r.planFailover(ctx, st, planned)
 		if err != nil {
 			return ctrl.Result{}, err

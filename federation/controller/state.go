@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -34,6 +35,9 @@ type state struct {
 	subsets []subsetPlan
 	// problems are what the Degraded condition reports.
 	problems []plan.Problem
+	// feedbackProblems are the subsets whose fed-back status was ignored,
+	// by subset name (observeWorks may run again after writes).
+	feedbackProblems map[string]plan.Problem
 	// fleetRevision is the fleet revision of the spec's template.
 	fleetRevision string
 	// rolloutDecision is the rollout planner's decision (nil when the spec
@@ -86,7 +90,8 @@ func (r *FleetSetReconciler) newState(ctx context.Context, fs *fleetv1.FleetSet)
 	if err != nil {
 		return nil, err
 	}
-	return &state{fs: fs, now: metav1.NewTime(r.now()), workName: manifestwork.WorkName(fs.Namespace, fs.Name), existingWorks: works}, nil
+	return &state{fs: fs, now: metav1.NewTime(r.now()), workName: manifestwork.WorkName(fs.Namespace, fs.Name), existingWorks: works,
+		feedbackProblems: map[string]plan.Problem{}}, nil
 }
 
 // invalidSpec records err, naming the spec field it found wrong, as an
@@ -106,6 +111,9 @@ func (st *state) workKey(cluster string) types.NamespacedName {
 // those clusters (whose work this reconcile wrote or deleted).
 func (st *state) observeWorks(clusters ...string) {
 	decoded := map[*workv1.ManifestWork]map[string]manifestwork.StatefulSetFeedback{}
+	if st.feedbackProblems == nil {
+		st.feedbackProblems = map[string]plan.Problem{}
+	}
 	for i := range st.subsets {
 		sp := &st.subsets[i]
 		if len(clusters) > 0 && !slices.Contains(clusters, sp.planned.Cluster) {
@@ -120,9 +128,24 @@ func (st *state) observeWorks(clusters ...string) {
 			fb = manifestwork.Feedback(sp.work)
 			decoded[sp.work] = fb
 		}
-		if f, ok := fb[manifestwork.StatefulSetName(st.fs.Name, sp.planned.Name)]; ok {
-			sp.feedback = &f
+		name := manifestwork.StatefulSetName(st.fs.Name, sp.planned.Name)
+		f, ok := fb[name]
+		if !ok {
+			continue
 		}
+		// A member's report is checked before anything uses it.
+		if err := f.Validate(max(sp.planned.BlockSize, sp.planned.Replicas)); err != nil {
+			st.feedbackProblems[sp.planned.Name] = plan.Problem{Reason: fleetv1.ReasonInvalidFeedback, Subset: sp.planned.Name, Cluster: sp.planned.Cluster,
+				Message: fmt.Sprintf("status fed back for StatefulSet %s ignored: %v", name, err)}
+			continue
+		}
+		delete(st.feedbackProblems, sp.planned.Name)
+		delivered, ok := manifestwork.DeliveredReplicas(sp.work, name)
+		if !ok {
+			delivered = sp.planned.Replicas
+		}
+		f = f.Clamp(delivered)
+		sp.feedback = &f
 	}
 }
 

@@ -25,10 +25,10 @@ func TestObserveWorks(t *testing.T) {
 	st := &state{fs: fs, workName: manifestwork.WorkName("db", "mydb"), existingWorks: map[types.NamespacedName]*workv1.ManifestWork{
 		client.ObjectKeyFromObject(east): east, client.ObjectKeyFromObject(west): west}}
 	st.subsets = []subsetPlan{
-		{planned: plan.Subset{Name: "east", Cluster: "east"}},
-		{planned: plan.Subset{Name: "west", Cluster: "west"}},
-		{planned: plan.Subset{Name: "north", Cluster: "east"}},  // shares east's work, reports nothing
-		{planned: plan.Subset{Name: "south", Cluster: "south"}}, // no work
+		{planned: plan.Subset{Name: "east", Cluster: "east", BlockSize: 1000, Replicas: 3}},
+		{planned: plan.Subset{Name: "west", Cluster: "west", BlockSize: 1000, Replicas: 3}},
+		{planned: plan.Subset{Name: "north", Cluster: "east", BlockSize: 1000, Replicas: 3}},  // shares east's work, reports nothing
+		{planned: plan.Subset{Name: "south", Cluster: "south", BlockSize: 1000, Replicas: 3}}, // no work
 	}
 	type view struct {
 		work  *workv1.ManifestWork
@@ -50,7 +50,8 @@ func TestObserveWorks(t *testing.T) {
 	check("observed", view{east, 3}, view{west, 1}, view{east, -1}, view{nil, -1})
 
 	rewritten := east.DeepCopy()
-	rewritten.Status.ResourceStatus.Manifests[0].StatusFeedbacks.Values[1].Value.Integer = ptr.To[int64](2)
+	rewritten.Status.ResourceStatus.Manifests[0].StatusFeedbacks.Values[1].Value.Integer = ptr.To[int64](2) // ready
+	rewritten.Status.ResourceStatus.Manifests[0].StatusFeedbacks.Values[3].Value.Integer = ptr.To[int64](2) // available
 	st.recordWritten(rewritten)
 	st.recordDeleted(client.ObjectKeyFromObject(west))
 	check("after the writes", view{rewritten, 2}, view{nil, -1}, view{rewritten, -1}, view{nil, -1})

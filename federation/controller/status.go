@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -37,6 +38,9 @@ func foldSubsets(st *state, status *fleetv1.FleetSetStatus) {
 					Message: fmt.Sprintf("work agent reports ManifestWork not applied: %s: %s", c.Reason, c.Message)})
 			}
 		}
+		if fp, ok := st.feedbackProblems[p.Name]; ok {
+			st.problems = append(st.problems, fp)
+		}
 		if f := sp.feedback; f != nil {
 			ss.ObservedReplicas, ss.ReadyReplicas = f.Replicas, f.ReadyReplicas
 			ss.AvailableReplicas, ss.UpdatedReplicas = f.AvailableReplicas, f.UpdatedReplicas
@@ -46,9 +50,9 @@ func foldSubsets(st *state, status *fleetv1.FleetSetStatus) {
 		if st.rolloutDecision != nil && rollingUpdate(st.fs) != nil {
 			ss.Rollout = fleetv1.SubsetRolloutPhase(st.rolloutDecision.Phases[p.Name])
 		}
-		status.Replicas += ss.ObservedReplicas
-		status.ReadyReplicas += ss.ReadyReplicas
-		status.AvailableReplicas += ss.AvailableReplicas
+		status.Replicas = addSaturating(status.Replicas, ss.ObservedReplicas)
+		status.ReadyReplicas = addSaturating(status.ReadyReplicas, ss.ReadyReplicas)
+		status.AvailableReplicas = addSaturating(status.AvailableReplicas, ss.AvailableReplicas)
 		status.Subsets = append(status.Subsets, ss)
 	}
 }
@@ -162,4 +166,13 @@ func problemEvents(old, cur *fleetv1.FleetSetStatus) []pendingEvent {
 		return nil
 	}
 	return []pendingEvent{{corev1.EventTypeWarning, c.Reason, c.Message}}
+}
+
+// addSaturating returns a + b for counts ≥ 0, at most math.MaxInt32: a
+// status sum never wraps around, whatever the subsets report.
+func addSaturating(a, b int32) int32 {
+	if s := int64(a) + int64(b); s <= math.MaxInt32 {
+		return int32(s)
+	}
+	return math.MaxInt32
 }

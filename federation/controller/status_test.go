@@ -87,6 +87,22 @@ func TestFoldStatus(t *testing.T) {
 			wantProgress: cond{metav1.ConditionFalse, fleetv1.ReasonComplete, ""},
 			wantReady2:   cond{metav1.ConditionFalse, fleetv1.ReasonDegraded, "see condition Degraded"},
 		},
+		{
+			name:         "a negative count fed back: ignored, not summed, Degraded InvalidFeedback",
+			works:        []*workv1.ManifestWork{feedbackWork("east", "east", 5, -3, 5, -3, metav1.ConditionTrue), feedbackWork("west", "west", 4, 4, 3, 4, metav1.ConditionTrue)},
+			wantReplicas: 4, wantReady: 4,
+			wantDegraded: cond{metav1.ConditionTrue, fleetv1.ReasonInvalidFeedback, "subset east on cluster east: status fed back for StatefulSet mydb-east ignored: readyReplicas -3 is negative"},
+			wantProgress: cond{metav1.ConditionTrue, fleetv1.ReasonWaitingForFeedback, "subset east on cluster east"},
+			wantReady2:   cond{metav1.ConditionFalse, fleetv1.ReasonDegraded, "see condition Degraded"},
+		},
+		{
+			name:         "a count past int32 (cut to 5 it would look ready): ignored",
+			works:        []*workv1.ManifestWork{feedbackWork("east", "east", 5, 1<<32+5, 5, 1<<32+5, metav1.ConditionTrue), feedbackWork("west", "west", 4, 4, 3, 4, metav1.ConditionTrue)},
+			wantReplicas: 4, wantReady: 4,
+			wantDegraded: cond{metav1.ConditionTrue, fleetv1.ReasonInvalidFeedback, "Replicas 4294967301 is outside int32"},
+			wantProgress: cond{metav1.ConditionTrue, fleetv1.ReasonWaitingForFeedback, "subset east on cluster east"},
+			wantReady2:   cond{metav1.ConditionFalse, fleetv1.ReasonDegraded, "see condition Degraded"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

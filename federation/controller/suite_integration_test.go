@@ -294,6 +294,11 @@ func createNamespace(t testing.TB, name string) {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	// Every cluster is in the set "global"; FleetSets in the namespace may
+	// reach them all.
+	if err := controlplane.BindClusterSet(context.Background(), k8sClient, name, controlplane.GlobalClusterSet); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // createCluster creates a ManagedCluster and its namespace, Available as given.

@@ -72,6 +72,11 @@ func (r *FleetSetReconciler) writeAll(ctx context.Context, fs *fleetv1.FleetSet,
 	}
 	for i, w := range changes.remove {
 		g.Go(func() error {
+			if changes.ownerDeleted && w.Annotations[fleetv1.AnnotationDeletionPolicy] == string(fleetv1.DeletionRetain) {
+				if deleted[i] = r.orphanOnDelete(ctx, fs, w); deleted[i] != nil {
+					return nil
+				}
+			}
 			deleted[i] = r.deleteWork(ctx, fs, w)
 			return nil
 		})
@@ -116,6 +121,31 @@ func (r *FleetSetReconciler) applyWork(ctx context.Context, fs *fleetv1.FleetSet
 		r.expectations.expectWrite(r.owner(fs), kindManifestWork, written)
 	}
 	return applyOutcome{op: op, written: written, err: err}
+}
+
+// orphanOnDelete sets ManifestWork w's deleteOption to Orphan, so that its
+// deletion leaves every object it delivered (StatefulSets, their pods and
+// PersistentVolumeClaims) in its cluster: deletionPolicy Retain. The work
+// agent reads the option from the work it finalizes, which carries this
+// write. It returns the update's error (nil when w is gone or already
+// orphans everything).
+func (r *FleetSetReconciler) orphanOnDelete(ctx context.Context, fs *fleetv1.FleetSet, w *workv1.ManifestWork) error {
+	if o := w.Spec.DeleteOption; o != nil && o.PropagationPolicy == workv1.DeletePropagationPolicyTypeOrphan {
+		return nil
+	}
+	release, err := r.expectations.admit(ctx)
+	defer release()
+	if err != nil {
+		return err
+	}
+	orphan := w.DeepCopy()
+	orphan.Spec.DeleteOption = &workv1.DeleteOption{PropagationPolicy: workv1.DeletePropagationPolicyTypeOrphan}
+	if err := r.writer().Update(ctx, orphan); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.expectations.expectWrite(r.owner(fs), kindManifestWork, orphan)
+	*w = *orphan
+	return nil
 }
 
 // deleteWork deletes ManifestWork w of fs, once the expectations admit one

@@ -36,12 +36,17 @@ func TestApplyTo(t *testing.T) {
 		},
 	}).Build()
 	ctx := context.Background()
-	desired := func(hash string) *workv1.ManifestWork {
-		return &workv1.ManifestWork{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "east", Name: "db.mydb", Labels: OwnerLabels("db", "mydb"),
-				Annotations: map[string]string{fleetv1.AnnotationSpecHash: hash}},
-			Spec: workv1.ManifestWorkSpec{DeleteOption: orphanNamespace(hash)},
+	hashes := map[string]string{}
+	desired := func(tag string) *workv1.ManifestWork {
+		w := &workv1.ManifestWork{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "east", Name: "db.mydb", Labels: OwnerLabels("db", "mydb")},
+			Spec:       workv1.ManifestWorkSpec{DeleteOption: orphanNamespace(tag)},
 		}
+		if err := stampHash(w); err != nil {
+			t.Fatal(err)
+		}
+		hashes[tag] = w.Annotations[fleetv1.AnnotationSpecHash]
+		return w
 	}
 
 	op, created, err := ApplyTo(ctx, c, nil, desired("a"))
@@ -60,7 +65,7 @@ func TestApplyTo(t *testing.T) {
 	if err != nil || op != controllerutil.OperationResultUpdated || writes != 1 {
 		t.Fatalf("update: %v, %v, %d writes; want updated, 1 write", op, err, writes)
 	}
-	if updated.Labels["other"] != "kept" || updated.Annotations[fleetv1.AnnotationSpecHash] != "b" || created.Annotations[fleetv1.AnnotationSpecHash] != "a" {
+	if updated.Labels["other"] != "kept" || updated.Annotations[fleetv1.AnnotationSpecHash] != hashes["b"] || created.Annotations[fleetv1.AnnotationSpecHash] != hashes["a"] {
 		t.Errorf("updated labels %v, annotations %v; existing annotations %v: want others' labels kept, hash b, existing untouched",
 			updated.Labels, updated.Annotations, created.Annotations)
 	}

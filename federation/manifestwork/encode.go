@@ -15,7 +15,9 @@ import (
 
 // UpToDate reports whether existing already holds what desired renders: the
 // same spec hash, labels and annotations the hub sets. The hub rewrites a
-// ManifestWork only when this is false.
+// ManifestWork only when this is false. (The stored spec itself cannot be
+// hashed again: the apiserver adds the ManifestWork CRD's defaults, e.g.
+// feedbackScrapeType, to it.)
 func UpToDate(existing, desired *workv1.ManifestWork) bool {
 	for k, v := range desired.Labels {
 		if existing.Labels[k] != v {
@@ -32,16 +34,26 @@ func UpToDate(existing, desired *workv1.ManifestWork) bool {
 
 // stampHash sets AnnotationSpecHash to a hash of w's spec.
 func stampHash(w *workv1.ManifestWork) error {
-	b, err := json.Marshal(w.Spec)
+	h, err := specHash(w)
 	if err != nil {
-		return fmt.Errorf("encoding work spec: %w", err)
+		return err
 	}
-	sum := sha256.Sum256(b)
 	if w.Annotations == nil {
 		w.Annotations = map[string]string{}
 	}
-	w.Annotations[fleetv1.AnnotationSpecHash] = hex.EncodeToString(sum[:])[:16]
+	w.Annotations[fleetv1.AnnotationSpecHash] = h
 	return nil
+}
+
+// specHash returns the first 16 hex digits of the SHA-256 of w's spec as
+// JSON.
+func specHash(w *workv1.ManifestWork) (string, error) {
+	b, err := json.Marshal(w.Spec)
+	if err != nil {
+		return "", fmt.Errorf("encoding work spec: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:16], nil
 }
 
 // encode turns objects into manifests: each converted to unstructured by

@@ -5,24 +5,21 @@ import "fmt"
 // Validate checks what the work agent fed back of one StatefulSet before
 // the hub uses it: status is reported by the member cluster, and a member
 // that is wrong or compromised must not inflate a FleetSet's status, its
-// scale subresource or a rollout's progress. desired is the StatefulSet's
-// spec.replicas as the hub delivered it. It returns nil, or an error naming
-// the first value out of bounds:
-//   - generation and observedGeneration are reported, ≥ 1, and equal (the
-//     status is of the delivered spec; a stale one is not used);
-//   - every count is ≥ 0 and ≤ desired (so ≤ int32);
+// scale subresource or a rollout's progress. block is the most instances the
+// StatefulSet can ever have (its subset's ordinal block, in replicas). It
+// returns nil, or an error naming the first value that cannot be true, and
+// the hub then ignores the whole report:
+//   - no count was reported outside int32 (Malformed);
+//   - every count is ≥ 0 and ≤ block;
 //   - readyReplicas ≥ availableReplicas (an instance is available only once
 //     ready, as the StatefulSet controller counts).
-//   - no count was reported outside int32 (Malformed).
-func (f StatefulSetFeedback) Validate(desired int32) error {
+//
+// A report that passes is still bounded by the delivered replicas (Clamp)
+// before it is summed, and a rollout step uses it only when it is of the
+// delivered spec (Current).
+func (f StatefulSetFeedback) Validate(block int32) error {
 	if f.Malformed != "" {
 		return fmt.Errorf("%s", f.Malformed)
-	}
-	if f.Generation <= 0 || f.ObservedGeneration <= 0 {
-		return fmt.Errorf("generation %d / observedGeneration %d not reported", f.Generation, f.ObservedGeneration)
-	}
-	if f.ObservedGeneration != f.Generation {
-		return fmt.Errorf("observedGeneration %d is not generation %d: the status is of an older spec", f.ObservedGeneration, f.Generation)
 	}
 	for _, c := range []struct {
 		name string
@@ -36,12 +33,27 @@ func (f StatefulSetFeedback) Validate(desired int32) error {
 		switch {
 		case c.v < 0:
 			return fmt.Errorf("%s %d is negative", c.name, c.v)
-		case c.v > desired:
-			return fmt.Errorf("%s %d exceeds the delivered replicas %d", c.name, c.v, desired)
+		case c.v > block:
+			return fmt.Errorf("%s %d exceeds the subset's ordinal block of %d", c.name, c.v, block)
 		}
 	}
 	if f.AvailableReplicas > f.ReadyReplicas {
 		return fmt.Errorf("%s %d exceeds %s %d", FeedbackAvailableReplicas, f.AvailableReplicas, FeedbackReadyReplicas, f.ReadyReplicas)
 	}
+	if f.Generation < 0 || f.ObservedGeneration < 0 {
+		return fmt.Errorf("negative generation %d or observedGeneration %d", f.Generation, f.ObservedGeneration)
+	}
 	return nil
+}
+
+// Clamp returns f with its ready, available and updated counts cut to
+// delivered, the replicas the hub delivered to the StatefulSet: a subset
+// never counts more ready, available or updated instances than it was given.
+// replicas (pods that exist) is left as reported: it may exceed delivered
+// while a scale-down removes pods, and Validate bounds it by the block.
+func (f StatefulSetFeedback) Clamp(delivered int32) StatefulSetFeedback {
+	f.ReadyReplicas = min(f.ReadyReplicas, delivered)
+	f.AvailableReplicas = min(f.AvailableReplicas, delivered)
+	f.UpdatedReplicas = min(f.UpdatedReplicas, delivered)
+	return f
 }

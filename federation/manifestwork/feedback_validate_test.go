@@ -39,15 +39,15 @@ func TestFeedbackValidate(t *testing.T) {
 		want string // substring of the error; "" valid
 	}{
 		{"valid", good, ""},
+		{"stale generation is valid (Current says it is stale)", with(FeedbackObservedGeneration, 3), ""},
 		{"negative replicas", with(FeedbackReplicas, -1), "replicas -1 is negative"},
 		{"negative available", with(FeedbackAvailableReplicas, -5), "availableReplicas -5 is negative"},
-		{"over the delivered replicas", with(FeedbackReadyReplicas, 4), "readyReplicas 4 exceeds the delivered replicas 3"},
+		{"over the ordinal block", with(FeedbackReadyReplicas, 1001), "readyReplicas 1001 exceeds the subset's ordinal block of 1000"},
 		{"over int32", with(FeedbackAvailableReplicas, math.MaxInt32+2), "availableReplicas 2147483649 is outside int32"},
 		{"cut to int32 would look small", with(FeedbackUpdatedReplicas, 1<<32+1), "outside int32"},
 		{"below int32", with(FeedbackReplicas, math.MinInt32-1), "outside int32"},
-		{"stale generation", with(FeedbackObservedGeneration, 3), "observedGeneration 3 is not generation 4"},
-		{"no generation", with(FeedbackGeneration, 0), "not reported"},
 		{"available over ready", with(FeedbackReadyReplicas, 1), "availableReplicas 3 exceeds readyReplicas 1"},
+		{"negative generation", with(FeedbackGeneration, -2), "negative generation"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,7 +55,7 @@ func TestFeedbackValidate(t *testing.T) {
 			if !ok {
 				t.Fatal("no feedback decoded")
 			}
-			err := f.Validate(3)
+			err := f.Validate(1000)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("Validate = %v, want nil", err)
@@ -67,26 +67,34 @@ func TestFeedbackValidate(t *testing.T) {
 }
 
 // FuzzFeedbackValidate feeds arbitrary int64 values through the decoder:
-// whatever Validate accepts lies within [0, desired] for every count, with
-// ready ≥ available and a current generation, so no sum or rollout step can
-// be inflated by a member.
+// whatever Validate accepts and Clamp bounds lies within [0, block] for
+// every count and within [0, delivered] for ready, available and updated,
+// with ready ≥ available, so no sum or rollout step can be inflated by a
+// member.
 func FuzzFeedbackValidate(f *testing.F) {
-	f.Add(int64(3), int64(3), int64(2), int64(3), int64(4), int64(4), int32(3))
-	f.Add(int64(-1), int64(1<<40), int64(2), int64(3), int64(1), int64(1), int32(5))
-	f.Fuzz(func(t *testing.T, replicas, ready, updated, available, gen, observed int64, desired int32) {
+	f.Add(int64(3), int64(3), int64(2), int64(3), int64(4), int64(4), int32(3), int32(1000))
+	f.Add(int64(-1), int64(1<<40), int64(2), int64(3), int64(1), int64(1), int32(5), int32(10))
+	f.Fuzz(func(t *testing.T, replicas, ready, updated, available, gen, observed int64, delivered, block int32) {
+		if delivered < 0 || block < 1 || delivered > block {
+			return
+		}
 		vals := map[string]int64{FeedbackReplicas: replicas, FeedbackReadyReplicas: ready, FeedbackUpdatedReplicas: updated,
 			FeedbackAvailableReplicas: available, FeedbackGeneration: gen, FeedbackObservedGeneration: observed}
 		fb := Feedback(feedbackWork(vals))["db-east"]
-		if fb.Validate(desired) != nil {
+		if fb.Validate(block) != nil {
 			return
 		}
 		for name, v := range map[string]int64{FeedbackReplicas: replicas, FeedbackReadyReplicas: ready, FeedbackUpdatedReplicas: updated, FeedbackAvailableReplicas: available} {
-			if v < 0 || v > int64(desired) {
-				t.Fatalf("Validate accepted %s %d with desired %d", name, v, desired)
+			if v < 0 || v > int64(block) {
+				t.Fatalf("Validate accepted %s %d with block %d", name, v, block)
 			}
 		}
-		if available > ready || gen != observed || gen <= 0 {
-			t.Fatalf("Validate accepted available %d ready %d generation %d observed %d", available, ready, gen, observed)
+		if available > ready {
+			t.Fatalf("Validate accepted available %d > ready %d", available, ready)
+		}
+		c := fb.Clamp(delivered)
+		if c.ReadyReplicas > delivered || c.AvailableReplicas > delivered || c.UpdatedReplicas > delivered || c.AvailableReplicas > c.ReadyReplicas {
+			t.Fatalf("Clamp(%d) = %+v", delivered, c)
 		}
 	})
 }

@@ -47,8 +47,14 @@ func Works(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]*workv1.ManifestWork,
 	// The objects every work carries alike, encoded once (their bytes are
 	// shared, read-only, by the works).
 	ns := &corev1.Namespace{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: fs.Namespace},
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: fs.Namespace, Labels: map[string]string{
+			// Pod Security Admission enforces the FleetSet's level on the
+			// namespace the hub creates (createOnlyConfig: an existing
+			// namespace keeps its own labels).
+			LabelPodSecurityEnforce:        string(fs.Spec.PodSecurityLevelOrDefault()),
+			LabelPodSecurityEnforceVersion: "latest",
+		}},
 	}
 	shared, err := encode([]runtime.Object{ns, Service(fs), view})
 	if err != nil {
@@ -71,7 +77,7 @@ func Works(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]*workv1.ManifestWork,
 func work(fs *fleetv1.FleetSet, cluster string, subsets []plan.Subset, viewName string, shared []workv1.Manifest) (*workv1.ManifestWork, error) {
 	var objs []runtime.Object
 	configs := []workv1.ManifestConfigOption{
-		applyConfig("", "namespaces", "", fs.Namespace),
+		createOnlyConfig("", "namespaces", "", fs.Namespace),
 		applyConfig("", "services", fs.Namespace, ServiceName(fs)),
 		applyConfig("", "configmaps", fs.Namespace, viewName),
 	}
@@ -99,7 +105,8 @@ func work(fs *fleetv1.FleetSet, cluster string, subsets []plan.Subset, viewName 
 			Name:        WorkName(fs.Namespace, fs.Name),
 			Namespace:   cluster,
 			Labels:      OwnerLabels(fs.Namespace, fs.Name),
-			Annotations: map[string]string{fleetv1.AnnotationOrdinalStarts: strings.Join(starts, ",")},
+			Annotations: map[string]string{fleetv1.AnnotationOrdinalStarts: strings.Join(starts, ","),
+				fleetv1.AnnotationDeletionPolicy: string(fs.Spec.DeletionPolicyOrDefault())},
 		},
 		Spec: workv1.ManifestWorkSpec{
 			Workload:        workv1.ManifestsTemplate{Manifests: manifests},
@@ -111,6 +118,23 @@ func work(fs *fleetv1.FleetSet, cluster string, subsets []plan.Subset, viewName 
 		return nil, err
 	}
 	return w, nil
+}
+
+// Pod Security Admission's namespace labels (KEP-2579).
+const (
+	LabelPodSecurityEnforce        = "pod-security.kubernetes.io/enforce"
+	LabelPodSecurityEnforceVersion = "pod-security.kubernetes.io/enforce-version"
+)
+
+// createOnlyConfig creates one resource when it does not exist and never
+// changes it after: the work agent's CreateOnly strategy. For the FleetSet's
+// namespace, whose labels (Pod Security among them) belong to the member's
+// administrators once it exists.
+func createOnlyConfig(group, resource, namespace, name string) workv1.ManifestConfigOption {
+	return workv1.ManifestConfigOption{
+		ResourceIdentifier: workv1.ResourceIdentifier{Group: group, Resource: resource, Namespace: namespace, Name: name},
+		UpdateStrategy:     &workv1.UpdateStrategy{Type: workv1.UpdateStrategyTypeCreateOnly},
+	}
 }
 
 // applyConfig is server-side apply with force for one resource.

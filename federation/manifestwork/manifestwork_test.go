@@ -294,6 +294,13 @@ func TestWorks(t *testing.T) {
 					t.Errorf("work %s: %d manifestConfigs for %d manifests", w.Namespace, len(w.Spec.ManifestConfigs), len(w.Spec.Workload.Manifests))
 				}
 				for _, c := range w.Spec.ManifestConfigs {
+					if c.ResourceIdentifier.Resource == "namespaces" {
+						// Created once; an existing namespace keeps its own labels.
+						if c.UpdateStrategy == nil || c.UpdateStrategy.Type != workv1.UpdateStrategyTypeCreateOnly {
+							t.Errorf("work %s: namespace %s not CreateOnly", w.Namespace, c.ResourceIdentifier.Name)
+						}
+						continue
+					}
 					if c.UpdateStrategy == nil || c.UpdateStrategy.Type != workv1.UpdateStrategyTypeServerSideApply || !c.UpdateStrategy.ServerSideApply.Force {
 						t.Errorf("work %s: %s/%s not applied with forced server-side apply", w.Namespace, c.ResourceIdentifier.Resource, c.ResourceIdentifier.Name)
 					}

@@ -31,7 +31,8 @@ func BinDir() string {
 	return filepath.Join(RepoRoot(), "bin")
 }
 
-// OCMCRDs returns the paths of the ManagedCluster and ManifestWork CRDs of
+// OCMCRDs returns the paths of the ManagedCluster, ManifestWork,
+// ManagedClusterSet and ManagedClusterSetBinding CRDs of
 // the open-cluster-management.io/api module in the module cache, for Start.
 // The error says when `go list` cannot locate the module.
 func OCMCRDs() ([]string, error) {
@@ -45,6 +46,8 @@ func OCMCRDs() ([]string, error) {
 	return []string{
 		filepath.Join(dir, "cluster", "v1", "0000_00_clusters.open-cluster-management.io_managedclusters.crd.yaml"),
 		filepath.Join(dir, "work", "v1", "0000_00_work.open-cluster-management.io_manifestworks.crd.yaml"),
+		filepath.Join(dir, "cluster", "v1beta2", "0000_00_clusters.open-cluster-management.io_managedclustersets.crd.yaml"),
+		filepath.Join(dir, "cluster", "v1beta2", "0000_01_clusters.open-cluster-management.io_managedclustersetbindings.crd.yaml"),
 	}, nil
 }
 
