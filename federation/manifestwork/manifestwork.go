@@ -102,9 +102,9 @@ func work(fs *fleetv1.FleetSet, cluster string, subsets []plan.Subset, viewName 
 	w := &workv1.ManifestWork{
 		TypeMeta: metav1.TypeMeta{APIVersion: workv1.GroupVersion.String(), Kind: "ManifestWork"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        WorkName(fs.Namespace, fs.Name),
-			Namespace:   cluster,
-			Labels:      OwnerLabels(fs.Namespace, fs.Name),
+			Name:      WorkName(fs.Namespace, fs.Name),
+			Namespace: cluster,
+			Labels:    OwnerLabels(fs.Namespace, fs.Name),
 			Annotations: map[string]string{fleetv1.AnnotationOrdinalStarts: strings.Join(starts, ","),
 				fleetv1.AnnotationDeletionPolicy: string(fs.Spec.DeletionPolicyOrDefault())},
 		},
