@@ -154,3 +154,54 @@ func TestDeletionPolicyRetain(t *testing.T) {
 		}
 	}
 }
+
+// TestUnownedServiceIsNeverAdopted: a Service someone made in a member,
+// named as a FleetSet's serviceName, is not taken over (the add-on's
+// admission policy refuses the work agent's write), the FleetSet says so in
+// Degraded naming the Service, and deleting the FleetSet leaves the Service
+// as it was.
+func TestUnownedServiceIsNeverAdopted(t *testing.T) {
+	f := theFleet
+	ns := f.newNamespace(t, "adopt")
+	m := f.members[0]
+	ctx := t.Context()
+	if err := m.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	theirs := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db", Labels: map[string]string{"team": "theirs"}},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "theirs"}, Ports: []corev1.ServicePort{{Name: "http", Port: 8080}}}}
+	if err := m.c.Create(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	fs := f.newFleetSet(ns, "db", 2)
+	fs.Spec.DeletionPolicy = fleetv1.DeletionDelete
+	f.createFleetSet(t, fs)
+	eventually(t, waitTimeout, "Degraded ApplyFailed naming Service "+ns+"/db", func(ctx context.Context) (bool, string, error) {
+		c, why, err := f.degraded(ctx, ns, "db")
+		if c == nil || err != nil {
+			return false, why, err
+		}
+		return c.Reason == fleetv1.ReasonApplyFailed && strings.Contains(c.Message, "Service "+ns+"/db exists and is not this FleetSet's"), c.Reason + ": " + c.Message, nil
+	})
+	check := func(when string) {
+		var got corev1.Service
+		if err := m.c.Get(ctx, client.ObjectKeyFromObject(theirs), &got); err != nil {
+			t.Fatalf("%s: the unowned Service: %v", when, err)
+		}
+		if got.Labels[fleetv1.LabelOwnerUID] != "" || got.Labels["team"] != "theirs" || got.Spec.Selector["app"] != "theirs" || len(got.OwnerReferences) != 0 {
+			t.Errorf("%s: the unowned Service changed: labels %v, selector %v, owners %v", when, got.Labels, got.Spec.Selector, got.OwnerReferences)
+		}
+	}
+	check("while the FleetSet runs")
+	if err := f.hub.Delete(ctx, fs); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, waitTimeout, "the FleetSet's StatefulSets removed from "+m.name, func(ctx context.Context) (bool, string, error) {
+		var sts appsv1.StatefulSetList
+		if err := m.c.List(ctx, &sts, client.InNamespace(ns)); err != nil {
+			return false, "", err
+		}
+		return len(sts.Items) == 0, fmt.Sprintf("%d StatefulSets", len(sts.Items)), nil
+	})
+	check("after the FleetSet's deletion")
+}

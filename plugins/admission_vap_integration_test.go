@@ -4,6 +4,7 @@ package plugins_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -251,5 +252,71 @@ func TestSchedulerCannotTakeTheDefaultSchedulersLease(t *testing.T) {
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("fleetset-scheduler-1")}}
 	if _, err := sc.CoordinationV1().Leases(own.Namespace).Create(ctx, own, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "exists") {
 		t.Errorf("fleetset-scheduler creating its own Lease: %v", err)
+	}
+}
+
+// TestNeverAdopt applies the add-on's admission policy fleetset-never-adopt
+// on a real apiserver: writing a delivered object (label
+// fleetset.io/owner-uid) over an existing Service, ConfigMap or
+// StatefulSet that someone else made, or that another FleetSet (UID) owns,
+// is refused with a message naming the object; over the same FleetSet's
+// object, or one an earlier hub delivered (fleetset.io/set, no UID yet), it
+// is allowed; creating one is allowed.
+func TestNeverAdopt(t *testing.T) {
+	ctx := context.Background()
+	root := controlplane.RepoRoot()
+	applyManifest(t, filepath.Join(root, "manifests", "scheduler", "admission.yaml"))
+	ns := newNamespace(t, "adopt")
+	svc := func(name string, labels map[string]string) *v1.Service {
+		return &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+			Spec: v1.ServiceSpec{ClusterIP: v1.ClusterIPNone, Selector: map[string]string{"app": "db"}, Ports: []v1.ServicePort{{Name: "x", Port: 80}}}}
+	}
+	for _, s := range []*v1.Service{
+		svc("theirs", map[string]string{"team": "a"}),
+		svc("other-fleetset", map[string]string{fleetv1.LabelSet: "db", fleetv1.LabelOwnerUID: "uid-old"}),
+		svc("ours", map[string]string{fleetv1.LabelSet: "db", fleetv1.LabelOwnerUID: "uid-1"}),
+		svc("legacy", map[string]string{fleetv1.LabelSet: "db"}),
+		svc("legacy-other-set", map[string]string{fleetv1.LabelSet: "cache"}),
+	} {
+		if _, err := cs.CoreV1().Services(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deliver := func(name string, dry bool) error {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"db",%q:"uid-1"}}}`, fleetv1.LabelSet, fleetv1.LabelOwnerUID)
+		opts := metav1.PatchOptions{}
+		if dry {
+			opts.DryRun = []string{metav1.DryRunAll}
+		}
+		_, err := cs.CoreV1().Services(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), opts)
+		return err
+	}
+	if werr := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return deliver("theirs", true) != nil, nil
+	}); werr != nil {
+		t.Fatalf("the admission policy did not refuse a dry run within 30s")
+	}
+	for name, want := range map[string]string{
+		"theirs":           "Service " + ns + "/theirs exists and is not this FleetSet's (label fleetset.io/owner-uid missing, want uid-1)",
+		"other-fleetset":   "Service " + ns + "/other-fleetset exists and is not this FleetSet's (label fleetset.io/owner-uid uid-old, want uid-1)",
+		"legacy-other-set": "Service " + ns + "/legacy-other-set exists and is not this FleetSet's",
+		"ours":             "",
+		"legacy":           "",
+	} {
+		err := deliver(name, false)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("delivering over %s: %v, want allowed", name, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("delivering over %s: %v, want refused with %q", name, err, want)
+		}
+	}
+	got, err := cs.CoreV1().Services(ns).Get(ctx, "theirs", metav1.GetOptions{})
+	if err != nil || got.Labels[fleetv1.LabelOwnerUID] != "" || got.Labels["team"] != "a" {
+		t.Errorf("the refused Service after the attempt: %v, %v; want it untouched", got.Labels, err)
+	}
+	// A new object is created as delivered.
+	if _, err := cs.CoreV1().Services(ns).Create(ctx, svc("new", map[string]string{fleetv1.LabelSet: "db", fleetv1.LabelOwnerUID: "uid-1"}), metav1.CreateOptions{}); err != nil {
+		t.Errorf("creating a delivered Service: %v", err)
 	}
 }

@@ -52,6 +52,14 @@ const (
 	// ordinalStart of each subset it carries ("east=0,west=1000"), so that the
 	// hub recovers the sticky ordinal blocks if status.subsets was lost.
 	AnnotationOrdinalStarts = "fleetset.io/ordinal-starts"
+	// LabelOwnerUID on every object fleetset-hub delivers to a member (the
+	// Service, the fleet view ConfigMap, each SubsetPlacement and
+	// StatefulSet) is the UID of the FleetSet it belongs to. The add-on's
+	// admission policy fleetset-never-adopt refuses to write an object so
+	// labelled over an existing one that carries another FleetSet's UID or
+	// none (an object someone else made): fleetset never adopts, changes or,
+	// later, deletes what is not its own.
+	LabelOwnerUID = "fleetset.io/owner-uid"
 	// AnnotationDeletionPolicy records, on a FleetSet's ManifestWork, the
 	// FleetSet's resolved spec.deletionPolicy (Retain or Delete), so that the
 	// hub honours it when it deletes the work after the FleetSet is gone.

@@ -34,8 +34,11 @@ func foldSubsets(st *state, status *fleetv1.FleetSetStatus) {
 		}
 		if sp.work != nil {
 			if c := manifestwork.NotApplied(sp.work); c != nil {
-				st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonApplyFailed, Subset: p.Name, Cluster: p.Cluster,
-					Message: fmt.Sprintf("work agent reports ManifestWork not applied: %s: %s", c.Reason, c.Message)})
+				msg := fmt.Sprintf("work agent reports ManifestWork not applied: %s: %s", c.Reason, c.Message)
+				if f := manifestwork.ApplyFailures(sp.work); len(f) > 0 {
+					msg += " (" + strings.Join(f, "; ") + ")"
+				}
+				st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonApplyFailed, Subset: p.Name, Cluster: p.Cluster, Message: msg})
 			}
 		}
 		if fp, ok := st.feedbackProblems[p.Name]; ok {

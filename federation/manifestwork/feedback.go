@@ -186,3 +186,25 @@ func DeliveredReplicas(w *workv1.ManifestWork, name string) (int32, bool) {
 	}
 	return 0, false
 }
+
+// ApplyFailures returns, for each manifest of w the work agent reports not
+// applied (its condition Applied False), "<Kind> <namespace>/<name>: <the
+// agent's message>", in the order of w's status: the object and the reason
+// (a quota, an admission refusal such as fleetset-never-adopt's) that the
+// work's own Applied condition does not name.
+func ApplyFailures(w *workv1.ManifestWork) []string {
+	var out []string
+	for _, m := range w.Status.ResourceStatus.Manifests {
+		c := apimeta.FindStatusCondition(m.Conditions, workv1.ManifestApplied)
+		if c == nil || c.Status != metav1.ConditionFalse {
+			continue
+		}
+		r := m.ResourceMeta
+		name := r.Name
+		if r.Namespace != "" {
+			name = r.Namespace + "/" + r.Name
+		}
+		out = append(out, fmt.Sprintf("%s %s: %s", r.Kind, name, c.Message))
+	}
+	return out
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 )
 
@@ -97,4 +98,16 @@ func FuzzFeedbackValidate(f *testing.F) {
 			t.Fatalf("Clamp(%d) = %+v", delivered, c)
 		}
 	})
+}
+
+func TestApplyFailures(t *testing.T) {
+	w := &workv1.ManifestWork{}
+	w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{
+		{ResourceMeta: workv1.ManifestResourceMeta{Kind: "Namespace", Name: "db"}, Conditions: []metav1.Condition{{Type: workv1.ManifestApplied, Status: metav1.ConditionTrue}}},
+		{ResourceMeta: workv1.ManifestResourceMeta{Kind: "Service", Namespace: "db", Name: "mydb"}, Conditions: []metav1.Condition{{Type: workv1.ManifestApplied, Status: metav1.ConditionFalse, Message: "refused"}}},
+		{ResourceMeta: workv1.ManifestResourceMeta{Kind: "StatefulSet", Namespace: "db", Name: "mydb-east"}},
+	}
+	if got := ApplyFailures(w); len(got) != 1 || got[0] != "Service db/mydb: refused" {
+		t.Errorf("ApplyFailures = %q, want [Service db/mydb: refused]", got)
+	}
 }

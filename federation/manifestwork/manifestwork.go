@@ -220,7 +220,7 @@ func StatefulSet(fs *fleetv1.FleetSet, sp plan.Subset) (*appsv1.StatefulSet, err
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Namespace:   fs.Namespace,
-			Labels:      labels,
+			Labels:      ownedBy(fs, labels),
 			Annotations: annotations,
 		},
 		Spec: appsv1.StatefulSetSpec{
@@ -252,7 +252,7 @@ func Service(fs *fleetv1.FleetSet) *corev1.Service {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      ServiceName(fs),
 			Namespace: fs.Namespace,
-			Labels:    map[string]string{fleetv1.LabelSet: fs.Name},
+			Labels:    ownedBy(fs, map[string]string{fleetv1.LabelSet: fs.Name}),
 		},
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
@@ -288,7 +288,7 @@ func SubsetPlacement(fs *fleetv1.FleetSet, sp plan.Subset) *fleetv1.SubsetPlacem
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      StatefulSetName(fs.Name, sp.Name),
 			Namespace: fs.Namespace,
-			Labels:    map[string]string{fleetv1.LabelSet: fs.Name, fleetv1.LabelSubset: sp.Name},
+			Labels:    ownedBy(fs, map[string]string{fleetv1.LabelSet: fs.Name, fleetv1.LabelSubset: sp.Name}),
 		},
 		Spec: fleetv1.SubsetPlacementSpec{
 			TopologyKey:       key,
@@ -326,8 +326,22 @@ func FleetView(fs *fleetv1.FleetSet, subsets []plan.Subset) (*corev1.ConfigMap, 
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      FleetViewName(fs.Name),
 			Namespace: fs.Namespace,
-			Labels:    map[string]string{fleetv1.LabelSet: fs.Name},
+			Labels:    ownedBy(fs, map[string]string{fleetv1.LabelSet: fs.Name}),
 		},
 		Data: map[string]string{fleetv1.FleetViewKey: string(b)},
 	}, nil
+}
+
+// ownedBy returns a copy of labels with LabelOwnerUID set to fs's UID (left
+// out while fs has none, as in a unit test): the mark the add-on's admission
+// policy checks before a delivered object is written over an existing one.
+func ownedBy(fs *fleetv1.FleetSet, labels map[string]string) map[string]string {
+	out := make(map[string]string, len(labels)+1)
+	for k, v := range labels {
+		out[k] = v
+	}
+	if fs.UID != "" {
+		out[fleetv1.LabelOwnerUID] = string(fs.UID)
+	}
+	return out
 }
