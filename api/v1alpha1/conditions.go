@@ -36,6 +36,10 @@ const (
 	// subset's ordinal block or int32, more available than ready); the hub
 	// ignores it (the subset counts as not yet reported) and says why.
 	ReasonInvalidFeedback = "InvalidFeedback"
+	// ReasonPlacementEmpty: spec.topology.placementRef's Placement decides no
+	// cluster (it is missing, or selects none); existing subsets stay where
+	// they are and none is added.
+	ReasonPlacementEmpty = "PlacementEmpty"
 	// ReasonClusterNotFound: a subset names a ManagedCluster that does not
 	// exist; its ManifestWork is not written.
 	ReasonClusterNotFound = "ClusterNotFound"

@@ -8,7 +8,7 @@ import (
 )
 
 // The percent rules spell out the map {'0%':0, …, '100%':100} in every CEL
-// expression that needs it (eight copies: five in this file's three rules,
+// expression that needs it (nine copies: six in this file's four rules,
 // two in the one rule of subsetplacement_types.go, one in domains.go): an
 // int-or-string field cannot be parsed with
 // string functions within the apiserver's CEL cost budget, a map lookup has
@@ -74,6 +74,7 @@ type Subset struct {
 
 // FleetTopology says how a FleetSet is divided over member clusters and domains.
 // +kubebuilder:validation:XValidation:rule="self.subsets.filter(s, has(s.replicas) && type(s.replicas) in [string] && s.replicas in {'0%':0,'1%':1,'2%':2,'3%':3,'4%':4,'5%':5,'6%':6,'7%':7,'8%':8,'9%':9,'10%':10,'11%':11,'12%':12,'13%':13,'14%':14,'15%':15,'16%':16,'17%':17,'18%':18,'19%':19,'20%':20,'21%':21,'22%':22,'23%':23,'24%':24,'25%':25,'26%':26,'27%':27,'28%':28,'29%':29,'30%':30,'31%':31,'32%':32,'33%':33,'34%':34,'35%':35,'36%':36,'37%':37,'38%':38,'39%':39,'40%':40,'41%':41,'42%':42,'43%':43,'44%':44,'45%':45,'46%':46,'47%':47,'48%':48,'49%':49,'50%':50,'51%':51,'52%':52,'53%':53,'54%':54,'55%':55,'56%':56,'57%':57,'58%':58,'59%':59,'60%':60,'61%':61,'62%':62,'63%':63,'64%':64,'65%':65,'66%':66,'67%':67,'68%':68,'69%':69,'70%':70,'71%':71,'72%':72,'73%':73,'74%':74,'75%':75,'76%':76,'77%':77,'78%':78,'79%':79,'80%':80,'81%':81,'82%':82,'83%':83,'84%':84,'85%':85,'86%':86,'87%':87,'88%':88,'89%':89,'90%':90,'91%':91,'92%':92,'93%':93,'94%':94,'95%':95,'96%':96,'97%':97,'98%':98,'99%':99,'100%':100}).map(s, {'0%':0,'1%':1,'2%':2,'3%':3,'4%':4,'5%':5,'6%':6,'7%':7,'8%':8,'9%':9,'10%':10,'11%':11,'12%':12,'13%':13,'14%':14,'15%':15,'16%':16,'17%':17,'18%':18,'19%':19,'20%':20,'21%':21,'22%':22,'23%':23,'24%':24,'25%':25,'26%':26,'27%':27,'28%':28,'29%':29,'30%':30,'31%':31,'32%':32,'33%':33,'34%':34,'35%':35,'36%':36,'37%':37,'38%':38,'39%':39,'40%':40,'41%':41,'42%':42,'43%':43,'44%':44,'45%':45,'46%':46,'47%':47,'48%':48,'49%':49,'50%':50,'51%':51,'52%':52,'53%':53,'54%':54,'55%':55,'56%':56,'57%':57,'58%':58,'59%':59,'60%':60,'61%':61,'62%':62,'63%':63,'64%':64,'65%':65,'66%':66,'67%':67,'68%':68,'69%':69,'70%':70,'71%':71,'72%':72,'73%':73,'74%':74,'75%':75,'76%':76,'77%':77,'78%':78,'79%':79,'80%':80,'81%':81,'82%':82,'83%':83,'84%':84,'85%':85,'86%':86,'87%':87,'88%':88,'89%':89,'90%':90,'91%':91,'92%':92,'93%':93,'94%':94,'95%':95,'96%':96,'97%':97,'98%':98,'99%':99,'100%':100}[s.replicas]).sum() <= 100",message="subsets: explicit percents must not sum over 100%"
+// +kubebuilder:validation:XValidation:rule="(has(self.subsets) && size(self.subsets) > 0) != has(self.placementRef)",message="topology: set exactly one of subsets and placementRef"
 type FleetTopology struct {
 	// TopologyKey is the node label whose values name the domains in every
 	// member cluster.
@@ -95,12 +96,57 @@ type FleetTopology struct {
 	OrdinalBlockSize int32 `json:"ordinalBlockSize,omitempty"`
 
 	// Subsets are the slices of the FleetSet, one per member cluster (a
-	// cluster may host several). Names are unique.
+	// cluster may host several). Names are unique. Empty (the default) when
+	// PlacementRef chooses the clusters.
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:default={}
+	// +optional
 	Subsets []Subset `json:"subsets"`
+
+	// PlacementRef chooses the clusters through an OCM Placement in the
+	// FleetSet's namespace instead of Subsets: each cluster the Placement
+	// decides becomes a subset named after it (shares from Shares, else
+	// even). Subsets are sticky: a subset whose cluster leaves the
+	// decisions (a NoSelect taint, a changed predicate) keeps its name and
+	// ordinal block and moves, two-phase (removed first, then delivered with
+	// epoch + 1), to the decided cluster hosting the fewest subsets; it
+	// returns when its cluster is decided again. The other decided clusters
+	// are each subset's fallbackClusters.
+	// +optional
+	PlacementRef *PlacementRef `json:"placementRef,omitempty"`
+}
+
+// PlacementRef names an OCM Placement (cluster.open-cluster-management.io/
+// v1beta1) and the shares of the clusters it decides.
+type PlacementRef struct {
+	// Name of the Placement, in the FleetSet's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Shares gives decided clusters a share of spec.replicas: an int or a
+	// percent, as subsets[].replicas; clusters not listed share the rest
+	// evenly.
+	// +listType=map
+	// +listMapKey=cluster
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Shares []ClusterShare `json:"shares,omitempty"`
+}
+
+// ClusterShare is one decided cluster's share of a placement-chosen
+// FleetSet.
+type ClusterShare struct {
+	// Cluster is a ManagedCluster name (its subset's name).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Cluster string `json:"cluster"`
+	// Replicas: an integer number of replicas or a percent such as "50%".
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) in [int] ? self >= 0 : self in {'0%':0,'1%':1,'2%':2,'3%':3,'4%':4,'5%':5,'6%':6,'7%':7,'8%':8,'9%':9,'10%':10,'11%':11,'12%':12,'13%':13,'14%':14,'15%':15,'16%':16,'17%':17,'18%':18,'19%':19,'20%':20,'21%':21,'22%':22,'23%':23,'24%':24,'25%':25,'26%':26,'27%':27,'28%':28,'29%':29,'30%':30,'31%':31,'32%':32,'33%':33,'34%':34,'35%':35,'36%':36,'37%':37,'38%':38,'39%':39,'40%':40,'41%':41,'42%':42,'43%':43,'44%':44,'45%':45,'46%':46,'47%':47,'48%':48,'49%':49,'50%':50,'51%':51,'52%':52,'53%':53,'54%':54,'55%':55,'56%':56,'57%':57,'58%':58,'59%':59,'60%':60,'61%':61,'62%':62,'63%':63,'64%':64,'65%':65,'66%':66,'67%':67,'68%':68,'69%':69,'70%':70,'71%':71,'72%':72,'73%':73,'74%':74,'75%':75,'76%':76,'77%':77,'78%':78,'79%':79,'80%':80,'81%':81,'82%':82,'83%':83,'84%':84,'85%':85,'86%':86,'87%':87,'88%':88,'89%':89,'90%':90,'91%':91,'92%':92,'93%':93,'94%':94,'95%':95,'96%':96,'97%':97,'98%':98,'99%':99,'100%':100}",message="replicas must be a non-negative integer or a percent between 0% and 100%"
+	Replicas intstr.IntOrString `json:"replicas"`
 }
 
 // UpdateStrategyType names how a FleetSet rolls out a new template.

@@ -26,6 +26,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -88,7 +89,7 @@ type Options struct {
 // client-go's, fleetset.io/v1alpha1, OCM cluster/v1 and work/v1.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, fleetv1.AddToScheme, clusterv1.Install, clusterv1beta2.Install, workv1.Install} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, fleetv1.AddToScheme, clusterv1.Install, clusterv1beta1.Install, clusterv1beta2.Install, workv1.Install} {
 		if err := add(s); err != nil {
 			return nil, err
 		}

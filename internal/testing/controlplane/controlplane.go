@@ -48,6 +48,8 @@ func OCMCRDs() ([]string, error) {
 		filepath.Join(dir, "work", "v1", "0000_00_work.open-cluster-management.io_manifestworks.crd.yaml"),
 		filepath.Join(dir, "cluster", "v1beta2", "0000_00_clusters.open-cluster-management.io_managedclustersets.crd.yaml"),
 		filepath.Join(dir, "cluster", "v1beta2", "0000_01_clusters.open-cluster-management.io_managedclustersetbindings.crd.yaml"),
+		filepath.Join(dir, "cluster", "v1beta1", "0000_02_clusters.open-cluster-management.io_placements.crd.yaml"),
+		filepath.Join(dir, "cluster", "v1beta1", "0000_03_clusters.open-cluster-management.io_placementdecisions.crd.yaml"),
 	}, nil
 }
 

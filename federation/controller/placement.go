@@ -1,0 +1,60 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/placement"
+	"github.com/fleetset/fleetset/federation/plan"
+)
+
+// choosePlacementSubsets is the reconcile step of a FleetSet whose clusters
+// an OCM Placement chooses (spec.topology.placementRef): it reads the
+// Placement's decisions and replaces st.fs with a copy whose
+// spec.topology.subsets are the subsets package placement derives from
+// them and from status.subsets, so every later step treats them as written
+// subsets. The FleetSet's stored spec is never written. A Placement that
+// decides no cluster is a PlacementEmpty problem. Errors are failed reads.
+func (r *FleetSetReconciler) choosePlacementSubsets(ctx context.Context, st *state) error {
+	ref := st.fs.Spec.Topology.PlacementRef
+	if ref == nil {
+		return nil
+	}
+	decided, err := placement.Decided(ctx, r.Client, st.fs.Namespace, ref.Name)
+	if err != nil {
+		return err
+	}
+	if len(decided) == 0 {
+		st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonPlacementEmpty,
+			Message: fmt.Sprintf("spec.topology.placementRef: Placement %s/%s decides no cluster", st.fs.Namespace, ref.Name)})
+	}
+	synth := st.fs.DeepCopy()
+	synth.Spec.Topology.Subsets = placement.Subsets(ref, decided, st.fs.Status.Subsets)
+	st.fs = synth
+	return nil
+}
+
+// fleetSetsOfPlacement maps a PlacementDecision to the FleetSets of its
+// namespace whose placementRef names its Placement.
+func (r *FleetSetReconciler) fleetSetsOfPlacement(ctx context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[clusterv1beta1.PlacementLabel]
+	if name == "" {
+		return nil
+	}
+	var list fleetv1.FleetSetList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, fs := range list.Items {
+		if ref := fs.Spec.Topology.PlacementRef; ref != nil && ref.Name == name {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fs)})
+		}
+	}
+	return out
+}
