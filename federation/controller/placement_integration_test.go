@@ -116,4 +116,3 @@ func TestPlacementRef(t *testing.T) {
 			strings.Contains(subsets(), "pl-west@pl-east"), nil
 	})
 }
-
