@@ -233,8 +233,8 @@ E2E_TIMEOUT ?= 50m
 $(LOCALBIN)/kwok:
 	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
 
-$(LOCALBIN)/registration $(LOCALBIN)/work $(LOCALBIN)/addon &:
-	cd e2e/tools && $(OCM_GOENV) $(GO) build -o $(LOCALBIN)/ open-cluster-management.io/ocm/cmd/registration open-cluster-management.io/ocm/cmd/work open-cluster-management.io/ocm/cmd/addon
+$(LOCALBIN)/registration $(LOCALBIN)/work $(LOCALBIN)/addon $(LOCALBIN)/placement &:
+	cd e2e/tools && $(OCM_GOENV) $(GO) build -o $(LOCALBIN)/ open-cluster-management.io/ocm/cmd/registration open-cluster-management.io/ocm/cmd/work open-cluster-management.io/ocm/cmd/addon open-cluster-management.io/ocm/cmd/placement
 
 # The local fleet's cuttable member-to-hub links (e2e/fleet/netcut).
 $(LOCALBIN)/netcut: .FORCE
@@ -247,7 +247,7 @@ kubectl:
 	@command -v kubectl >/dev/null || [ -x $(LOCALBIN)/kubectl ] || { cd e2e/tools && $(OCM_GOENV) $(GO) build -o $(LOCALBIN)/kubectl ./kubectl; }
 
 .PHONY: fleet-binaries
-fleet-binaries: kubectl $(LOCALBIN)/etcd $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager $(LOCALBIN)/kwok $(LOCALBIN)/registration $(LOCALBIN)/work $(LOCALBIN)/addon $(LOCALBIN)/fleetset-scheduler $(LOCALBIN)/fleetset-hub $(LOCALBIN)/netcut ## Build every binary of the local fleet into bin/.
+fleet-binaries: kubectl $(LOCALBIN)/etcd $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager $(LOCALBIN)/kwok $(LOCALBIN)/registration $(LOCALBIN)/work $(LOCALBIN)/addon $(LOCALBIN)/placement $(LOCALBIN)/fleetset-scheduler $(LOCALBIN)/fleetset-hub $(LOCALBIN)/netcut ## Build every binary of the local fleet into bin/.
 
 .PHONY: fleet-up
 fleet-up: fleet-binaries ## Start the local fleet (hub + east + west on 127.0.0.1); kubeconfigs in .fleet/<cluster>/kubeconfig.

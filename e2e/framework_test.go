@@ -30,6 +30,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -98,6 +99,9 @@ func newScheme() *runtime.Scheme {
 		panic(err)
 	}
 	if err := clusterv1beta2.Install(s); err != nil {
+		panic(err)
+	}
+	if err := clusterv1beta1.Install(s); err != nil {
 		panic(err)
 	}
 	return s

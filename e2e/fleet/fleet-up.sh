@@ -59,7 +59,7 @@ if [[ -d $FLEET_DIR ]]; then
   rm -rf "$FLEET_DIR"
 fi
 
-for b in etcd kube-apiserver kube-controller-manager kwok registration work addon fleetset-scheduler netcut; do
+for b in etcd kube-apiserver kube-controller-manager kwok registration work addon placement fleetset-scheduler netcut; do
   [[ -x $LOCALBIN/$b ]] || die "missing $LOCALBIN/$b: run make fleet-binaries"
 done
 command -v openssl >/dev/null || die "openssl not found: apt-get install -y openssl"
@@ -81,7 +81,7 @@ echo "$FLEET_MEMBERS" >"$FLEET_DIR/members"
 {
   echo "# port plan of the local fleet (FLEET_PORT_BASE=$FLEET_PORT_BASE)"
   for c in $FLEET_CLUSTERS; do
-    echo "$c apiserver=$(port "$c" $SLOT_APISERVER) etcd=$(port "$c" $SLOT_ETCD) kcm=$(port "$c" $SLOT_KCM) ocm-registration=$(port "$c" $SLOT_REGISTRATION) ocm-work=$(port "$c" $SLOT_WORK) scheduler=$(port "$c" $SLOT_SCHEDULER) kwok=$(port "$c" $SLOT_KWOK) hub-metrics=$(port "$c" $SLOT_HUB_METRICS) hub-health=$(port "$c" $SLOT_HUB_HEALTH) ocm-addon=$(port "$c" $SLOT_ADDON) hub-link=$(port "$c" $SLOT_HUB_LINK) peer=$(port "$c" $SLOT_PEER)"
+    echo "$c apiserver=$(port "$c" $SLOT_APISERVER) etcd=$(port "$c" $SLOT_ETCD) kcm=$(port "$c" $SLOT_KCM) ocm-registration=$(port "$c" $SLOT_REGISTRATION) ocm-work=$(port "$c" $SLOT_WORK) scheduler=$(port "$c" $SLOT_SCHEDULER) kwok=$(port "$c" $SLOT_KWOK) hub-metrics=$(port "$c" $SLOT_HUB_METRICS) hub-health=$(port "$c" $SLOT_HUB_HEALTH) ocm-addon=$(port "$c" $SLOT_ADDON) hub-link=$(port "$c" $SLOT_HUB_LINK) peer=$(port "$c" $SLOT_PEER) ocm-placement=$(port "$c" $SLOT_PLACEMENT)"
   done
 } >"$FLEET_DIR/ports"
 
@@ -296,6 +296,12 @@ EOF
 start_proc hub registration-controller "$LOCALBIN/registration" controller \
   --kubeconfig "$(kubeconfig hub)" --namespace open-cluster-management-hub \
   --listen "127.0.0.1:$(port hub $SLOT_REGISTRATION)" --disable-leader-election
+# OCM's placement controller: decides the clusters of Placements (FleetSets
+# with spec.topology.placementRef), within the ManagedClusterSets bound to
+# their namespaces.
+start_proc hub placement-controller "$LOCALBIN/placement" controller \
+  --kubeconfig "$(kubeconfig hub)" --namespace open-cluster-management-hub \
+  --listen "127.0.0.1:$(port hub $SLOT_PLACEMENT)" --disable-leader-election
 # OCM's add-on manager renders template add-ons (AddOnTemplate) into one
 # ManifestWork per enabled cluster and reports their health.
 start_proc hub addon-manager "$LOCALBIN/addon" manager \
