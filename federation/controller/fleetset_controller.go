@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -76,6 +77,11 @@ type FleetSetReconciler struct {
 	// expectations holds the writes the cache has not delivered yet; nil
 	// (a reconciler built without Setup, as in unit tests): none awaited.
 	expectations *cacheExpectations
+	// writtenGenerations is, by ManifestWork key, the metadata.generation
+	// of the spec this process last wrote (int64): a cached work with a
+	// higher generation had its spec changed by someone else, and is
+	// restored (editedByOthers). Unknown after a restart: trusted then.
+	writtenGenerations sync.Map
 }
 
 // SetupWithManager watches FleetSets (spec and annotation changes: the

@@ -194,3 +194,33 @@ func TestDeletionPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestEditedWorkIsRestored: a FleetSet's ManifestWork whose spec someone
+// changes on the hub (its spec-hash annotation left as it was) is written
+// back to what the FleetSet renders.
+func TestEditedWorkIsRestored(t *testing.T) {
+	ctx := context.Background()
+	createCluster(t, "ed-east", true)
+	createCluster(t, "ed-west", true)
+	createNamespace(t, "edited")
+	startHub(t, time.Minute)
+	fs := sampleFleetSet("edited", "db")
+	fs.Spec.Topology.Subsets[0].Cluster, fs.Spec.Topology.Subsets[1].Cluster = "ed-east", "ed-west"
+	if err := k8sClient.Create(ctx, fs); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "works in both clusters", func() (bool, error) {
+		return len(works(t, "edited", "db")) == 2, nil
+	})
+	w := works(t, "edited", "db")["ed-east"]
+	manifests := len(w.Spec.Workload.Manifests)
+	w.Spec.Workload.Manifests = w.Spec.Workload.Manifests[:1]
+	if err := k8sClient.Update(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	edited := w.Generation
+	eventually(t, 20*time.Second, "ed-east's work restored", func() (bool, error) {
+		w := works(t, "edited", "db")["ed-east"]
+		return w.Generation > edited && len(w.Spec.Workload.Manifests) == manifests, nil
+	})
+}

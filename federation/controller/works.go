@@ -70,6 +70,9 @@ func (r *FleetSetReconciler) ownedWorks(ctx context.Context, key types.Namespace
 // existing, the work as the cache holds it (nil: none exists).
 type workWrite struct {
 	existing, desired *workv1.ManifestWork
+	// restore: existing's spec was changed by someone else; it is written
+	// even though its labels and annotations match desired's.
+	restore bool
 }
 
 // workChanges is what one reconcile writes of a FleetSet's ManifestWorks.
@@ -89,12 +92,13 @@ type workChanges struct {
 // ManifestWorks, given its subsets' plans and its existing works: one work
 // rendered per cluster that a subset is delivered to (all but the
 // undelivered), to apply where none exists or the existing one is not
-// manifestwork.UpToDate, except in clusters whose ManagedCluster is not
+// manifestwork.UpToDate or edited (nil: never) says someone else changed
+// its spec, except in clusters whose ManagedCluster is not
 // found (their works are left as they are); and the existing works in
 // clusters no subset is delivered to, to delete unless they are being
 // deleted already. It returns an error naming the spec field when the works
 // cannot be rendered.
-func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types.NamespacedName]*workv1.ManifestWork) (workChanges, error) {
+func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types.NamespacedName]*workv1.ManifestWork, edited func(*workv1.ManifestWork) bool) (workChanges, error) {
 	var delivered []plan.Subset
 	named, missing := map[string]bool{}, map[string]bool{}
 	for _, sp := range subsets {
@@ -117,10 +121,11 @@ func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types
 			continue
 		}
 		cur := existing[client.ObjectKeyFromObject(w)]
-		if cur != nil && manifestwork.UpToDate(cur, w) {
+		restore := cur != nil && edited != nil && edited(cur)
+		if cur != nil && manifestwork.UpToDate(cur, w) && !restore {
 			continue
 		}
-		out.apply = append(out.apply, workWrite{existing: cur, desired: w})
+		out.apply = append(out.apply, workWrite{existing: cur, desired: w, restore: restore})
 	}
 	out.remove = deletable(existing, named)
 	return out, nil
@@ -155,7 +160,7 @@ func deletable(works map[types.NamespacedName]*workv1.ManifestWork, kept map[str
 // that exists) is returned, to retry with fresh objects, once every write
 // has been made.
 func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
-	changes, err := chooseWrites(st.fs, st.subsets, st.existingWorks)
+	changes, err := chooseWrites(st.fs, st.subsets, st.existingWorks, r.editedByOthers)
 	if err != nil {
 		st.invalidSpec(err)
 		return nil

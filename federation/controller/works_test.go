@@ -82,6 +82,7 @@ func TestChooseWrites(t *testing.T) {
 		// <namespace>/<name>", in the order chosen.
 		want    []string
 		wantErr bool
+		edited  func(*workv1.ManifestWork) bool
 	}{
 		{name: "new FleetSet: one work created per cluster", fs: fs, subsets: []subsetPlan{east, west},
 			want: []string{"create east", "create west"}},
@@ -107,6 +108,10 @@ func TestChooseWrites(t *testing.T) {
 		{name: "a work of another name in a used cluster: left alone", fs: fs, subsets: []subsetPlan{east},
 			existing: []*workv1.ManifestWork{foreign},
 			want:     []string{"create east"}},
+		{name: "an up-to-date work someone else edited: restored", fs: fs, subsets: []subsetPlan{east, west},
+			existing: []*workv1.ManifestWork{rendered("east", east, west), rendered("west", east, west)},
+			edited:   func(w *workv1.ManifestWork) bool { return w.Namespace == "west" },
+			want:     []string{"restore west"}},
 		{name: "spec.selector missing: nothing chosen", fs: noSelector, subsets: []subsetPlan{east, west},
 			existing: []*workv1.ManifestWork{stale("north")}, wantErr: true},
 	} {
@@ -115,7 +120,7 @@ func TestChooseWrites(t *testing.T) {
 			for _, w := range tc.existing {
 				existing[client.ObjectKeyFromObject(w)] = w
 			}
-			got, err := chooseWrites(tc.fs, tc.subsets, existing)
+			got, err := chooseWrites(tc.fs, tc.subsets, existing, tc.edited)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("chooseWrites error = %v, want an error: %v", err, tc.wantErr)
 			}
@@ -126,6 +131,8 @@ func TestChooseWrites(t *testing.T) {
 					t.Errorf("apply in %s: existing %p, want the cache's %p", ww.desired.Namespace, ww.existing, cur)
 				case cur == nil:
 					ops = append(ops, "create "+ww.desired.Namespace)
+				case ww.restore:
+					ops = append(ops, "restore "+ww.desired.Namespace)
 				default:
 					ops = append(ops, "update "+ww.desired.Namespace)
 				}

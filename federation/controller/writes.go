@@ -116,9 +116,16 @@ func (r *FleetSetReconciler) applyWork(ctx context.Context, fs *fleetv1.FleetSet
 	if err != nil {
 		return applyOutcome{err: err}
 	}
-	op, written, err := manifestwork.ApplyTo(ctx, r.writer(), ww.existing, ww.desired)
+	existing := ww.existing
+	if ww.restore {
+		// Its spec hash still matches; drop it so that ApplyTo rewrites.
+		existing = existing.DeepCopy()
+		delete(existing.Annotations, fleetv1.AnnotationSpecHash)
+	}
+	op, written, err := manifestwork.ApplyTo(ctx, r.writer(), existing, ww.desired)
 	if op != controllerutil.OperationResultNone {
 		r.expectations.expectWrite(r.owner(fs), kindManifestWork, written)
+		r.writtenGenerations.Store(client.ObjectKeyFromObject(written), written.Generation)
 	}
 	return applyOutcome{op: op, written: written, err: err}
 }
@@ -159,6 +166,7 @@ func (r *FleetSetReconciler) deleteWork(ctx context.Context, fs *fleetv1.FleetSe
 		return err
 	}
 	err = r.Delete(ctx, w)
+	r.writtenGenerations.Delete(client.ObjectKeyFromObject(w))
 	if err == nil {
 		r.expectations.expectDelete(r.owner(fs), kindManifestWork, client.ObjectKeyFromObject(w))
 	}
@@ -211,4 +219,14 @@ func listClusters(clusters []string) string {
 		return strings.Join(c, ", ")
 	}
 	return strings.Join(c[:maxEventClusters], ", ") + fmt.Sprintf(" and %d more", len(c)-maxEventClusters)
+}
+
+// editedByOthers reports whether ManifestWork w, as the cache holds it, has
+// a spec someone else wrote after this process last wrote it: its
+// metadata.generation (which only spec changes raise) is above the one the
+// hub's own write returned. Such a work is rewritten (restored) even though
+// its labels and spec-hash annotation still match.
+func (r *FleetSetReconciler) editedByOthers(w *workv1.ManifestWork) bool {
+	g, ok := r.writtenGenerations.Load(client.ObjectKeyFromObject(w))
+	return ok && w.Generation > g.(int64)
 }
