@@ -1,6 +1,9 @@
 package v1alpha1
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
 
 // DefaultOrdinalBlockSize is spec.topology.ordinalBlockSize, in ordinals,
 // when unset (the CRD's default marker repeats it: markers cannot name a
@@ -90,6 +93,20 @@ func (s *FleetSetSpec) TerminationGracePeriodSecondsOrDefault() int64 {
 		return *g
 	}
 	return corev1.DefaultTerminationGracePeriodSeconds
+}
+
+// DefaultPodManagementPolicy is spec.podManagementPolicy when unset: a pod
+// held Pending in a full domain must not block the other domains'
+// instances, as OrderedReady would.
+const DefaultPodManagementPolicy = appsv1.ParallelPodManagement
+
+// PodManagementPolicyOrDefault returns spec.podManagementPolicy, or
+// DefaultPodManagementPolicy when unset.
+func (s *FleetSetSpec) PodManagementPolicyOrDefault() appsv1.PodManagementPolicyType {
+	if s.PodManagementPolicy == "" {
+		return DefaultPodManagementPolicy
+	}
+	return s.PodManagementPolicy
 }
 
 // DefaultPodSecurityLevel is spec.podSecurityLevel when unset.

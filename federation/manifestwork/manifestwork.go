@@ -207,10 +207,6 @@ func StatefulSet(fs *fleetv1.FleetSet, sp plan.Subset) (*appsv1.StatefulSet, err
 		c.Status = corev1.PersistentVolumeClaimStatus{}
 		claims = append(claims, c)
 	}
-	policy := fs.Spec.PodManagementPolicy
-	if policy == "" {
-		policy = appsv1.ParallelPodManagement
-	}
 	var annotations map[string]string
 	if sp.Revision != "" {
 		annotations = map[string]string{fleetv1.AnnotationRevision: sp.Revision}
@@ -228,7 +224,7 @@ func StatefulSet(fs *fleetv1.FleetSet, sp plan.Subset) (*appsv1.StatefulSet, err
 			Selector:             sel,
 			Template:             *tmpl,
 			ServiceName:          ServiceName(fs),
-			PodManagementPolicy:  policy,
+			PodManagementPolicy:  fs.Spec.PodManagementPolicyOrDefault(),
 			MinReadySeconds:      fs.Spec.MinReadySeconds,
 			RevisionHistoryLimit: fs.Spec.RevisionHistoryLimit,
 			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{
