@@ -138,15 +138,7 @@ func TestDeletionPolicy(t *testing.T) {
 	startHub(t, time.Minute)
 	const agentFinalizer = "cluster.open-cluster-management.io/manifest-work-cleanup"
 	create := func(name string, mutate func(*fleetv1.FleetSet)) {
-		fs := sampleFleetSet("deletion", name)
-		fs.Spec.Topology.Subsets[0].Cluster, fs.Spec.Topology.Subsets[1].Cluster = "dp-east", "dp-west"
-		mutate(fs)
-		if err := k8sClient.Create(ctx, fs); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 20*time.Second, name+": works in both clusters", func() (bool, error) {
-			return len(works(t, "deletion", name)) == 2, nil
-		})
+		createOnTwo(t, "deletion", name, "dp-east", "dp-west", mutate)
 		for _, w := range works(t, "deletion", name) {
 			w.Finalizers = append(w.Finalizers, agentFinalizer)
 			if err := k8sClient.Update(ctx, w); err != nil {
@@ -204,14 +196,7 @@ func TestEditedWorkIsRestored(t *testing.T) {
 	createCluster(t, "ed-west", true)
 	createNamespace(t, "edited")
 	startHub(t, time.Minute)
-	fs := sampleFleetSet("edited", "db")
-	fs.Spec.Topology.Subsets[0].Cluster, fs.Spec.Topology.Subsets[1].Cluster = "ed-east", "ed-west"
-	if err := k8sClient.Create(ctx, fs); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 20*time.Second, "works in both clusters", func() (bool, error) {
-		return len(works(t, "edited", "db")) == 2, nil
-	})
+	createOnTwo(t, "edited", "db", "ed-east", "ed-west", nil)
 	w := works(t, "edited", "db")["ed-east"]
 	manifests := len(w.Spec.Workload.Manifests)
 	w.Spec.Workload.Manifests = w.Spec.Workload.Manifests[:1]
@@ -222,5 +207,22 @@ func TestEditedWorkIsRestored(t *testing.T) {
 	eventually(t, 20*time.Second, "ed-east's work restored", func() (bool, error) {
 		w := works(t, "edited", "db")["ed-east"]
 		return w.Generation > edited && len(w.Spec.Workload.Manifests) == manifests, nil
+	})
+}
+
+// createOnTwo creates the sample FleetSet ns/name over clusters east and
+// west, changed by mutate (nil: none), and waits for its two works.
+func createOnTwo(t testing.TB, ns, name, east, west string, mutate func(*fleetv1.FleetSet)) {
+	t.Helper()
+	fs := sampleFleetSet(ns, name)
+	fs.Spec.Topology.Subsets[0].Cluster, fs.Spec.Topology.Subsets[1].Cluster = east, west
+	if mutate != nil {
+		mutate(fs)
+	}
+	if err := k8sClient.Create(context.Background(), fs); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, ns+"/"+name+": works in both clusters", func() (bool, error) {
+		return len(works(t, ns, name)) == 2, nil
 	})
 }
