@@ -205,3 +205,53 @@ func TestUnownedServiceIsNeverAdopted(t *testing.T) {
 	})
 	check("after the FleetSet's deletion")
 }
+
+// TestWorksRunAsTheExecutor: every FleetSet ManifestWork names the add-on's
+// executor ServiceAccount, and each member's authorizer lets that account
+// write the delivered kinds and nothing of what makes a cluster-admin: not
+// RBAC, not CRDs, not webhooks, not Secrets, not pods.
+func TestWorksRunAsTheExecutor(t *testing.T) {
+	f := theFleet
+	ns := f.newNamespace(t, "executor")
+	f.createFleetSet(t, f.newFleetSet(ns, "db", 2))
+	f.waitReady(t, ns, "db", 2)
+	var l unstructured.UnstructuredList
+	l.SetGroupVersionKind(manifestWorkGVK)
+	if err := f.hub.List(t.Context(), &l, client.MatchingLabels{fleetv1.LabelOwnerNamespace: ns}); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range l.Items {
+		sa, _, _ := unstructured.NestedStringMap(w.Object, "spec", "executor", "subject", "serviceAccount")
+		if sa["namespace"] != fleetv1.ExecutorNamespace || sa["name"] != fleetv1.ExecutorServiceAccount {
+			t.Errorf("work %s/%s: executor %v, want %s/%s", w.GetNamespace(), w.GetName(), sa, fleetv1.ExecutorNamespace, fleetv1.ExecutorServiceAccount)
+		}
+	}
+	user := "system:serviceaccount:" + fleetv1.ExecutorNamespace + ":" + fleetv1.ExecutorServiceAccount
+	for _, m := range f.members {
+		for _, c := range []struct {
+			group, resource, verb string
+			want                  bool
+		}{
+			{"apps", "statefulsets", "create", true},
+			{"fleetset.io", "subsetplacements", "patch", true},
+			{"", "services", "delete", true},
+			{"", "configmaps", "update", true},
+			{"rbac.authorization.k8s.io", "clusterroles", "create", false},
+			{"rbac.authorization.k8s.io", "rolebindings", "create", false},
+			{"apiextensions.k8s.io", "customresourcedefinitions", "create", false},
+			{"admissionregistration.k8s.io", "validatingwebhookconfigurations", "create", false},
+			{"", "secrets", "get", false},
+			{"", "pods", "create", false},
+		} {
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
+				Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + fleetv1.ExecutorNamespace, "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: c.verb, Group: c.group, Resource: c.resource}}}
+			if err := m.c.Create(t.Context(), sar); err != nil {
+				t.Fatal(err)
+			}
+			if sar.Status.Allowed != c.want {
+				t.Errorf("%s: the executor may %s %s.%s: %v, want %v", m.name, c.verb, c.resource, c.group, sar.Status.Allowed, c.want)
+			}
+		}
+	}
+}

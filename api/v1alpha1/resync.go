@@ -47,6 +47,12 @@ const (
 	// ResyncWorkName is the name of the per-cluster ManifestWork, shared by all
 	// FleetSets, that carries the resync Lease and its namespace.
 	ResyncWorkName = "fleetset-resync"
+	// ExecutorNamespace and ExecutorServiceAccount name the ServiceAccount a
+	// FleetSet's ManifestWork runs as on every member (spec.executor): the
+	// fleetset add-on installs it with a ClusterRole for the delivered kinds
+	// only; OCM's work agent checks its rights before applying each object.
+	ExecutorNamespace      = "fleetset-system"
+	ExecutorServiceAccount = "fleetset-work-executor"
 	// DefaultResyncLeaseDurationSeconds is the default leaseDurationSeconds of
 	// the resync Lease, in seconds.
 	DefaultResyncLeaseDurationSeconds = 60

@@ -112,6 +112,11 @@ func work(fs *fleetv1.FleetSet, cluster string, subsets []plan.Subset, viewName 
 			Workload:        workv1.ManifestsTemplate{Manifests: manifests},
 			DeleteOption:    orphanNamespace(fs.Namespace),
 			ManifestConfigs: configs,
+			// The work agent applies only what this ServiceAccount may write.
+			Executor: &workv1.ManifestWorkExecutor{Subject: workv1.ManifestWorkExecutorSubject{
+				Type: workv1.ExecutorSubjectTypeServiceAccount,
+				ServiceAccount: &workv1.ManifestWorkSubjectServiceAccount{
+					Namespace: fleetv1.ExecutorNamespace, Name: fleetv1.ExecutorServiceAccount}}},
 		},
 	}
 	if err := stampHash(w); err != nil {

@@ -290,6 +290,10 @@ func TestWorks(t *testing.T) {
 					}
 					got[w.Namespace] = append(got[w.Namespace], u.Kind+"/"+u.Metadata.Name)
 				}
+				if e := w.Spec.Executor; e == nil || e.Subject.ServiceAccount == nil ||
+					e.Subject.ServiceAccount.Namespace != fleetv1.ExecutorNamespace || e.Subject.ServiceAccount.Name != fleetv1.ExecutorServiceAccount {
+					t.Errorf("work %s: executor %+v, want ServiceAccount %s/%s", w.Namespace, e, fleetv1.ExecutorNamespace, fleetv1.ExecutorServiceAccount)
+				}
 				if len(w.Spec.ManifestConfigs) != len(w.Spec.Workload.Manifests) {
 					t.Errorf("work %s: %d manifestConfigs for %d manifests", w.Namespace, len(w.Spec.ManifestConfigs), len(w.Spec.Workload.Manifests))
 				}
