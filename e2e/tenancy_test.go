@@ -169,7 +169,9 @@ func TestUnownedServiceIsNeverAdopted(t *testing.T) {
 		t.Fatal(err)
 	}
 	theirs := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db", Labels: map[string]string{"team": "theirs"}},
-		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "theirs"}, Ports: []corev1.ServicePort{{Name: "http", Port: 8080}}}}
+		// Headless, like the one the FleetSet delivers, so that only the
+		// admission policy can refuse the work agent's write.
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{"app": "theirs"}, Ports: []corev1.ServicePort{{Name: "http", Port: 8080}}}}
 	if err := m.c.Create(ctx, theirs); err != nil {
 		t.Fatal(err)
 	}
