@@ -13,6 +13,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -254,6 +255,69 @@ func TestWorksRunAsTheExecutor(t *testing.T) {
 			if sar.Status.Allowed != c.want {
 				t.Errorf("%s: the executor may %s %s.%s: %v, want %v", m.name, c.verb, c.resource, c.group, sar.Status.Allowed, c.want)
 			}
+		}
+	}
+}
+
+// TestDeletionKeepsVolumesByDefault: a FleetSet with volume claim templates
+// and no deletionPolicy (Retain by default) is deleted once its
+// StatefulSets have created their PersistentVolumeClaims (the local fleet
+// has no provisioner: they stay Pending, which is all this needs): every
+// claim and every StatefulSet is still in its member afterwards.
+func TestDeletionKeepsVolumesByDefault(t *testing.T) {
+	f := theFleet
+	ns := f.newNamespace(t, "volumes")
+	fs := f.newFleetSet(ns, "db", 2)
+	fs.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}}
+	f.createFleetSet(t, fs)
+	claims := func(ctx context.Context) (map[string]string, error) {
+		out := map[string]string{}
+		for _, m := range f.members {
+			var l corev1.PersistentVolumeClaimList
+			if err := m.c.List(ctx, &l, client.InNamespace(ns)); err != nil {
+				return nil, err
+			}
+			for _, c := range l.Items {
+				out[m.name+"/"+c.Name] = string(c.UID)
+			}
+		}
+		return out, nil
+	}
+	var before map[string]string
+	eventually(t, waitTimeout, "2 PersistentVolumeClaims created", func(ctx context.Context) (bool, string, error) {
+		var err error
+		before, err = claims(ctx)
+		return len(before) == 2, fmt.Sprint(before), err
+	})
+	if err := f.hub.Delete(t.Context(), fs); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, waitTimeout, "the FleetSet gone from the hub", func(ctx context.Context) (bool, string, error) {
+		_, err := f.getFleetSet(ctx, ns, "db")
+		return err != nil, fmt.Sprint(err), nil
+	})
+	time.Sleep(10 * time.Second) // what the work agents were going to remove, they have
+	after, err := claims(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, uid := range before {
+		if after[k] != uid {
+			t.Errorf("PersistentVolumeClaim %s: uid %s before, %q after the FleetSet's deletion; want it kept", k, uid, after[k])
+		}
+	}
+	for _, m := range f.members {
+		var sts appsv1.StatefulSetList
+		if err := m.c.List(t.Context(), &sts, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		if len(sts.Items) == 0 {
+			t.Errorf("%s: the retained FleetSet's StatefulSets deleted", m.name)
+		}
+		for i := range sts.Items {
+			_ = m.c.Delete(context.Background(), &sts.Items[i])
 		}
 	}
 }
