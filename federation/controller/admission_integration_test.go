@@ -110,7 +110,14 @@ func TestAdmission(t *testing.T) {
 		{"domain name not a label value", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[0].Domains[0].Name = "zone a" },
 			"spec.topology.subsets[0].domains[0].name", "label value"},
 		{"no subsets", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets = nil },
-			"spec.topology.subsets", ""},
+			"spec.topology", "set exactly one of subsets and placementRef"},
+		{"both subsets and placementRef", func(fs *fleetv1.FleetSet) {
+			fs.Spec.Topology.PlacementRef = &fleetv1.PlacementRef{Name: "p"}
+		}, "spec.topology", "set exactly one of subsets and placementRef"},
+		{"placementRef share of 101%", func(fs *fleetv1.FleetSet) {
+			fs.Spec.Topology.Subsets, fs.Spec.UpdateStrategy = nil, fleetv1.FleetSetUpdateStrategy{}
+			fs.Spec.Topology.PlacementRef = &fleetv1.PlacementRef{Name: "p", Shares: []fleetv1.ClusterShare{{Cluster: "east", Replicas: intstr.FromString("101%")}}}
+		}, "spec.topology.placementRef.shares[0].replicas", "percent between 0% and 100%"},
 		{"ordinal block size 0", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.OrdinalBlockSize = -5 },
 			"spec.topology.ordinalBlockSize", ""},
 		{"topology key not a label key", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.TopologyKey = "zone key" },
