@@ -246,6 +246,9 @@ func (r *FleetSetReconciler) writeStatus(ctx context.Context, st *state, status 
 	}
 	r.expectations.expectWrite(r.owner(fs), kindFleetSet, fs)
 	events := problemEvents(old, status)
+	for _, e := range events {
+		degradedReports.WithLabelValues(e.reason).Inc()
+	}
 	events = append(events, rolloutEvents(old, status)...)
 	return append(events, st.failoverEvents...), nil
 }

@@ -22,6 +22,14 @@ var (
 		Name: "fleetset_hub_relocations_total",
 		Help: "Subset moves decided, by step: FailedOver (relocated from a lost cluster), FailingBack, FailedBack, Moved (spec cluster edited).",
 	}, []string{"step"})
+	// degradedReports counts FleetSets reported Degraded (the condition
+	// turned True or its reason or message changed), by reason: e.g.
+	// ClusterNotBound, PodSecurityViolation, InvalidFeedback, ApplyFailed,
+	// PlacementEmpty, RelocationHeld.
+	degradedReports = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fleetset_hub_degraded_reports_total",
+		Help: "FleetSets reported Degraded (condition turned True, or its reason or message changed), by reason.",
+	}, []string{"reason"})
 	// relocationHolds counts relocations that were due and held.
 	relocationHolds = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "fleetset_hub_relocation_holds_total",
@@ -30,5 +38,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(workWrites, leaseRenewals, relocations, relocationHolds)
+	metrics.Registry.MustRegister(workWrites, leaseRenewals, relocations, relocationHolds, degradedReports)
 }
