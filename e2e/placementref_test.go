@@ -50,7 +50,8 @@ func (f *fleet) setNoSelectTaint(t *testing.T, name, key string, on bool) {
 			kept = append(kept, x)
 		}
 		if on {
-			kept = append(kept, map[string]any{"key": key, "effect": "NoSelect", "timeAdded": metav1.Now().UTC().Format("2006-01-02T15:04:05Z")})
+			// timeAdded is OCM's to set (its ManagedCluster webhook refuses it).
+			kept = append(kept, map[string]any{"key": key, "effect": "NoSelect"})
 		}
 		_ = unstructured.SetNestedSlice(mc.Object, kept, "spec", "taints")
 	})
