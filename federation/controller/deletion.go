@@ -7,11 +7,13 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/manifestwork"
 )
 
 // Deletion: a FleetSet's ManifestWorks deleted once the FleetSet is gone
@@ -25,7 +27,7 @@ import (
 // never confirms deletion (a detached cluster) holds that finalizer until
 // OCM cleans the cluster's namespace.
 func (r *FleetSetReconciler) finalize(ctx context.Context, fs *fleetv1.FleetSet) (ctrl.Result, error) {
-	left, err := r.deleteWorks(ctx, client.ObjectKeyFromObject(fs), fs)
+	left, _, err := r.deleteWorks(ctx, client.ObjectKeyFromObject(fs), fs)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -45,11 +47,16 @@ func (r *FleetSetReconciler) finalize(ctx context.Context, fs *fleetv1.FleetSet)
 }
 
 // collect deletes the ManifestWorks of FleetSet key, which is gone: the
-// background cascade of its deletion. It returns the first delete's error.
-func (r *FleetSetReconciler) collect(ctx context.Context, key types.NamespacedName) error {
+// background cascade of its deletion. It asks to run again while works
+// wait to be orphaned (deletionPolicy Retain), and returns the first
+// delete's error.
+func (r *FleetSetReconciler) collect(ctx context.Context, key types.NamespacedName) (ctrl.Result, error) {
 	gone := &fleetv1.FleetSet{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	_, err := r.deleteWorks(ctx, key, gone)
-	return err
+	_, orphaning, err := r.deleteWorks(ctx, key, gone)
+	if err == nil && orphaning > 0 {
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	}
+	return ctrl.Result{}, err
 }
 
 // deleteWorks deletes, up to MaxParallelWrites at a time (writeAll), the
@@ -57,19 +64,44 @@ func (r *FleetSetReconciler) collect(ctx context.Context, key types.NamespacedNa
 // one WorksDeleted event on fs naming their clusters. It returns how many of
 // its works the cache held (being deleted or not) and an error naming the
 // first work it failed to delete.
-func (r *FleetSetReconciler) deleteWorks(ctx context.Context, key types.NamespacedName, fs *fleetv1.FleetSet) (int, error) {
+//
+// A work recording deletionPolicy Retain is deleted only once the work agent
+// has applied it with deleteOption Orphan (condition Applied at its
+// generation): the agent removes its owner reference from every object when
+// it applies an orphaning work, and deleting the work before that would let
+// the garbage collector delete the StatefulSets with it. Until then such a
+// work is set to Orphan (once) and counted in orphaning, the second result.
+func (r *FleetSetReconciler) deleteWorks(ctx context.Context, key types.NamespacedName, fs *fleetv1.FleetSet) (int, int, error) {
 	works, err := r.ownedWorks(ctx, key)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	remove := deletable(works, nil)
-	_, deleted := r.writeAll(ctx, fs, workChanges{remove: remove, ownerDeleted: true}, EventWorksDeleted)
+	var remove []*workv1.ManifestWork
+	orphaning := 0
 	var failed error
-	for i, w := range remove {
-		if deleted[i] != nil {
-			failed = fmt.Errorf("deleting ManifestWork %s: %w", client.ObjectKeyFromObject(w), deleted[i])
-			break
+	for _, w := range deletable(works, nil) {
+		if w.Annotations[fleetv1.AnnotationDeletionPolicy] != string(fleetv1.DeletionRetain) {
+			remove = append(remove, w)
+			continue
+		}
+		o := w.Spec.DeleteOption
+		switch {
+		case o == nil || o.PropagationPolicy != workv1.DeletePropagationPolicyTypeOrphan:
+			if err := r.orphanOnDelete(ctx, fs, w); err != nil && failed == nil {
+				failed = fmt.Errorf("orphaning ManifestWork %s: %w", client.ObjectKeyFromObject(w), err)
+			}
+			orphaning++
+		case !manifestwork.AppliedAtGeneration(w):
+			orphaning++ // the agent has not yet let go of its objects
+		default:
+			remove = append(remove, w)
 		}
 	}
-	return len(works), failed
+	_, deleted := r.writeAll(ctx, fs, workChanges{remove: remove}, EventWorksDeleted)
+	for i, w := range remove {
+		if deleted[i] != nil && failed == nil {
+			failed = fmt.Errorf("deleting ManifestWork %s: %w", client.ObjectKeyFromObject(w), deleted[i])
+		}
+	}
+	return len(works), orphaning, failed
 }

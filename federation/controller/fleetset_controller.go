@@ -154,7 +154,7 @@ func (r *FleetSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	fs := &fleetv1.FleetSet{}
 	if err := r.Get(ctx, req.NamespacedName, fs); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, r.collect(ctx, req.NamespacedName)
+			return r.collect(ctx, req.NamespacedName)
 		}
 		return ctrl.Result{}, err
 	}

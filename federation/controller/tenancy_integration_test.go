@@ -125,9 +125,10 @@ func TestClusterSetBindings(t *testing.T) {
 
 // TestDeletionPolicy: deleting a FleetSet deletes its ManifestWorks; with
 // deletionPolicy Retain (the default with volume claim templates) each work
-// is first set to orphan everything it delivered, so the work agent leaves
-// the StatefulSets, their pods and volumes in place; with Delete the works
-// keep their deleteOption (only the namespace is orphaned). The works carry
+// is first set to orphan everything it delivered and deleted only once the
+// work agent has applied it so (it then drops its owner references, and the
+// garbage collector leaves the StatefulSets, their pods and volumes); with
+// Delete the works keep their deleteOption (only the namespace is orphaned). The works carry
 // the work agent's finalizer here, as on a real member, so their last state
 // can be read.
 func TestDeletionPolicy(t *testing.T) {
@@ -161,6 +162,25 @@ func TestDeletionPolicy(t *testing.T) {
 		if err := k8sClient.Delete(ctx, &fleetv1.FleetSet{ObjectMeta: metav1.ObjectMeta{Namespace: "deletion", Name: name}}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// keep: the works are set to orphan, and deleted only once the work
+	// agent reports them applied that way (here, the test reports it).
+	eventually(t, 20*time.Second, "keep: both works set to orphan, not yet deleted", func() (bool, error) {
+		ws := works(t, "deletion", "keep")
+		n := 0
+		for _, w := range ws {
+			if o := w.Spec.DeleteOption; o != nil && o.PropagationPolicy == workv1.DeletePropagationPolicyTypeOrphan && w.DeletionTimestamp.IsZero() {
+				n++
+			}
+		}
+		return n == 2, nil
+	})
+	time.Sleep(2 * time.Second)
+	for c, w := range works(t, "deletion", "keep") {
+		if !w.DeletionTimestamp.IsZero() {
+			t.Errorf("keep: work in %s deleted before the agent applied it as orphaning", c)
+		}
+		setWorkCondition(t, c, w.Name, metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, Reason: "AppliedManifestWorkComplete", ObservedGeneration: w.Generation})
 	}
 	for name, wantOrphan := range map[string]bool{"keep": true, "drop": false} {
 		eventually(t, 20*time.Second, name+": both works being deleted", func() (bool, error) {

@@ -81,11 +81,6 @@ type workChanges struct {
 	apply []workWrite
 	// remove are the works to delete, sorted by cluster.
 	remove []*workv1.ManifestWork
-	// ownerDeleted is true when remove are deleted because their FleetSet
-	// is: each work's recorded deletion policy (AnnotationDeletionPolicy)
-	// then applies. Otherwise (a subset relocated, moved or removed) the
-	// work's objects are removed from its cluster.
-	ownerDeleted bool
 }
 
 // chooseWrites decides, without writing, what a reconcile writes of fs's

@@ -72,11 +72,6 @@ func (r *FleetSetReconciler) writeAll(ctx context.Context, fs *fleetv1.FleetSet,
 	}
 	for i, w := range changes.remove {
 		g.Go(func() error {
-			if changes.ownerDeleted && w.Annotations[fleetv1.AnnotationDeletionPolicy] == string(fleetv1.DeletionRetain) {
-				if deleted[i] = r.orphanOnDelete(ctx, fs, w); deleted[i] != nil {
-					return nil
-				}
-			}
 			deleted[i] = r.deleteWork(ctx, fs, w)
 			return nil
 		})
@@ -130,12 +125,12 @@ func (r *FleetSetReconciler) applyWork(ctx context.Context, fs *fleetv1.FleetSet
 	return applyOutcome{op: op, written: written, err: err}
 }
 
-// orphanOnDelete sets ManifestWork w's deleteOption to Orphan, so that its
-// deletion leaves every object it delivered (StatefulSets, their pods and
-// PersistentVolumeClaims) in its cluster: deletionPolicy Retain. The work
-// agent reads the option from the work it finalizes, which carries this
-// write. It returns the update's error (nil when w is gone or already
-// orphans everything).
+// orphanOnDelete sets ManifestWork w's deleteOption to Orphan: applying it,
+// the work agent removes its owner references from every object w
+// delivered (StatefulSets, and so their pods and PersistentVolumeClaims),
+// after which deleting w leaves them in its cluster (deletionPolicy Retain;
+// deleteWorks waits for that). It returns the update's error (nil when w is
+// gone or already orphans everything).
 func (r *FleetSetReconciler) orphanOnDelete(ctx context.Context, fs *fleetv1.FleetSet, w *workv1.ManifestWork) error {
 	if o := w.Spec.DeleteOption; o != nil && o.PropagationPolicy == workv1.DeletePropagationPolicyTypeOrphan {
 		return nil
