@@ -105,13 +105,7 @@ func LeaseEnd(s *coordinationv1.LeaseSpec) (end time.Time, ok bool) {
 	if s == nil || s.RenewTime == nil || s.LeaseDurationSeconds == nil {
 		return time.Time{}, false
 	}
-	return LeaseEndOf(s.RenewTime.Time, time.Duration(*s.LeaseDurationSeconds)*time.Second), true
-}
-
-// LeaseEndOf returns renewTime + duration: the end of a Lease renewed at
-// renewTime with leaseDurationSeconds duration.
-func LeaseEndOf(renewTime time.Time, duration time.Duration) time.Time {
-	return renewTime.Add(duration)
+	return s.RenewTime.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second), true
 }
 
 // LeaseExpired reports whether a Lease renewed at renewTime with
@@ -120,5 +114,5 @@ func LeaseEndOf(renewTime time.Time, duration time.Duration) time.Time {
 // or no renewTime) is expired. The clocks of the writer and of now are
 // different machines': callers that act on the answer add a margin for skew.
 func LeaseExpired(renewTime time.Time, duration time.Duration, now time.Time) bool {
-	return renewTime.IsZero() || now.After(LeaseEndOf(renewTime, duration))
+	return renewTime.IsZero() || now.After(renewTime.Add(duration))
 }

@@ -140,11 +140,7 @@ func (st *state) observeWorks(clusters ...string) {
 			continue
 		}
 		delete(st.feedbackProblems, sp.planned.Name)
-		delivered, ok := manifestwork.DeliveredReplicas(sp.work, name)
-		if !ok {
-			delivered = sp.planned.Replicas
-		}
-		f = f.Clamp(delivered)
+		f = f.Clamp(sp.planned.Replicas)
 		sp.feedback = &f
 	}
 }

@@ -9,7 +9,6 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
@@ -105,5 +104,3 @@ func (r *FleetSetReconciler) fleetSetsBoundTo(ctx context.Context, o client.Obje
 	}
 	return out
 }
-
-var _ handler.MapFunc = (*FleetSetReconciler)(nil).fleetSetsBoundTo

@@ -130,11 +130,8 @@ func (r *FleetSetReconciler) applyWork(ctx context.Context, fs *fleetv1.FleetSet
 // delivered (StatefulSets, and so their pods and PersistentVolumeClaims),
 // after which deleting w leaves them in its cluster (deletionPolicy Retain;
 // deleteWorks waits for that). It returns the update's error (nil when w is
-// gone or already orphans everything).
+// gone).
 func (r *FleetSetReconciler) orphanOnDelete(ctx context.Context, fs *fleetv1.FleetSet, w *workv1.ManifestWork) error {
-	if o := w.Spec.DeleteOption; o != nil && o.PropagationPolicy == workv1.DeletePropagationPolicyTypeOrphan {
-		return nil
-	}
 	release, err := r.expectations.admit(ctx)
 	defer release()
 	if err != nil {

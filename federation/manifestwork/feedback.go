@@ -167,26 +167,6 @@ func HoldsStatefulSet(w *workv1.ManifestWork, name string) bool {
 	return false
 }
 
-// DeliveredReplicas returns spec.replicas of the StatefulSet named name as
-// w's spec delivers it; false when w does not deliver it or it has none.
-func DeliveredReplicas(w *workv1.ManifestWork, name string) (int32, bool) {
-	for _, m := range w.Spec.Workload.Manifests {
-		var sts struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
-			Spec struct {
-				Replicas *int32 `json:"replicas"`
-			} `json:"spec"`
-		}
-		if json.Unmarshal(m.Raw, &sts) == nil && sts.Kind == "StatefulSet" && sts.Metadata.Name == name && sts.Spec.Replicas != nil {
-			return *sts.Spec.Replicas, true
-		}
-	}
-	return 0, false
-}
-
 // ApplyFailures returns, for each manifest of w the work agent reports not
 // applied (its condition Applied False), "<Kind> <namespace>/<name>: <the
 // agent's message>", in the order of w's status: the object and the reason

@@ -14,7 +14,7 @@ import "fmt"
 //   - readyReplicas ≥ availableReplicas (an instance is available only once
 //     ready, as the StatefulSet controller counts).
 //
-// A report that passes is still bounded by the delivered replicas (Clamp)
+// A report that passes is still bounded by the subset's replicas (Clamp)
 // before it is summed, and a rollout step uses it only when it is of the
 // delivered spec (Current).
 func (f StatefulSetFeedback) Validate(block int32) error {
@@ -47,13 +47,14 @@ func (f StatefulSetFeedback) Validate(block int32) error {
 }
 
 // Clamp returns f with its ready, available and updated counts cut to
-// delivered, the replicas the hub delivered to the StatefulSet: a subset
-// never counts more ready, available or updated instances than it was given.
+// desired, the subset's replicas: a subset never counts more ready,
+// available or updated instances than it is given (while it scales down,
+// the extra instances being removed are not counted).
 // replicas (pods that exist) is left as reported: it may exceed delivered
 // while a scale-down removes pods, and Validate bounds it by the block.
-func (f StatefulSetFeedback) Clamp(delivered int32) StatefulSetFeedback {
-	f.ReadyReplicas = min(f.ReadyReplicas, delivered)
-	f.AvailableReplicas = min(f.AvailableReplicas, delivered)
-	f.UpdatedReplicas = min(f.UpdatedReplicas, delivered)
+func (f StatefulSetFeedback) Clamp(desired int32) StatefulSetFeedback {
+	f.ReadyReplicas = min(f.ReadyReplicas, desired)
+	f.AvailableReplicas = min(f.AvailableReplicas, desired)
+	f.UpdatedReplicas = min(f.UpdatedReplicas, desired)
 	return f
 }
