@@ -111,13 +111,11 @@ func (r *FleetSetReconciler) applyWork(ctx context.Context, fs *fleetv1.FleetSet
 	if err != nil {
 		return applyOutcome{err: err}
 	}
-	existing := ww.existing
+	write := manifestwork.ApplyTo
 	if ww.restore {
-		// Its spec hash still matches; drop it so that ApplyTo rewrites.
-		existing = existing.DeepCopy()
-		delete(existing.Annotations, fleetv1.AnnotationSpecHash)
+		write = manifestwork.Update // its spec hash still matches
 	}
-	op, written, err := manifestwork.ApplyTo(ctx, r.writer(), existing, ww.desired)
+	op, written, err := write(ctx, r.writer(), ww.existing, ww.desired)
 	if op != controllerutil.OperationResultNone {
 		r.expectations.expectWrite(r.owner(fs), kindManifestWork, written)
 		r.writtenGenerations.Store(client.ObjectKeyFromObject(written), written.Generation)

@@ -40,6 +40,15 @@ func ApplyTo(ctx context.Context, c Writer, existing, desired *workv1.ManifestWo
 	if UpToDate(existing, desired) {
 		return controllerutil.OperationResultNone, existing, nil
 	}
+	return Update(ctx, c, existing, desired)
+}
+
+// Update writes desired over existing whatever UpToDate says (a work whose
+// spec someone else changed under an unchanged spec hash): desired's spec,
+// and its labels and annotations merged over existing's, with existing's
+// resourceVersion as the precondition. It returns OperationResultUpdated and
+// the work as written, or the write's error.
+func Update(ctx context.Context, c Writer, existing, desired *workv1.ManifestWork) (controllerutil.OperationResult, *workv1.ManifestWork, error) {
 	w := existing.DeepCopy()
 	w.Labels = labels.Merge(w.Labels, desired.Labels)
 	w.Annotations = labels.Merge(w.Annotations, desired.Annotations)
