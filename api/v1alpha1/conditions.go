@@ -36,6 +36,12 @@ const (
 	// subset's ordinal block or int32, more available than ready); the hub
 	// ignores it (the subset counts as not yet reported) and says why.
 	ReasonInvalidFeedback = "InvalidFeedback"
+	// ReasonDependencyMissing: a ConfigMap or Secret that the pod template
+	// references (spec.dependencies Auto) does not exist in the FleetSet's
+	// namespace on the hub (the message names it and where it is
+	// referenced). The hub holds: it writes no work, so nothing is removed
+	// from any member, until the object exists or is no longer referenced.
+	ReasonDependencyMissing = "DependencyMissing"
 	// ReasonPlacementEmpty: spec.topology.placementRef's Placement decides no
 	// cluster (it is missing, or selects none); existing subsets stay where
 	// they are and none is added.

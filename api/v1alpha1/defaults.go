@@ -133,3 +133,12 @@ func (s *FleetSetSpec) DeletionPolicyOrDefault() DeletionPolicy {
 	}
 	return DeletionDelete
 }
+
+// DependenciesOrDefault returns spec.dependencies, DependenciesAuto when
+// unset.
+func (s *FleetSetSpec) DependenciesOrDefault() DependenciesPolicy {
+	if s.Dependencies == "" {
+		return DependenciesAuto
+	}
+	return s.Dependencies
+}

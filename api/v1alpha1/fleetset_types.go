@@ -4,6 +4,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -15,6 +16,7 @@ import (
 // constant cost, and CEL has no shared definitions. Keep the copies equal.
 
 // Subset is one slice of a FleetSet: one StatefulSet in one member cluster.
+// +kubebuilder:validation:XValidation:rule="has(self.storageClassNames) == has(oldSelf.storageClassNames) && (!has(self.storageClassNames) || self.storageClassNames == oldSelf.storageClassNames)",message="storageClassNames is immutable: a StatefulSet's volume claim templates cannot change (remove the subset and add a new one)"
 // +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",message="minReplicas must not exceed maxReplicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.domains) || self.domains.filter(d, has(d.replicas) && type(d.replicas) in [string] && d.replicas in {'0%':0,'1%':1,'2%':2,'3%':3,'4%':4,'5%':5,'6%':6,'7%':7,'8%':8,'9%':9,'10%':10,'11%':11,'12%':12,'13%':13,'14%':14,'15%':15,'16%':16,'17%':17,'18%':18,'19%':19,'20%':20,'21%':21,'22%':22,'23%':23,'24%':24,'25%':25,'26%':26,'27%':27,'28%':28,'29%':29,'30%':30,'31%':31,'32%':32,'33%':33,'34%':34,'35%':35,'36%':36,'37%':37,'38%':38,'39%':39,'40%':40,'41%':41,'42%':42,'43%':43,'44%':44,'45%':45,'46%':46,'47%':47,'48%':48,'49%':49,'50%':50,'51%':51,'52%':52,'53%':53,'54%':54,'55%':55,'56%':56,'57%':57,'58%':58,'59%':59,'60%':60,'61%':61,'62%':62,'63%':63,'64%':64,'65%':65,'66%':66,'67%':67,'68%':68,'69%':69,'70%':70,'71%':71,'72%':72,'73%':73,'74%':74,'75%':75,'76%':76,'77%':77,'78%':78,'79%':79,'80%':80,'81%':81,'82%':82,'83%':83,'84%':84,'85%':85,'86%':86,'87%':87,'88%':88,'89%':89,'90%':90,'91%':91,'92%':92,'93%':93,'94%':94,'95%':95,'96%':96,'97%':97,'98%':98,'99%':99,'100%':100}).map(d, {'0%':0,'1%':1,'2%':2,'3%':3,'4%':4,'5%':5,'6%':6,'7%':7,'8%':8,'9%':9,'10%':10,'11%':11,'12%':12,'13%':13,'14%':14,'15%':15,'16%':16,'17%':17,'18%':18,'19%':19,'20%':20,'21%':21,'22%':22,'23%':23,'24%':24,'25%':25,'26%':26,'27%':27,'28%':28,'29%':29,'30%':30,'31%':31,'32%':32,'33%':33,'34%':34,'35%':35,'36%':36,'37%':37,'38%':38,'39%':39,'40%':40,'41%':41,'42%':42,'43%':43,'44%':44,'45%':45,'46%':46,'47%':47,'48%':48,'49%':49,'50%':50,'51%':51,'52%':52,'53%':53,'54%':54,'55%':55,'56%':56,'57%':57,'58%':58,'59%':59,'60%':60,'61%':61,'62%':62,'63%':63,'64%':64,'65%':65,'66%':66,'67%':67,'68%':68,'69%':69,'70%':70,'71%':71,'72%':72,'73%':73,'74%':74,'75%':75,'76%':76,'77%':77,'78%':78,'79%':79,'80%':80,'81%':81,'82%':82,'83%':83,'84%':84,'85%':85,'86%':86,'87%':87,'88%':88,'89%':89,'90%':90,'91%':91,'92%':92,'93%':93,'94%':94,'95%':95,'96%':96,'97%':97,'98%':98,'99%':99,'100%':100}[d.replicas]).sum() <= 100",message="domains: explicit percents must not sum over 100%"
 type Subset struct {
@@ -70,6 +72,48 @@ type Subset struct {
 	// +kubebuilder:validation:items:MaxLength=253
 	// +optional
 	FallbackClusters []string `json:"fallbackClusters,omitempty"`
+
+	// ImageRegistryRewrites rewrite the registry prefix of every container
+	// and init container image of this subset (a private mirror), the first
+	// matching entry winning. See overrides.go for the order in which the
+	// overrides apply.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	ImageRegistryRewrites []ImageRegistryRewrite `json:"imageRegistryRewrites,omitempty"`
+
+	// ContainerResources override containers' resources in this subset.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	ContainerResources []ContainerResources `json:"containerResources,omitempty"`
+
+	// Tolerations are appended to the template's tolerations in this subset.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// StorageClassNames give volume claim templates another StorageClass in
+	// this subset. Immutable once the subset exists, as a StatefulSet's
+	// claim templates are.
+	// +listType=map
+	// +listMapKey=claim
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	StorageClassNames []ClaimStorageClass `json:"storageClassNames,omitempty"`
+
+	// Patch is a strategic merge patch (kubectl patch --type strategic) of
+	// the pod template, applied after every other override of this subset,
+	// as OpenKruise UnitedDeployment's subset patch is. Its result must be a
+	// valid pod template; the hub applies it before delivering anything and
+	// reports a patch that fails (Degraded InvalidSpec naming the subset).
+	// schedulerName and the fleetset.io/ labels stay fleetset's.
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	Patch *runtime.RawExtension `json:"patch,omitempty"`
 }
 
 // FleetTopology says how a FleetSet is divided over member clusters and domains.
@@ -303,6 +347,9 @@ type Failover struct {
 
 // FleetSetSpec is the desired state of a FleetSet.
 // +kubebuilder:validation:XValidation:rule="!has(self.failover) || !has(self.failover.policy) || self.failover.policy != 'Relocate' || !has(self.persistentVolumeClaimRetentionPolicy) || !has(self.persistentVolumeClaimRetentionPolicy.whenDeleted) || self.persistentVolumeClaimRetentionPolicy.whenDeleted != 'Delete'",message="failover.policy Relocate needs persistentVolumeClaimRetentionPolicy.whenDeleted Retain: relocation removes a lost cluster's StatefulSets and must never delete their volumes"
+// +kubebuilder:validation:XValidation:rule="has(self.serviceName) == has(oldSelf.serviceName) && (!has(self.serviceName) || self.serviceName == oldSelf.serviceName)",message="serviceName is immutable, as it is on a StatefulSet: create a new FleetSet to change it"
+// +kubebuilder:validation:XValidation:rule="has(self.volumeClaimTemplates) == has(oldSelf.volumeClaimTemplates) && (!has(self.volumeClaimTemplates) || (self.volumeClaimTemplates.map(c, c.metadata.name) == oldSelf.volumeClaimTemplates.map(c, c.metadata.name) && self.volumeClaimTemplates.map(c, c.spec.?storageClassName.orValue('')) == oldSelf.volumeClaimTemplates.map(c, c.spec.?storageClassName.orValue('')) && self.volumeClaimTemplates.map(c, c.spec.?volumeMode.orValue('')) == oldSelf.volumeClaimTemplates.map(c, c.spec.?volumeMode.orValue('')) && self.volumeClaimTemplates.map(c, c.spec.?accessModes.orValue([])) == oldSelf.volumeClaimTemplates.map(c, c.spec.?accessModes.orValue([])) && self.volumeClaimTemplates.map(c, c.spec.?resources.?requests.?storage.hasValue()) == oldSelf.volumeClaimTemplates.map(c, c.spec.?resources.?requests.?storage.hasValue())))",message="volumeClaimTemplates: only a claim template's spec.resources.requests.storage may change, and only grow (the claims are expanded); names, access modes, volume mode and storage class are immutable, as on a StatefulSet"
+// +kubebuilder:validation:XValidation:rule="!has(self.volumeClaimTemplates) ? self.topology.subsets.all(s, !has(s.storageClassNames)) : self.topology.subsets.all(s, !has(s.storageClassNames) || s.storageClassNames.all(c, self.volumeClaimTemplates.exists(v, v.metadata.name == c.claim)))",message="topology.subsets[].storageClassNames: every claim must name an entry of volumeClaimTemplates"
 // +kubebuilder:validation:XValidation:rule="has(self.podManagementPolicy) == has(oldSelf.podManagementPolicy) && (!has(self.podManagementPolicy) || self.podManagementPolicy == oldSelf.podManagementPolicy)",message="podManagementPolicy is immutable, as it is on a StatefulSet"
 // +kubebuilder:validation:XValidation:rule="!has(self.updateStrategy) || !has(self.updateStrategy.rollingUpdate) || !has(self.updateStrategy.rollingUpdate.subsetOrder) || self.updateStrategy.rollingUpdate.subsetOrder.all(n, self.topology.subsets.exists(s, s.name == n))",message="updateStrategy.rollingUpdate.subsetOrder: every entry must name a subset in topology.subsets"
 // +kubebuilder:validation:XValidation:rule="!has(self.updateStrategy) || !has(self.updateStrategy.manualUpdate) || !has(self.updateStrategy.manualUpdate.partitions) || self.updateStrategy.manualUpdate.partitions.all(k, self.topology.subsets.exists(s, s.name == k))",message="updateStrategy.manualUpdate.partitions: every key must name a subset in topology.subsets"
@@ -322,6 +369,7 @@ type FleetSetSpec struct {
 
 	// ServiceName is the headless Service governing each subset's StatefulSet;
 	// the hub delivers one per member cluster. Default: the FleetSet's name.
+	// Immutable, as it is on a StatefulSet.
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	ServiceName string `json:"serviceName,omitempty"`
@@ -329,7 +377,12 @@ type FleetSetSpec struct {
 	// Template is the pod template of every subset's StatefulSet.
 	Template corev1.PodTemplateSpec `json:"template"`
 
-	// VolumeClaimTemplates are copied to every subset's StatefulSet.
+	// VolumeClaimTemplates are copied to every subset's StatefulSet (with
+	// the subset's storageClassNames). Only a claim template's storage
+	// request may change, and only grow: fleetset-scheduler's member
+	// component then expands the subset's existing claims and replaces its
+	// StatefulSet without touching its pods (docs/hub.md#day-2-changes).
+	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	VolumeClaimTemplates []corev1.PersistentVolumeClaim `json:"volumeClaimTemplates,omitempty"`
 
@@ -389,6 +442,16 @@ type FleetSetSpec struct {
 	// +kubebuilder:validation:Enum=Retain;Delete
 	// +optional
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// Dependencies says whether the ConfigMaps and Secrets the template
+	// references are delivered with the workload: Auto (default) or None.
+	// +optional
+	Dependencies DependenciesPolicy `json:"dependencies,omitempty"`
+
+	// DisruptionBudget is the fleet-wide budget of evictions, rendered as
+	// one PodDisruptionBudget per subset. Unset: none is rendered.
+	// +optional
+	DisruptionBudget *DisruptionBudget `json:"disruptionBudget,omitempty"`
 }
 
 // PodSecurityLevel is a Pod Security Standards level.
@@ -451,8 +514,13 @@ type SubsetStatus struct {
 	// UpdateRevision is the member StatefulSet's status.updateRevision.
 	// +optional
 	UpdateRevision string `json:"updateRevision,omitempty"`
-	// FleetRevision is the fleet revision (FleetSet status.updateRevision)
-	// whose template the member StatefulSet last reported running with.
+	// Revision is the subset revision the hub delivers: a hash of the
+	// subset's pod template and claim templates after its overrides, and of
+	// the dependencies delivered with it.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// FleetRevision is the subset revision (Revision) whose template the
+	// member StatefulSet last reported running with.
 	// +optional
 	FleetRevision string `json:"fleetRevision,omitempty"`
 	// Epoch is the subset's fencing epoch: it grows by one at every move of
@@ -537,8 +605,10 @@ type FleetSetStatus struct {
 	// ready (a lower bound from the subsets' fed-back counts).
 	// +optional
 	UpdatedReadyReplicas int32 `json:"updatedReadyReplicas"`
-	// UpdateRevision is the fleet revision of the current spec: a hash of
-	// spec.template and spec.volumeClaimTemplates.
+	// UpdateRevision is the fleet revision of the current spec: the
+	// subsets' revision when they are all equal (a hash of spec.template
+	// and spec.volumeClaimTemplates when no subset overrides them and
+	// nothing is delivered with them), else a hash of every subset's.
 	// +optional
 	UpdateRevision string `json:"updateRevision,omitempty"`
 	// CurrentRevision is the fleet revision every instance ran when the last

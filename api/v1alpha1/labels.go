@@ -9,6 +9,16 @@ const (
 	// fleetset-scheduler enforces for a pod. Pods without it are not managed by
 	// the fleetset plugins.
 	LabelPlacement = "fleetset.io/placement"
+	// LabelCluster names, on every pod (in the StatefulSet's pod template),
+	// the ManagedCluster the pod's subset runs in now.
+	LabelCluster = "fleetset.io/cluster"
+	// LabelDomain names, on every pod, the domain (value of the topology
+	// key) its ordinal belongs to: the domain the seat sequence gives the
+	// ordinal, known before the pod is scheduled. fleetset-scheduler sets it
+	// when it binds the pod; with the pod's other labels it is readable
+	// through the downward API (fieldRef metadata.labels['fleetset.io/domain']
+	// as an env var, or a downwardAPI volume).
+	LabelDomain = "fleetset.io/domain"
 	// LabelPodIndex is the native StatefulSet ordinal label (Kubernetes ≥ 1.28,
 	// KEP-4017); its value is the pod's ordinal as a decimal integer.
 	LabelPodIndex = "apps.kubernetes.io/pod-index"

@@ -72,6 +72,36 @@ type FleetView struct {
 	Replicas int32 `json:"replicas"`
 	// Subsets are every subset of the FleetSet, in spec order.
 	Subsets []FleetViewSubset `json:"subsets"`
+	// ServiceName is the headless Service governing the StatefulSets in
+	// every member cluster.
+	ServiceName string `json:"serviceName,omitempty"`
+	// Instances are every desired instance of the FleetSet, in ordinal
+	// order, with where it runs; empty when the fleet has more than
+	// MaxFleetViewInstances replicas (the ConfigMap must stay under 1 MiB;
+	// the subsets' blocks and domains still say it all).
+	Instances []FleetViewInstance `json:"instances,omitempty"`
+}
+
+// MaxFleetViewInstances is the most instances a fleet view lists.
+const MaxFleetViewInstances = 2000
+
+// FleetViewInstance is one instance in a FleetView.
+//
+// +kubebuilder:object:generate=false
+type FleetViewInstance struct {
+	// Name is the pod's name, <fleetset>-<subset>-<ordinal>.
+	Name string `json:"name"`
+	// Ordinal is the instance's ordinal.
+	Ordinal int32 `json:"ordinal"`
+	// Subset and Cluster are its subset and the ManagedCluster that runs it.
+	Subset  string `json:"subset"`
+	Cluster string `json:"cluster"`
+	// Domain is the domain its ordinal belongs to (the seat sequence of the
+	// subset's domains); empty for a subset without domains.
+	Domain string `json:"domain,omitempty"`
+	// DNSName is its stable name, <pod>.<serviceName>.<namespace>.svc,
+	// resolvable in its own cluster.
+	DNSName string `json:"dnsName"`
 }
 
 // FleetViewSubset is one subset in a FleetView.

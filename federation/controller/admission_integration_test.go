@@ -15,7 +15,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -273,5 +275,121 @@ func TestSampleFleetSet(t *testing.T) {
 	want := []string{"east 5@0 [zone-a:2 zone-b:2 zone-c:1]", "west 4@1000 [zone-a:2 zone-b:1 zone-c:1]"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("sample division (-want,+got):\n%s", diff)
+	}
+}
+
+// TestAdmissionDay2 checks the day-2 rules of the FleetSet CRD: what a
+// StatefulSet cannot change is refused at admission with a message saying
+// what is allowed, and what can change (a claim template's storage request
+// growing, the subsets' other overrides) is accepted.
+func TestAdmissionDay2(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "day2")
+	fs := sampleFleetSet("day2", "db")
+	fs.Spec.ServiceName = "db"
+	fs.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
+		ObjectMeta: metav1.ObjectMeta{Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}}
+	east := &fs.Spec.Topology.Subsets[0]
+	east.StorageClassNames = []fleetv1.ClaimStorageClass{{Claim: "data", StorageClassName: "fast"}}
+	east.ImageRegistryRewrites = []fleetv1.ImageRegistryRewrite{{From: "registry.k8s.io", To: "mirror.east.example/k8s"}}
+	east.ContainerResources = []fleetv1.ContainerResources{{Name: "pause", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}}
+	east.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "db", Effect: corev1.TaintEffectNoSchedule}}
+	east.Patch = &runtime.RawExtension{Raw: []byte(`{"spec":{"priorityClassName":"high"}}`)}
+	fs.Spec.DisruptionBudget = &fleetv1.DisruptionBudget{MaxUnavailable: intstr.FromString("20%")}
+	if err := k8sClient.Create(ctx, fs); err != nil {
+		t.Fatalf("Create() with every override: %v", err)
+	}
+	if err := k8sClient.Get(ctx, clientKey("day2", "db"), fs); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(fs.Spec.Topology.Subsets[0].Patch.Raw); !strings.Contains(got, "priorityClassName") {
+		t.Errorf("subsets[0].patch stored as %s: pruned?", got)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		mutate func(fs *fleetv1.FleetSet)
+		want   []string
+	}{
+		{"serviceName changed", func(fs *fleetv1.FleetSet) { fs.Spec.ServiceName = "db2" },
+			[]string{"serviceName is immutable", "create a new FleetSet"}},
+		{"serviceName removed", func(fs *fleetv1.FleetSet) { fs.Spec.ServiceName = "" },
+			[]string{"serviceName is immutable"}},
+		{"accessModes changed", func(fs *fleetv1.FleetSet) {
+			fs.Spec.VolumeClaimTemplates[0].Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}
+		}, []string{"volumeClaimTemplates: only a claim template's spec.resources.requests.storage may change, and only grow"}},
+		{"claim template added", func(fs *fleetv1.FleetSet) {
+			c := fs.Spec.VolumeClaimTemplates[0].DeepCopy()
+			c.Name = "logs"
+			fs.Spec.VolumeClaimTemplates = append(fs.Spec.VolumeClaimTemplates, *c)
+		}, []string{"volumeClaimTemplates: only"}},
+		{"storage class of a claim template changed", func(fs *fleetv1.FleetSet) {
+			fs.Spec.VolumeClaimTemplates[0].Spec.StorageClassName = ptr.To("slow")
+		}, []string{"volumeClaimTemplates: only"}},
+		{"a subset's storageClassNames changed", func(fs *fleetv1.FleetSet) {
+			fs.Spec.Topology.Subsets[0].StorageClassNames[0].StorageClassName = "slow"
+		}, []string{"spec.topology.subsets[0]", "storageClassNames is immutable"}},
+		{"a subset's storageClassNames added", func(fs *fleetv1.FleetSet) {
+			fs.Spec.Topology.Subsets[1].StorageClassNames = []fleetv1.ClaimStorageClass{{Claim: "data", StorageClassName: "slow"}}
+		}, []string{"spec.topology.subsets[1]", "storageClassNames is immutable"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			upd := &fleetv1.FleetSet{}
+			if err := k8sClient.Get(ctx, clientKey("day2", "db"), upd); err != nil {
+				t.Fatal(err)
+			}
+			tc.mutate(upd)
+			err := k8sClient.Update(ctx, upd)
+			if err == nil {
+				t.Fatalf("Update() accepted: %s", tc.name)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Update() error = %q, want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+
+	// Refused at creation: a storage class for a claim template that does
+	// not exist, a patch that is not an object, a bad disruption budget.
+	for i, tc := range []struct {
+		mutate func(fs *fleetv1.FleetSet)
+		want   string
+	}{
+		{func(fs *fleetv1.FleetSet) {
+			fs.Spec.Topology.Subsets[1].StorageClassNames = []fleetv1.ClaimStorageClass{{Claim: "logs", StorageClassName: "slow"}}
+		}, "every claim must name an entry of volumeClaimTemplates"},
+		{func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[1].Patch = &runtime.RawExtension{Raw: []byte(`["spec"]`)} },
+			"spec.topology.subsets[1].patch"},
+		{func(fs *fleetv1.FleetSet) {
+			fs.Spec.DisruptionBudget = &fleetv1.DisruptionBudget{MaxUnavailable: intstr.FromString("101%")}
+		}, "maxUnavailable must be a non-negative integer or a percent"},
+	} {
+		bad := fs.DeepCopy()
+		bad.ResourceVersion, bad.UID, bad.Name = "", "", fmt.Sprintf("bad-%d", i)
+		tc.mutate(bad)
+		err := k8sClient.Create(ctx, bad)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Create() case %d: error = %v, want one containing %q", i, err, tc.want)
+		}
+	}
+
+	// Growing a claim template's storage request, and every other override,
+	// are accepted.
+	upd := &fleetv1.FleetSet{}
+	if err := k8sClient.Get(ctx, clientKey("day2", "db"), upd); err != nil {
+		t.Fatal(err)
+	}
+	upd.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
+	upd.Spec.Topology.Subsets[0].Patch = &runtime.RawExtension{Raw: []byte(`{"spec":{"priorityClassName":"low"}}`)}
+	upd.Spec.Topology.Subsets[1].Tolerations = []corev1.Toleration{{Key: "spot", Operator: corev1.TolerationOpExists}}
+	if err := k8sClient.Update(ctx, upd); err != nil {
+		t.Errorf("Update() growing storage to 2Gi and changing patches: %v", err)
 	}
 }
