@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -78,6 +79,21 @@ type SubsetPlacementSpec struct {
 	// +kubebuilder:default=DoNotSchedule
 	// +optional
 	WhenUnsatisfiable WhenUnsatisfiable `json:"whenUnsatisfiable,omitempty"`
+
+	// ClaimStorage is the storage request of each volume claim template of
+	// the StatefulSet this placement belongs to (same name), as the FleetSet
+	// asks now. When it is larger than the StatefulSet's own claim template
+	// (which a StatefulSet cannot change), fleetset-scheduler's member
+	// component expands the StatefulSet's existing claims to it, where their
+	// StorageClass allows expansion, and then deletes the StatefulSet with
+	// propagationPolicy Orphan (its pods keep running), so that the work
+	// agent creates it anew with the larger claim template and it adopts
+	// the pods.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	ClaimStorage []ClaimStorage `json:"claimStorage,omitempty"`
 }
 
 // PlacementFencing is how a placement's pods are fenced when the member is
@@ -130,4 +146,14 @@ type SubsetPlacementList struct {
 
 func init() {
 	SchemeBuilder.Register(&SubsetPlacement{}, &SubsetPlacementList{})
+}
+
+// ClaimStorage is the storage request of one volume claim template.
+type ClaimStorage struct {
+	// Name of the volume claim template.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// Storage is its spec.resources.requests.storage.
+	Storage resource.Quantity `json:"storage"`
 }

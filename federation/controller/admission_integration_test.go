@@ -365,7 +365,9 @@ func TestAdmissionDay2(t *testing.T) {
 		{func(fs *fleetv1.FleetSet) {
 			fs.Spec.Topology.Subsets[1].StorageClassNames = []fleetv1.ClaimStorageClass{{Claim: "logs", StorageClassName: "slow"}}
 		}, "every claim must name an entry of volumeClaimTemplates"},
-		{func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[1].Patch = &runtime.RawExtension{Raw: []byte(`["spec"]`)} },
+		{func(fs *fleetv1.FleetSet) {
+			fs.Spec.Topology.Subsets[1].Patch = &runtime.RawExtension{Raw: []byte(`["spec"]`)}
+		},
 			"spec.topology.subsets[1].patch"},
 		{func(fs *fleetv1.FleetSet) {
 			fs.Spec.DisruptionBudget = &fleetv1.DisruptionBudget{MaxUnavailable: intstr.FromString("101%")}
