@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -90,7 +91,10 @@ type FleetSetReconciler struct {
 // orphans, works whose FleetSet is not in the cache: the hub creates the
 // others, and the reconcile that did already folded them) and
 // ManagedClusters (mapped to the FleetSets with a subset there, on creation,
-// deletion or a change of availability).
+// deletion or a change of availability), and the metadata of ConfigMaps and
+// Secrets (mapped to the FleetSets that deliver them, DependencyIndex: an
+// edit changes their resourceVersion; only metadata is cached, the content
+// is read live when a FleetSet is reconciled).
 func (r *FleetSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("fleetset").
@@ -102,6 +106,8 @@ func (r *FleetSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&clusterv1beta2.ManagedClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(r.fleetSetsInNamespace)).
 		Watches(&clusterv1beta2.ManagedClusterSet{}, handler.EnqueueRequestsFromMapFunc(r.fleetSetsBoundTo)).
 		Watches(&clusterv1beta1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(r.fleetSetsOfPlacement)).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.fleetSetsDelivering(manifestwork.KindConfigMap)), builder.OnlyMetadata).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.fleetSetsDelivering(manifestwork.KindSecret)), builder.OnlyMetadata).
 		Complete(r)
 }
 
@@ -140,6 +146,7 @@ func (r *FleetSetReconciler) orphaned(o client.Object) bool {
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=managedclustersets;managedclustersetbindings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placementdecisions,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=fleetset-system
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
 
@@ -163,8 +170,10 @@ func (r *FleetSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 
 // reconcile runs the steps of one FleetSet's delivery, each in its own
 // file: finalize a FleetSet being deleted (deletion.go); read its
-// ManifestWorks (state.go); plan the division and the ordinal blocks
-// (planning.go); decide where each subset runs (failover.go); check the
+// ManifestWorks (state.go); choose the placement's subsets (placement.go)
+// and admit what the FleetSet may reach (tenancy.go); plan the division and
+// the ordinal blocks (planning.go); render each subset's template and
+// dependencies (rendering.go); decide where each subset runs (failover.go); check the
 // clusters (clusters.go); attach each subset's work and feedback
 // (state.go); plan the rollout (rollout.go); write the ManifestWorks that
 // differ and delete those of clusters no longer used (works.go, writes.go);
@@ -196,7 +205,13 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if planned, ok := planSubsets(st); admitted && ok {
+	planned, ok := planSubsets(st)
+	if admitted && ok {
+		if ok, err = r.renderSubsets(ctx, st, planned); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if admitted && ok {
 		failovers, err := r.planFailover(ctx, st, planned)
 		if err != nil {
 			return ctrl.Result{}, err

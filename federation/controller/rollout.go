@@ -46,7 +46,9 @@ func fleetOrder(st *state, ru *fleetv1.RollingUpdateFleetSet) []int {
 	return order
 }
 
-// planRollout stamps the fleet revision on every subset's plan and, under
+// planRollout stamps each subset's revision on its plan (its template,
+// claim templates and dependencies: rollout.SubsetRevision), computes the
+// fleet revision from them and, under
 // RollingUpdate, sets each subset's partition from the rollout planner (see
 // package rollout) fed with the statusFeedback attached to each subset's
 // plan (observeWorks). Under Manual the
@@ -55,12 +57,30 @@ func fleetOrder(st *state, ru *fleetv1.RollingUpdateFleetSet) []int {
 // maxUnavailable cannot be computed.
 func planRollout(st *state) error {
 	fs := st.fs
-	rev, err := rollout.Revision(fs.Spec.Template, fs.Spec.VolumeClaimTemplates)
-	if err != nil {
-		return err
+	revisions := make([]string, len(st.subsets))
+	for i := range st.subsets {
+		sp := &st.subsets[i].planned
+		tmpl, claims := &fs.Spec.Template, fs.Spec.VolumeClaimTemplates
+		if sp.Template != nil {
+			tmpl, claims = sp.Template, sp.Claims
+		}
+		rev, err := rollout.SubsetRevision(*tmpl, claims, sp.DependenciesHash)
+		if err != nil {
+			return err
+		}
+		sp.Revision = rev
+		revisions[i] = sp.Name + "=" + rev
+	}
+	rev := rollout.FleetRevision(revisions)
+	if rev == "" { // no subsets: the template's, for status
+		var err error
+		if rev, err = rollout.Revision(fs.Spec.Template, fs.Spec.VolumeClaimTemplates); err != nil {
+			return err
+		}
 	}
 	st.fleetRevision = rev
 	ru := rollingUpdate(fs)
+	var err error
 	spec := rollout.Spec{Revision: rev, MaxUnavailable: fleetv1.DefaultMaxUnavailable, MaxConcurrent: ru.MaxConcurrentSubsetsOrDefault()}
 	if ru != nil {
 		if spec.MaxUnavailable, err = rollout.ResolveMaxUnavailable(ru.MaxUnavailable, fs.Spec.Replicas); err != nil {
@@ -72,8 +92,8 @@ func planRollout(st *state) error {
 	subsets := make([]rollout.Subset, len(order))
 	for k, i := range order {
 		sp := &st.subsets[i]
-		sp.planned.Revision = rev
-		s := rollout.Subset{Name: sp.planned.Name, Cluster: sp.planned.Cluster, Replicas: sp.planned.Replicas, ClusterAvailable: sp.clusterAvailable}
+		s := rollout.Subset{Name: sp.planned.Name, Cluster: sp.planned.Cluster, Replicas: sp.planned.Replicas, ClusterAvailable: sp.clusterAvailable,
+			Target: sp.planned.Revision}
 		if f := sp.feedback; f != nil {
 			s.Revision, s.Current = f.FleetRevision, f.Current()
 			s.Observed, s.Updated, s.Ready, s.Available = f.Replicas, f.UpdatedReplicas, f.ReadyReplicas, f.AvailableReplicas

@@ -152,6 +152,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		{&fleetv1.FleetSet{}, ClusterIndex, clustersOf},
 		{&fleetv1.FleetSet{}, liveClusterIndex, liveClustersOf},
 		{&fleetv1.FleetSet{}, movedFromIndex, movedFromOf},
+		{&fleetv1.FleetSet{}, DependencyIndex, dependenciesOf},
 		{&workv1.ManifestWork{}, WorkOwnerIndex, workOwnerOf},
 		{&workv1.ManifestWork{}, deletingWorkIndex, deletingWork},
 	} {

@@ -28,7 +28,7 @@ func foldSubsets(st *state, status *fleetv1.FleetSetStatus) {
 	for _, sp := range st.subsets {
 		p := sp.planned
 		ss := fleetv1.SubsetStatus{Name: p.Name, Cluster: p.Cluster, OrdinalStart: p.OrdinalStart, Replicas: p.Replicas, Partition: p.Partition,
-			Epoch: p.Epoch, Failover: sp.failoverPhase}
+			Epoch: p.Epoch, Failover: sp.failoverPhase, Revision: p.Revision}
 		for _, d := range p.Domains {
 			ss.Domains = append(ss.Domains, fleetv1.DomainStatus{Name: d.Name, Replicas: d.Replicas})
 		}
@@ -36,7 +36,8 @@ func foldSubsets(st *state, status *fleetv1.FleetSetStatus) {
 			if c := manifestwork.NotApplied(sp.work); c != nil {
 				msg := fmt.Sprintf("work agent reports ManifestWork not applied: %s: %s", c.Reason, c.Message)
 				if f := manifestwork.ApplyFailures(sp.work); len(f) > 0 {
-					msg += " (" + strings.Join(f, "; ") + ")"
+					// The member apiserver's own answer, per object.
+					msg = fmt.Sprintf("member cluster %s refused %s", p.Cluster, strings.Join(f, "; "))
 				}
 				st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonApplyFailed, Subset: p.Name, Cluster: p.Cluster, Message: msg})
 			}

@@ -72,7 +72,8 @@ func Works(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]*workv1.ManifestWork,
 
 // work renders the ManifestWork of one cluster: shared (the encoded
 // namespace, Service and fleet view ConfigMap viewName, the same in every
-// cluster), then each subset's SubsetPlacement and StatefulSet.
+// cluster), then each subset's SubsetPlacement and StatefulSet, then the
+// ConfigMaps and Secrets delivered with them.
 func work(fs *fleetv1.FleetSet, cluster string, subsets []plan.Subset, viewName string, shared []workv1.Manifest) (*workv1.ManifestWork, error) {
 	var objs []runtime.Object
 	configs := []workv1.ManifestConfigOption{
@@ -92,6 +93,21 @@ func work(fs *fleetv1.FleetSet, cluster string, subsets []plan.Subset, viewName 
 			statefulSetConfig(fs.Namespace, sts.Name),
 		)
 		starts = append(starts, sp.Name+"="+strconv.Itoa(int(sp.OrdinalStart)))
+	}
+	// The ConfigMaps and Secrets the cluster's subsets reference, once each
+	// (subsets of one cluster share the namespace).
+	delivered := map[string]bool{}
+	for _, sp := range subsets {
+		for _, d := range sp.Dependencies {
+			kind := d.GetObjectKind().GroupVersionKind().Kind
+			name := d.(metav1.Object).GetName()
+			if delivered[kind+"/"+name] {
+				continue
+			}
+			delivered[kind+"/"+name] = true
+			objs = append(objs, d)
+			configs = append(configs, applyConfig("", dependencyResource(kind), fs.Namespace, name))
+		}
 	}
 	own, err := encode(objs)
 	if err != nil {
@@ -201,16 +217,9 @@ func StatefulSet(fs *fleetv1.FleetSet, sp plan.Subset) (*appsv1.StatefulSet, err
 	sel.MatchLabels[fleetv1.LabelSet] = fs.Name
 	sel.MatchLabels[fleetv1.LabelSubset] = sp.Name
 
-	tmpl := fs.Spec.Template.DeepCopy()
+	tmpl, claims := subsetTemplates(fs, sp)
 	tmpl.Labels = k8slabels.Merge(tmpl.Labels, labels)
 	tmpl.Spec.SchedulerName = fleetv1.SchedulerName
-
-	var claims []corev1.PersistentVolumeClaim
-	for _, c := range fs.Spec.VolumeClaimTemplates {
-		c := *c.DeepCopy()
-		c.Status = corev1.PersistentVolumeClaimStatus{}
-		claims = append(claims, c)
-	}
 	var annotations map[string]string
 	if sp.Revision != "" {
 		annotations = map[string]string{fleetv1.AnnotationRevision: sp.Revision}
@@ -241,6 +250,32 @@ func StatefulSet(fs *fleetv1.FleetSet, sp plan.Subset) (*appsv1.StatefulSet, err
 		},
 	}
 	return sts, nil
+}
+
+// subsetTemplates returns copies of sp's pod template and claim templates
+// (plan.Subset Template and Claims), or of fs's when sp has none.
+func subsetTemplates(fs *fleetv1.FleetSet, sp plan.Subset) (*corev1.PodTemplateSpec, []corev1.PersistentVolumeClaim) {
+	if sp.Template != nil {
+		var claims []corev1.PersistentVolumeClaim
+		for _, c := range sp.Claims {
+			claims = append(claims, *c.DeepCopy())
+		}
+		return sp.Template.DeepCopy(), claims
+	}
+	tmpl, claims, _ := SubsetTemplate(fs, nil, "")
+	return tmpl, claims
+}
+
+// claimStorage returns the storage request of each of claims that has one,
+// for the SubsetPlacement's spec.claimStorage.
+func claimStorage(claims []corev1.PersistentVolumeClaim) []fleetv1.ClaimStorage {
+	var out []fleetv1.ClaimStorage
+	for _, c := range claims {
+		if q, ok := c.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
+			out = append(out, fleetv1.ClaimStorage{Name: c.Name, Storage: q})
+		}
+	}
+	return out
 }
 
 // Service renders the headless Service spec.serviceName that governs the
@@ -283,6 +318,7 @@ func SubsetPlacement(fs *fleetv1.FleetSet, sp plan.Subset) *fleetv1.SubsetPlacem
 	}
 	slices.SortFunc(domains, func(a, b fleetv1.DomainShare) int { return strings.Compare(a.Name, b.Name) })
 	sel := sp.NodeSelector.DeepCopy()
+	_, claims := subsetTemplates(fs, sp)
 	return &fleetv1.SubsetPlacement{
 		TypeMeta: metav1.TypeMeta{APIVersion: fleetv1.GroupVersion.String(), Kind: "SubsetPlacement"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -298,6 +334,7 @@ func SubsetPlacement(fs *fleetv1.FleetSet, sp plan.Subset) *fleetv1.SubsetPlacem
 			OrdinalBlockSize:  sp.BlockSize,
 			Fencing:           sp.Fencing.DeepCopy(),
 			WhenUnsatisfiable: fleetv1.DoNotSchedule,
+			ClaimStorage:      claimStorage(claims),
 		},
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"k8s.io/utils/ptr"
@@ -45,8 +46,9 @@ type Subset struct {
 	Replicas int32
 	// Partition is how many of its lowest instances stay on the old revision.
 	Partition int32
-	// Revision is the fleet revision of the template (FleetSet
-	// status.updateRevision), stamped on the StatefulSet as
+	// Revision is the subset revision (FleetSet
+	// status.subsets[].revision): a hash of Template, Claims and
+	// DependenciesHash, stamped on the StatefulSet as
 	// v1alpha1.AnnotationRevision; empty: no annotation.
 	Revision string
 	// Domains in spec order; empty when the subset names no domain.
@@ -58,6 +60,16 @@ type Subset struct {
 	// Fencing, when set, is delivered as the SubsetPlacement's spec.fencing
 	// (failover policy Relocate).
 	Fencing *fleetv1.PlacementFencing
+	// Template and Claims are the subset's pod template and volume claim
+	// templates after its overrides (manifestwork.SubsetTemplate); nil: the
+	// fleet's spec.template and spec.volumeClaimTemplates.
+	Template *corev1.PodTemplateSpec
+	Claims   []corev1.PersistentVolumeClaim
+	// Dependencies are the ConfigMaps and Secrets delivered with the subset
+	// (manifestwork.Dependency), sorted by kind and name; DependenciesHash
+	// is their manifestwork.DependenciesHash.
+	Dependencies     []runtime.Object
+	DependenciesHash string
 }
 
 // Problem is one thing that keeps a FleetSet from being delivered as

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -49,8 +50,11 @@ type Subset struct {
 	Replicas int32
 	// ClusterAvailable is whether its ManagedCluster is Available.
 	ClusterAvailable bool
-	// Revision is the fleet revision the member StatefulSet carries, as fed
-	// back ("" before any report).
+	// Target is the subset revision the hub delivers (plan.Subset
+	// Revision); "": Spec.Revision.
+	Target string
+	// Revision is the subset revision the member StatefulSet carries, as
+	// fed back ("" before any report).
 	Revision string
 	// Current is whether the fed-back status is of the StatefulSet's current
 	// spec (status.observedGeneration = metadata.generation).
@@ -126,12 +130,16 @@ func Plan(spec Spec, subsets []Subset) Decision {
 		k := min(s.Replicas, toUpdate)
 		toUpdate -= k
 		target[i] = s.Replicas - k
-		if s.Revision == spec.Revision && s.Current {
+		want := s.Target
+		if want == "" {
+			want = spec.Revision
+		}
+		if s.Revision == want && s.Current {
 			updated[i] = min(s.Updated, s.Replicas)
 		}
 		d.Updated += updated[i]
 		d.UpdatedReady += max(0, updated[i]-(s.Replicas-min(s.Ready, s.Replicas)))
-		done[i] = s.Revision == spec.Revision && s.Current && s.Observed == s.Replicas &&
+		done[i] = s.Revision == want && s.Current && s.Observed == s.Replicas &&
 			updated[i] >= s.Replicas-target[i] && s.Available >= s.Replicas
 	}
 	window := make([]int, 0, spec.MaxConcurrent)
@@ -199,6 +207,43 @@ func ResolveMaxUnavailable(v *intstr.IntOrString, replicas int32) (int32, error)
 		return 0, fmt.Errorf("spec.updateStrategy.rollingUpdate.maxUnavailable: %w", err)
 	}
 	return max(int32(n), 1), nil
+}
+
+// SubsetRevision returns a subset's revision: Revision of its pod template
+// and claim templates (after its overrides) when it delivers no
+// dependencies (dependencies "", so a FleetSet without overrides or
+// dependencies keeps the revision it always had), else the first 10 hex
+// digits of the SHA-256 of that revision and dependencies (the content
+// hash of what is delivered with it). It returns an error only if the
+// templates cannot be encoded.
+func SubsetRevision(template corev1.PodTemplateSpec, claims []corev1.PersistentVolumeClaim, dependencies string) (string, error) {
+	rev, err := Revision(template, claims)
+	if err != nil || dependencies == "" {
+		return rev, err
+	}
+	sum := sha256.Sum256([]byte(rev + "/" + dependencies))
+	return hex.EncodeToString(sum[:])[:10], nil
+}
+
+// FleetRevision returns the fleet revision (FleetSet status.updateRevision)
+// of subsets' revisions, given as name=revision in spec order: the common
+// revision when they are all equal (so it is the revision of the template
+// when no subset overrides anything), else the first 10 hex digits of the
+// SHA-256 of the list; "" for none.
+func FleetRevision(revisions []string) string {
+	if len(revisions) == 0 {
+		return ""
+	}
+	first := revisions[0][strings.IndexByte(revisions[0], '=')+1:]
+	same := true
+	for _, r := range revisions[1:] {
+		same = same && r[strings.IndexByte(r, '=')+1:] == first
+	}
+	if same {
+		return first
+	}
+	sum := sha256.Sum256([]byte(strings.Join(revisions, ",")))
+	return hex.EncodeToString(sum[:])[:10]
 }
 
 // Revision returns the fleet revision of a FleetSet spec: the first 10 hex

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -156,5 +157,40 @@ func TestResolveMaxUnavailable(t *testing.T) {
 	}
 	if _, err := ResolveMaxUnavailable(&intstr.IntOrString{Type: intstr.String, StrVal: "x"}, 9); err == nil {
 		t.Error("ResolveMaxUnavailable(x) succeeded, want an error")
+	}
+}
+
+// TestSubsetRevisions checks that a subset without dependencies keeps the
+// template's revision, that dependencies change it, and that the fleet
+// revision is the common one when the subsets agree.
+func TestSubsetRevisions(t *testing.T) {
+	tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "db:1"}}}}
+	base, _ := Revision(tmpl, nil)
+	if got, _ := SubsetRevision(tmpl, nil, ""); got != base {
+		t.Errorf("SubsetRevision without dependencies = %s, want the template's %s", got, base)
+	}
+	withDeps, _ := SubsetRevision(tmpl, nil, "abc")
+	if other, _ := SubsetRevision(tmpl, nil, "abd"); withDeps == base || other == withDeps || len(withDeps) != 10 {
+		t.Errorf("SubsetRevision with dependencies abc = %s, abd = %s, none = %s: want three different 10-digit revisions", withDeps, other, base)
+	}
+	if got := FleetRevision([]string{"east=" + base, "west=" + base}); got != base {
+		t.Errorf("FleetRevision(equal) = %s, want %s", got, base)
+	}
+	mixed := FleetRevision([]string{"east=" + withDeps, "west=" + base})
+	if mixed == base || mixed == withDeps || mixed != FleetRevision([]string{"east=" + withDeps, "west=" + base}) {
+		t.Errorf("FleetRevision(mixed) = %s: want a stable hash of both", mixed)
+	}
+}
+
+// TestPlanPerSubsetTargets checks that a subset is updated against its own
+// target revision: only the subset whose revision changed is rolled.
+func TestPlanPerSubsetTargets(t *testing.T) {
+	subsets := []Subset{
+		{Name: "east", Cluster: "east", Replicas: 3, ClusterAvailable: true, Target: "new-east", Revision: "old-east", Current: true, Observed: 3, Updated: 0, Ready: 3, Available: 3},
+		{Name: "west", Cluster: "west", Replicas: 3, ClusterAvailable: true, Target: "same-west", Revision: "same-west", Current: true, Observed: 3, Updated: 3, Ready: 3, Available: 3},
+	}
+	d := Plan(Spec{Revision: "fleet", MaxUnavailable: 1, MaxConcurrent: 1}, subsets)
+	if d.Phases["east"] != Updating || d.Phases["west"] != Updated || d.Updated != 3 {
+		t.Errorf("phases %v, updated %d; want east Updating, west Updated, 3 updated", d.Phases, d.Updated)
 	}
 }

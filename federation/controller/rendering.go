@@ -1,0 +1,171 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/manifestwork"
+	"github.com/fleetset/fleetset/federation/plan"
+	"github.com/fleetset/fleetset/federation/tenancy"
+)
+
+// The reconcile step between planning and delivery that gives each subset
+// its own pod template (its overrides) and the ConfigMaps and Secrets
+// delivered with it (spec.dependencies).
+
+// DependencyIndex is the FleetSet field index holding, as "ConfigMap/<name>"
+// and "Secret/<name>", every object its pod template (and each subset's
+// overridden one) references, so that an edit of one reconciles the
+// FleetSets of its namespace that deliver it.
+const DependencyIndex = "spec.dependencies"
+
+// dependenciesOf is the DependencyIndex function: nothing for
+// spec.dependencies None or a template that does not render.
+func dependenciesOf(o client.Object) []string {
+	fs, ok := o.(*fleetv1.FleetSet)
+	if !ok || fs.Spec.DependenciesOrDefault() != fleetv1.DependenciesAuto {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(tmpl *corev1.PodTemplateSpec) {
+		for _, ref := range manifestwork.References(tmpl) {
+			if k := ref.Kind + "/" + ref.Name; !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	add(&fs.Spec.Template)
+	for i := range fs.Spec.Topology.Subsets {
+		if tmpl, _, err := manifestwork.SubsetTemplate(fs, &fs.Spec.Topology.Subsets[i], ""); err == nil {
+			add(tmpl)
+		}
+	}
+	return out
+}
+
+// fleetSetsDelivering maps a ConfigMap or Secret (its metadata: the hub
+// watches only that) to the FleetSets of its namespace that reference it.
+func (r *FleetSetReconciler) fleetSetsDelivering(kind string) func(context.Context, client.Object) []reconcile.Request {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list fleetv1.FleetSetList
+		if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{DependencyIndex: kind + "/" + o.GetName()}); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return out
+	}
+}
+
+// renderSubsets gives each planned subset its pod template and claim
+// templates after its overrides (manifestwork.SubsetTemplate), checks an
+// overridden template against the FleetSet's Pod Security level, and, with
+// spec.dependencies Auto, reads from the hub every ConfigMap and Secret the
+// template references and attaches the copies to deliver and their hash. A
+// subset whose overrides do not apply is an InvalidSpec problem, a
+// forbidden template a PodSecurityViolation, a referenced object missing on
+// the hub (not marked optional) a DependencyMissing problem; any of them
+// returns false, and the reconcile then writes nothing. Errors are failed
+// reads.
+func (r *FleetSetReconciler) renderSubsets(ctx context.Context, st *state, planned []plan.Subset) (bool, error) {
+	fs := st.fs
+	ok := true
+	index := map[string]int{}
+	for i, s := range fs.Spec.Topology.Subsets {
+		index[s.Name] = i
+	}
+	read := map[string]runtime.Object{} // kind/name → hub object; nil: not found
+	for k := range planned {
+		sp := &planned[k]
+		var spec *fleetv1.Subset
+		field := "spec.template"
+		if i, found := index[sp.Name]; found {
+			spec = &fs.Spec.Topology.Subsets[i]
+			field = fmt.Sprintf("spec.topology.subsets[%d]", i)
+		}
+		tmpl, claims, err := manifestwork.SubsetTemplate(fs, spec, field)
+		if err != nil {
+			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonInvalidSpec, Subset: sp.Name, Message: err.Error()})
+			ok = false
+			continue
+		}
+		if spec != nil && overridesTemplate(spec) {
+			if err := tenancy.CheckPodTemplate(field+" (spec.template with the subset's overrides)", string(fs.Spec.PodSecurityLevelOrDefault()), tmpl); err != nil {
+				st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonPodSecurity, Subset: sp.Name, Message: err.Error()})
+				ok = false
+				continue
+			}
+		}
+		sp.Template, sp.Claims = tmpl, claims
+		if fs.Spec.DependenciesOrDefault() != fleetv1.DependenciesAuto {
+			continue
+		}
+		sp.Dependencies = nil
+		for _, ref := range manifestwork.References(tmpl) {
+			key := ref.Kind + "/" + ref.Name
+			obj, seen := read[key]
+			if !seen {
+				if obj, err = r.readDependency(ctx, fs.Namespace, ref); err != nil {
+					return false, err
+				}
+				read[key] = obj
+			}
+			if obj == nil {
+				if !ref.Optional {
+					st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonDependencyMissing, Subset: sp.Name,
+						Message: fmt.Sprintf("%s %s, referenced by %s (%s), does not exist in namespace %s on the hub; holding: no work is written (nothing is removed from any member) until it exists, the reference is removed or marked optional, or spec.dependencies is None",
+							ref.Kind, ref.Name, field, ref.Where, fs.Namespace)})
+					ok = false
+				}
+				continue
+			}
+			d, err := manifestwork.Dependency(fs, obj)
+			if err != nil {
+				return false, err
+			}
+			sp.Dependencies = append(sp.Dependencies, d)
+		}
+		if sp.DependenciesHash, err = manifestwork.DependenciesHash(sp.Dependencies); err != nil {
+			return false, err
+		}
+	}
+	return ok, nil
+}
+
+// overridesTemplate reports whether s changes the pod template (not only
+// the claim templates).
+func overridesTemplate(s *fleetv1.Subset) bool {
+	return len(s.ImageRegistryRewrites) > 0 || len(s.ContainerResources) > 0 || len(s.Tolerations) > 0 || s.Patch != nil
+}
+
+// readDependency reads a referenced ConfigMap or Secret live from the hub
+// (the hub caches only their metadata); nil when it does not exist.
+func (r *FleetSetReconciler) readDependency(ctx context.Context, namespace string, ref manifestwork.DependencyRef) (runtime.Object, error) {
+	var obj client.Object = &corev1.ConfigMap{}
+	if ref.Kind == manifestwork.KindSecret {
+		obj = &corev1.Secret{}
+	}
+	reader := client.Reader(r.Client)
+	if r.APIReader != nil {
+		reader = r.APIReader
+	}
+	switch err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, obj); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading %s %s/%s: %w", ref.Kind, namespace, ref.Name, err)
+	}
+	return obj, nil
+}
