@@ -87,6 +87,13 @@ func (r *FleetSetReconciler) renderSubsets(ctx context.Context, st *state, plann
 		index[s.Name] = i
 	}
 	read := map[string]runtime.Object{} // kind/name → hub object; nil: not found
+	// References of the fleet's template are reported once, naming
+	// spec.template; those only a subset's overrides add, per subset.
+	fleetRefs := map[string]bool{}
+	for _, ref := range manifestwork.References(&fs.Spec.Template) {
+		fleetRefs[ref.Kind+"/"+ref.Name] = true
+	}
+	reported := map[string]bool{}
 	for k := range planned {
 		sp := &planned[k]
 		var spec *fleetv1.Subset
@@ -124,10 +131,17 @@ func (r *FleetSetReconciler) renderSubsets(ctx context.Context, st *state, plann
 			}
 			if obj == nil {
 				if !ref.Optional {
-					st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonDependencyMissing, Subset: sp.Name,
-						Message: fmt.Sprintf("%s %s, referenced by %s (%s), does not exist in namespace %s on the hub; holding: no work is written (nothing is removed from any member) until it exists, the reference is removed or marked optional, or spec.dependencies is None",
-							ref.Kind, ref.Name, field, ref.Where, fs.Namespace)})
 					ok = false
+					subset, where := sp.Name, field+"'s overrides"
+					if fleetRefs[key] {
+						subset, where = "", "spec.template"
+					}
+					if !reported[subset+"/"+key] {
+						reported[subset+"/"+key] = true
+						st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonDependencyMissing, Subset: subset,
+							Message: fmt.Sprintf("%s %s, referenced by %s (%s), does not exist in namespace %s on the hub; holding: no work is written (nothing is removed from any member) until it exists, the reference is removed or marked optional, or spec.dependencies is None",
+								ref.Kind, ref.Name, where, ref.Where, fs.Namespace)})
+					}
 				}
 				continue
 			}
