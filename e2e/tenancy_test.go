@@ -239,6 +239,7 @@ func TestWorksRunAsTheExecutor(t *testing.T) {
 			{"fleetset.io", "subsetplacements", "patch", true},
 			{"", "services", "delete", true},
 			{"", "configmaps", "update", true},
+			{"policy", "poddisruptionbudgets", "patch", true},
 			{"rbac.authorization.k8s.io", "clusterroles", "create", false},
 			{"rbac.authorization.k8s.io", "rolebindings", "create", false},
 			{"apiextensions.k8s.io", "customresourcedefinitions", "create", false},
