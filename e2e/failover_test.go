@@ -13,7 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -179,6 +178,7 @@ func fencedFailover(t *testing.T, f *fleet, c fenceCase) {
 	fs.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](20)
 	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To(c.toleration),
 		FenceGraceSeconds: c.grace, Failback: fleetv1.FailbackAutomatic}
+	fs.Spec.VolumeClaimTemplates = dataClaim("1Gi")
 	victim, other := f.members[0], f.members[1]
 	subset := fs.Spec.Topology.Subsets[0].Name // the victim's subset
 	f.createFleetSet(t, fs)
@@ -187,14 +187,11 @@ func fencedFailover(t *testing.T, f *fleet, c fenceCase) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A PVC of one of the victim's instances, as a volume claim template
-	// would make; it must survive fencing and relocation.
+	// The claim of one of the victim's instances (made from the volume
+	// claim template): it must survive fencing and relocation, and be the
+	// instance's again after the failback.
 	pvc := &corev1.PersistentVolumeClaim{}
-	pvc.Namespace, pvc.Name = ns, "data-db-"+subset+"-0"
-	pvc.Labels = map[string]string{fleetv1.LabelSet: "db"}
-	pvc.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
-	pvc.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
-	if err := victim.c.Create(t.Context(), pvc); err != nil {
+	if err := victim.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "data-db-" + subset + "-0"}, pvc); err != nil {
 		t.Fatal(err)
 	}
 
@@ -284,6 +281,10 @@ func fencedFailover(t *testing.T, f *fleet, c fenceCase) {
 		}
 		return ss.Cluster == victim.name && ss.Epoch == 2 && ss.Failover == "", fmt.Sprintf("subset at %s epoch %d %q", ss.Cluster, ss.Epoch, ss.Failover), nil
 	})
+	back2 := &corev1.PersistentVolumeClaim{}
+	if err := victim.c.Get(t.Context(), client.ObjectKeyFromObject(pvc), back2); err != nil || back2.UID != pvc.UID || back2.Status.Phase != corev1.ClaimBound {
+		t.Errorf("after the failback, claim %s: UID %s %s (%v), want its own %s, Bound", pvc.Name, back2.UID, back2.Status.Phase, err, pvc.UID)
+	}
 	t.Logf("RESULT fenceGrace=%ds toleration=%ds terminationGrace=20s: fenced %v after the cut, relocated and Running %v after the cut; healed: copy removed after %v, home again after %v",
 		c.grace, c.toleration, fenced.Round(time.Second), relocated.Round(time.Second), removed.Round(time.Second), time.Since(back).Round(time.Second))
 }
