@@ -73,7 +73,8 @@ func Works(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]*workv1.ManifestWork,
 // work renders the ManifestWork of one cluster: shared (the encoded
 // namespace, Service and fleet view ConfigMap viewName, the same in every
 // cluster), then each subset's SubsetPlacement and StatefulSet, then the
-// ConfigMaps and Secrets delivered with them.
+// ConfigMaps and Secrets delivered with them, then each subset's
+// PodDisruptionBudget (spec.disruptionBudget).
 func work(fs *fleetv1.FleetSet, cluster string, subsets []plan.Subset, viewName string, shared []workv1.Manifest) (*workv1.ManifestWork, error) {
 	var objs []runtime.Object
 	configs := []workv1.ManifestConfigOption{
@@ -108,6 +109,14 @@ func work(fs *fleetv1.FleetSet, cluster string, subsets []plan.Subset, viewName 
 			objs = append(objs, d)
 			configs = append(configs, applyConfig("", dependencyResource(kind), fs.Namespace, name))
 		}
+	}
+	pdbs, err := PodDisruptionBudgets(fs, subsets)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pdbs {
+		objs = append(objs, p)
+		configs = append(configs, pdbConfig(fs.Namespace, p.Name))
 	}
 	own, err := encode(objs)
 	if err != nil {
@@ -210,12 +219,10 @@ func StatefulSet(fs *fleetv1.FleetSet, sp plan.Subset) (*appsv1.StatefulSet, err
 		fleetv1.LabelSubset:    sp.Name,
 		fleetv1.LabelPlacement: name,
 	}
-	sel := fs.Spec.Selector.DeepCopy()
-	if sel.MatchLabels == nil {
-		sel.MatchLabels = map[string]string{}
+	sel, err := subsetSelector(fs, sp.Name)
+	if err != nil {
+		return nil, err
 	}
-	sel.MatchLabels[fleetv1.LabelSet] = fs.Name
-	sel.MatchLabels[fleetv1.LabelSubset] = sp.Name
 
 	tmpl, claims := subsetTemplates(fs, sp)
 	tmpl.Labels = k8slabels.Merge(tmpl.Labels, labels)
