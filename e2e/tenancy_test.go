@@ -244,7 +244,7 @@ func TestWorksRunAsTheExecutor(t *testing.T) {
 			{"rbac.authorization.k8s.io", "rolebindings", "create", false},
 			{"apiextensions.k8s.io", "customresourcedefinitions", "create", false},
 			{"admissionregistration.k8s.io", "validatingwebhookconfigurations", "create", false},
-			{"", "secrets", "get", false},
+			{"", "secrets", "create", true}, // spec.dependencies: the Secrets the template references
 			{"", "pods", "create", false},
 		} {
 			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
