@@ -25,6 +25,7 @@ import (
 	"github.com/spf13/pflag"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/member/claims"
 	"github.com/fleetset/fleetset/member/contact"
 	"github.com/fleetset/fleetset/member/fence"
 	"github.com/fleetset/fleetset/member/peers"
@@ -48,10 +49,16 @@ type Config struct {
 	// PeerURL is the URL other members use to reach the peer endpoint; the
 	// heartbeat advertises it.
 	PeerURL string
+	// ClaimExpansion runs the claim expansion controller (package
+	// member/claims), with or without a hub kubeconfig.
+	ClaimExpansion bool
+	// ClaimResync is the time between the claim expansion controller's
+	// passes over every placement with claimStorage.
+	ClaimResync time.Duration
 }
 
 // Flags is the Config set by AddFlags.
-var Flags = Config{HeartbeatTimeout: fleetv1.DefaultHeartbeatTimeoutSeconds * time.Second}
+var Flags = Config{HeartbeatTimeout: fleetv1.DefaultHeartbeatTimeoutSeconds * time.Second, ClaimExpansion: true, ClaimResync: claims.DefaultResync}
 
 // AddFlags adds the member component's flags to fs, writing into Flags.
 func AddFlags(fs *pflag.FlagSet) {
@@ -60,6 +67,8 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&Flags.HeartbeatTimeout, "member-heartbeat-timeout", Flags.HeartbeatTimeout, "Time without reaching the hub after which this member is lost; heartbeats go every third of it.")
 	fs.StringVar(&Flags.PeerBindAddress, "member-peer-bind-address", Flags.PeerBindAddress, "host:port of the peer endpoint other members ask whether this one reaches the hub. Empty: none.")
 	fs.StringVar(&Flags.PeerURL, "member-peer-url", Flags.PeerURL, "URL at which other members reach the peer endpoint (advertised in the heartbeat).")
+	fs.BoolVar(&Flags.ClaimExpansion, "member-claim-expansion", Flags.ClaimExpansion, "Expand the claims of a delivered StatefulSet to its SubsetPlacement's spec.claimStorage and delete the StatefulSet (orphaning its pods) for the work agent to re-create it with the larger claim templates. Runs with or without --member-hub-kubeconfig.")
+	fs.DurationVar(&Flags.ClaimResync, "member-claim-resync", Flags.ClaimResync, "Time between the claim expansion controller's passes over every placement with claimStorage (a refused or pending expansion is retried at that pace).")
 }
 
 // Gate is what the scheduler plugins ask of the member component.
@@ -73,13 +82,18 @@ type Gate interface {
 var (
 	startMu sync.Mutex
 	started Gate
+	// claimsRunning is true while the claim expansion controller runs.
+	claimsRunning bool
 )
 
 // Start starts, once per process, the member component of cfg: the
 // heartbeat, the peer endpoint and the Fencer, over the scheduler's pod
-// informer, clientset, placement cache and client. It returns the Gate, or
-// nil when cfg.HubKubeconfig is empty. Errors are a bad configuration or
-// kubeconfig, or a peer address that cannot be bound.
+// informer, clientset, placement cache and client, and the claim expansion
+// controller (member/claims) over the clientset and placement cache. It
+// returns the Gate, or nil when cfg.HubKubeconfig is empty (the claim
+// expansion controller runs all the same, unless cfg.ClaimExpansion is
+// false). Errors are a bad configuration or kubeconfig, or a peer address
+// that cannot be bound.
 func Start(ctx context.Context, cfg Config, pods coreinformers.PodInformer, cs kubernetes.Interface, placements client.Reader, writer client.Writer) (Gate, error) {
 	startMu.Lock()
 	defer startMu.Unlock()
@@ -87,6 +101,18 @@ func Start(ctx context.Context, cfg Config, pods coreinformers.PodInformer, cs k
 		return started, nil
 	}
 	logger := klog.FromContext(ctx).WithName("member")
+	if cfg.ClaimExpansion && !claimsRunning {
+		if err := claims.Start(klog.NewContext(ctx, logger), cs, placements, cfg.ClaimResync); err != nil {
+			return nil, fmt.Errorf("claim expansion: %w", err)
+		}
+		claimsRunning = true
+		go func() {
+			<-ctx.Done()
+			startMu.Lock()
+			claimsRunning = false
+			startMu.Unlock()
+		}()
+	}
 	if cfg.HubKubeconfig == "" {
 		logger.Info("No --member-hub-kubeconfig: the member sends no heartbeat and fences nothing; the hub relocates none of its subsets")
 		return nil, nil

@@ -3,7 +3,7 @@
 // identity never runs in two clusters without ever stopping a workload
 // because the hub is silent.
 //
-// It is made of three parts, one package each:
+// It is made of four parts, one package each:
 //
 //   - contact: the member's own heartbeat to the hub (a Lease in its cluster
 //     namespace on the hub, written with the add-on's hub credentials) and
@@ -12,7 +12,12 @@
 //   - peers: a small HTTP endpoint that tells other members whether this one
 //     reaches the hub, and the client that asks them;
 //   - fence: the decision (in contact, holding, fenced) and the Fencer that
-//     stops the pods of failover-protected placements once fenced.
+//     stops the pods of failover-protected placements once fenced;
+//   - claims: the controller that grows a delivered StatefulSet's claims to
+//     its SubsetPlacement's spec.claimStorage and deletes the StatefulSet,
+//     orphaning its pods, for the work agent to re-create it with the larger
+//     claim templates (a StatefulSet's claim templates are immutable). It
+//     needs no hub and runs unless --member-claim-expansion=false.
 //
 // The rules follow the systems the field trusts: the kubelet never kills
 // pods because its control plane is silent; client-go leader election
