@@ -64,7 +64,8 @@ func bind(t *testing.T, ns, user, role string) {
 // fleetset labels, or delete the member's Lease, each refused with a
 // message naming the object; the work agent's identity can change them, the
 // member component can write the fence record but not the spec, and a
-// StatefulSet's other labels stay the admin's.
+// StatefulSet's other labels stay the admin's. A pod's fleetset.io/domain
+// label is written by fleetset-scheduler only (RBAC and policy).
 func TestDeliveredObjectsAdmission(t *testing.T) {
 	ctx := context.Background()
 	root := controlplane.RepoRoot()
@@ -160,6 +161,30 @@ func TestDeliveredObjectsAdmission(t *testing.T) {
 	}
 	if _, err := kubeAs(t, tenant).CoreV1().Pods(ns).Patch(ctx, pod.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"app":"other"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Errorf("tenant: changing a pod's own label: %v", err)
+	}
+	// fleetset.io/domain is fleetset-scheduler's (RBAC patch on pods, and
+	// the policy), never a tenant's; fleetset-scheduler changes no other
+	// fleetset.io/ label.
+	domainPatch := func(cs kubernetes.Interface, patch string) error {
+		_, err := cs.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	}
+	sched := kubeAs(t, scheduler, "system:serviceaccounts", "system:serviceaccounts:fleetset-system")
+	if err := domainPatch(kubeAs(t, tenant), `{"metadata":{"labels":{"fleetset.io/domain":"zone-a"}}}`); err == nil ||
+		!strings.Contains(err.Error(), "the label fleetset.io/domain of pod "+ns+"/db-east-0 is set only by fleetset-scheduler") {
+		t.Errorf("tenant: setting a pod's fleetset.io/domain: err = %v, want refused", err)
+	}
+	if err := domainPatch(sched, `{"metadata":{"labels":{"fleetset.io/domain":"zone-a"}}}`); err != nil {
+		t.Errorf("fleetset-scheduler: setting a pod's fleetset.io/domain (PreBind): %v", err)
+	}
+	if err := domainPatch(kubeAs(t, tenant), `{"metadata":{"labels":{"fleetset.io/domain":"zone-b"}}}`); err == nil {
+		t.Errorf("tenant: changing a pod's fleetset.io/domain: allowed, want refused")
+	}
+	if err := domainPatch(sched, `{"metadata":{"labels":{"fleetset.io/placement":"other"}}}`); err == nil {
+		t.Errorf("fleetset-scheduler: changing a pod's fleetset.io/placement: allowed, want refused")
+	}
+	if err := domainPatch(kubeAs(t, tenant), `{"metadata":{"labels":{"app":"again"}}}`); err != nil {
+		t.Errorf("tenant: changing a pod's own label once it has fleetset.io/domain: %v", err)
 	}
 	// The admin's own labels stay the admin's.
 	if _, err := kubeAs(t, tenant).AppsV1().StatefulSets(ns).Patch(ctx, "db-east", types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"b"}}}`), metav1.PatchOptions{}); err != nil {

@@ -54,7 +54,7 @@ func TestShippedSchedulerConfig(t *testing.T) {
 		}
 		return false
 	}
-	for ext, set := range map[string]schedconfig.PluginSet{"preFilter": p.PreFilter, "filter": p.Filter} {
+	for ext, set := range map[string]schedconfig.PluginSet{"preFilter": p.PreFilter, "filter": p.Filter, "preBind": p.PreBind} {
 		if !has(set, subsetplacement.Name) {
 			t.Errorf("%s does not enable %s", ext, subsetplacement.Name)
 		}

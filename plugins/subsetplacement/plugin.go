@@ -2,7 +2,9 @@
 // labelled fleetset.io/placement=<name> may only land on nodes inside that
 // SubsetPlacement's domains and node selector, and with whenUnsatisfiable
 // DoNotSchedule only in the domain its ordinal maps to (the seat sequence of
-// package internal/apportion). Pods without the label are skipped.
+// package internal/apportion). Pods without the label are skipped. Before
+// such a pod is bound, PreBind labels it fleetset.io/domain with its
+// ordinal's domain (prebind.go).
 //
 // For a placement with spec.fencing it also gates scheduling on the member
 // component (package member, contract in api/v1alpha1/member.go): while the
@@ -22,6 +24,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -55,11 +59,17 @@ type SubsetPlacement struct {
 
 	// index finds the nodes of a domain in PreFilter.
 	index nodeIndex
+
+	// client patches the domain label onto pods at PreBind, nodes reads a
+	// spread-only pod's node there (prebind.go); nil: PreBind does nothing.
+	client kubernetes.Interface
+	nodes  corelisters.NodeLister
 }
 
 var _ framework.PreFilterPlugin = &SubsetPlacement{}
 var _ framework.FilterPlugin = &SubsetPlacement{}
 var _ framework.EnqueueExtensions = &SubsetPlacement{}
+var _ framework.PreBindPlugin = &SubsetPlacement{}
 
 // Name returns the plugin name.
 func (pl *SubsetPlacement) Name() string { return Name }
@@ -81,7 +91,7 @@ func New(ctx context.Context, _ runtime.Object, h framework.Handle) (framework.P
 	if err != nil {
 		return nil, fmt.Errorf("%s: member component: %w", Name, err)
 	}
-	pl := NewWithResolver(r, gate)
+	pl := NewWithResolver(r, gate).withPreBind(h.ClientSet(), h.SharedInformerFactory().Core().V1().Nodes().Lister())
 	pl.activator = h
 	if gate != nil {
 		gate.OnChange(func() { pl.gateChanged(logger) })
@@ -91,7 +101,8 @@ func New(ctx context.Context, _ runtime.Object, h framework.Handle) (framework.P
 }
 
 // NewWithResolver builds the plugin over an existing resolver and gate (nil:
-// nothing is fenced), for tests and embedding; it re-queues no pod.
+// nothing is fenced), for tests and embedding; it re-queues no pod and sets
+// no domain label (PreBind does nothing without the scheduler's clientset).
 func NewWithResolver(r *ordinaltarget.Resolver, gate member.Gate) *SubsetPlacement {
 	return &SubsetPlacement{resolver: r, gate: gate, fenced: map[string]*v1.Pod{}}
 }

@@ -1,0 +1,76 @@
+//go:build integration
+
+package plugins_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+)
+
+// TestBoundPodsCarryTheirDomain drives real StatefulSets through the real
+// StatefulSet controller and the shipped fleetset profile: every bound pod
+// carries fleetset.io/domain, set at PreBind so already there when the pod
+// is seen bound, equal to its node's zone and to its ordinal's domain (the
+// placement's seat sequence); for a placement without domains, to its
+// node's zone. A deleted pod comes back labelled again.
+func TestBoundPodsCarryTheirDomain(t *testing.T) {
+	nodeZone := nodeZones(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "locality")
+	weighted := makePlacement(ns, "db", 1000, fleetv1.DoNotSchedule,
+		fleetv1.DomainShare{Name: "zone-c", Replicas: ptr.To(intstr.FromString("50%"))},
+		fleetv1.DomainShare{Name: "zone-a"}, fleetv1.DomainShare{Name: "zone-b"})
+	spread := makePlacement(ns, "cache", 0, fleetv1.DoNotSchedule)
+	for _, sp := range []*fleetv1.SubsetPlacement{weighted, spread} {
+		if err := cl.Create(ctx, sp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, makeStatefulSet(ns, "db", "db", 8, 1000), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, makeStatefulSet(ns, "cache", "cache", 5, 0), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	want := expectedDomains(t, weighted, 8)
+	pods := waitBound(t, ns, "db", 8)
+	for o, p := range pods {
+		label, zone := p.Labels[fleetv1.LabelDomain], nodeZone[p.Spec.NodeName]
+		if label != zone || label != want[o] {
+			t.Errorf("db ordinal %d on %s (zone %q): %s=%q, want %q (the ordinal's domain, the node's zone)", o, p.Spec.NodeName, zone, fleetv1.LabelDomain, label, want[o])
+		}
+	}
+	for o, p := range waitBound(t, ns, "cache", 5) {
+		if label, zone := p.Labels[fleetv1.LabelDomain], nodeZone[p.Spec.NodeName]; label == "" || label != zone {
+			t.Errorf("cache ordinal %d on %s (zone %q): %s=%q, want the node's zone", o, p.Spec.NodeName, zone, fleetv1.LabelDomain, label)
+		}
+	}
+
+	// A re-created pod is labelled again, before it is bound.
+	victim := pods[1003]
+	if err := cs.CoreV1().Pods(ns).Delete(ctx, victim.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	var p *v1.Pod
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		var err error
+		p, err = cs.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
+		return err == nil && p.UID != victim.UID && p.Spec.NodeName != "", nil
+	}); err != nil {
+		t.Fatalf("pod %s was not re-created and bound: %v", victim.Name, err)
+	}
+	if got := p.Labels[fleetv1.LabelDomain]; got != want[1003] || got != nodeZone[p.Spec.NodeName] {
+		t.Errorf("re-created %s on %s: %s=%q, want %q", p.Name, p.Spec.NodeName, fleetv1.LabelDomain, got, want[1003])
+	}
+	t.Logf("db: %v", countByZone(want))
+}
