@@ -1,20 +1,30 @@
 package manifestwork
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/plan"
+	"github.com/fleetset/fleetset/internal/apportion"
 )
 
 // FleetView renders the ConfigMap <fleetset>-fleet holding v1alpha1.FleetView
-// for every subset in subsets, under key v1alpha1.FleetViewKey.
+// for every subset in subsets, under key v1alpha1.FleetViewKey: the subsets,
+// the governing Service and, unless the fleet has more than
+// v1alpha1.MaxFleetViewInstances replicas, every desired instance (see
+// Instances). It returns an error if a subset's domain shares cannot be
+// divided (the plan has already refused such a spec) or the view cannot be
+// encoded.
 func FleetView(fs *fleetv1.FleetSet, subsets []plan.Subset) (*corev1.ConfigMap, error) {
-	v := fleetv1.FleetView{FleetSet: fs.Name, Namespace: fs.Namespace, Replicas: fs.Spec.Replicas, Subsets: []fleetv1.FleetViewSubset{}}
+	v := fleetv1.FleetView{FleetSet: fs.Name, Namespace: fs.Namespace, Replicas: fs.Spec.Replicas, Subsets: []fleetv1.FleetViewSubset{},
+		ServiceName: ServiceName(fs)}
 	for _, sp := range subsets {
 		v.Subsets = append(v.Subsets, fleetv1.FleetViewSubset{
 			Name:         sp.Name,
@@ -25,6 +35,10 @@ func FleetView(fs *fleetv1.FleetSet, subsets []plan.Subset) (*corev1.ConfigMap, 
 			Partition:    sp.Partition,
 			Epoch:        sp.Epoch,
 		})
+	}
+	var err error
+	if v.Instances, err = Instances(fs, subsets); err != nil {
+		return nil, err
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -39,4 +53,62 @@ func FleetView(fs *fleetv1.FleetSet, subsets []plan.Subset) (*corev1.ConfigMap, 
 		},
 		Data: map[string]string{fleetv1.FleetViewKey: string(b)},
 	}, nil
+}
+
+// Instances returns every desired instance of the fleet, sorted by
+// ordinal: for each subset, ordinals [OrdinalStart, OrdinalStart+Replicas),
+// named <fleetset>-<subset>-<ordinal>, with the subset's cluster, the DNS
+// name <pod>.<service>.<namespace>.svc and the ordinal's domain. The domain
+// is what fleetset-scheduler gives the ordinal (and writes as the pod's
+// label fleetset.io/domain): seat ordinal−OrdinalStart of the seat sequence
+// of the SubsetPlacement's spec.domains, the same apportion.NewSeats over
+// v1alpha1.DomainShares that ordinaltarget.Compile builds in the scheduler;
+// empty for a subset without domains. It returns nil when the fleet has
+// more than v1alpha1.MaxFleetViewInstances replicas (spec.replicas, or the
+// subsets' replicas together). The error is the seat sequence's for shares
+// it cannot divide.
+func Instances(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]fleetv1.FleetViewInstance, error) {
+	total := int64(0)
+	for _, sp := range subsets {
+		total += int64(max(sp.Replicas, 0))
+	}
+	if fs.Spec.Replicas > fleetv1.MaxFleetViewInstances || total > fleetv1.MaxFleetViewInstances || total == 0 {
+		return nil, nil
+	}
+	svc := ServiceName(fs)
+	out := make([]fleetv1.FleetViewInstance, 0, total)
+	for _, sp := range subsets {
+		var seats *apportion.Seats
+		if len(sp.Domains) > 0 {
+			// The placement the hub delivers for this subset, and the
+			// scheduler's compilation of it (ordinaltarget.Compile).
+			placement := SubsetPlacement(fs, sp)
+			var err error
+			if seats, err = apportion.NewSeats("spec.domains", fleetv1.DomainShares(placement.Spec.Domains)); err != nil {
+				return nil, fmt.Errorf("subset %s: %w", sp.Name, err)
+			}
+		}
+		sts := StatefulSetName(fs.Name, sp.Name)
+		for k := int32(0); k < sp.Replicas; k++ {
+			ordinal := sp.OrdinalStart + k
+			name := sts + "-" + strconv.FormatInt(int64(ordinal), 10)
+			in := fleetv1.FleetViewInstance{
+				Name:    name,
+				Ordinal: ordinal,
+				Subset:  sp.Name,
+				Cluster: sp.Cluster,
+				DNSName: name + "." + svc + "." + fs.Namespace + ".svc",
+			}
+			if seats != nil {
+				d, err := seats.NameOf(int64(k))
+				if err != nil {
+					return nil, fmt.Errorf("subset %s: ordinal %d: %w", sp.Name, ordinal, err)
+				}
+				in.Domain = d
+			}
+			out = append(out, in)
+		}
+	}
+	slices.SortFunc(out, func(a, b fleetv1.FleetViewInstance) int { return cmp.Compare(a.Ordinal, b.Ordinal) })
+	return out, nil
 }

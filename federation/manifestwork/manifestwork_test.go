@@ -350,28 +350,6 @@ func TestWorksDeterministicHash(t *testing.T) {
 	}
 }
 
-func TestFleetView(t *testing.T) {
-	fs := makeFleetSet("db", "mydb").obj()
-	cm, err := FleetView(fs, []plan.Subset{east, west})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got fleetv1.FleetView
-	if err := json.Unmarshal([]byte(cm.Data[fleetv1.FleetViewKey]), &got); err != nil {
-		t.Fatal(err)
-	}
-	want := fleetv1.FleetView{FleetSet: "mydb", Namespace: "db", Replicas: 9, Subsets: []fleetv1.FleetViewSubset{
-		{Name: "east", Cluster: "east", OrdinalStart: 0, OrdinalEnd: 1000, Replicas: 5, Partition: 2},
-		{Name: "west", Cluster: "west", OrdinalStart: 1000, OrdinalEnd: 2000, Replicas: 4},
-	}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("fleet view (-want,+got):\n%s", diff)
-	}
-	if cm.Name != "mydb-fleet" {
-		t.Errorf("ConfigMap name = %q, want mydb-fleet", cm.Name)
-	}
-}
-
 func TestResyncWorkLeaseRoundTrip(t *testing.T) {
 	t0 := metav1.NewMicroTime(time.Date(2025, 1, 2, 3, 4, 5, 123456000, time.UTC))
 	t1 := metav1.NewMicroTime(t0.Add(20 * time.Second))

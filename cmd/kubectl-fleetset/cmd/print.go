@@ -21,13 +21,17 @@ import (
 const maxMessage = 100
 
 // Print writes st to w: the FleetSet header (replicas, revisions,
-// conditions), the subset table, and, when members were given, the pod
+// conditions), the subset table, the instance table if asked for, the
+// fencing table, and, when members were given, the pod
 // table sorted by ordinal and one line per member. Each section is aligned
 // on its own. It returns the first write error.
 func Print(w io.Writer, st *Status) error {
 	sections := []func(io.Writer) []string{
 		func(w io.Writer) []string { printHeader(w, st); return nil },
 		func(w io.Writer) []string { return printSubsets(w, st) },
+	}
+	if st.ShowInstances {
+		sections = append(sections, func(w io.Writer) []string { return printInstances(w, st) })
 	}
 	if len(st.Heartbeats) > 0 {
 		sections = append(sections, func(w io.Writer) []string { printHeartbeats(w, st); return nil })
@@ -134,6 +138,19 @@ func printSubsets(w io.Writer, st *Status) []string {
 		}
 	}
 	return notes
+}
+
+// printInstances writes the instance table: pod, cluster, domain, DNS
+// name; for a fleet too large for the fleet view, a note instead.
+func printInstances(w io.Writer, st *Status) []string {
+	if len(st.Instances) == 0 && st.FleetSet.Spec.Replicas > fleetv1.MaxFleetViewInstances {
+		return []string{fmt.Sprintf("instances not listed: more than %d replicas (the fleet view lists none either)", fleetv1.MaxFleetViewInstances)}
+	}
+	row(w, "INSTANCE", "CLUSTER", "DOMAIN", "DNS")
+	for _, in := range st.Instances {
+		row(w, in.Name, in.Cluster, orDash(in.Domain), in.DNSName)
+	}
+	return nil
 }
 
 // printHeartbeats writes the FENCING table, one line per cluster of the

@@ -29,6 +29,9 @@ const statusExample = `  # Subsets of FleetSet mydb in the current namespace of 
   # members as contexts of the same kubeconfig file
   kubectl fleetset status mydb --context hub --member-context east=east --member-context west=west
 
+  # every instance: pod, cluster, domain, DNS name
+  kubectl fleetset status mydb --instances
+
   # the FleetSet itself
   kubectl fleetset status mydb -o yaml`
 
@@ -51,6 +54,8 @@ type StatusOptions struct {
 	MemberTimeout time.Duration
 	// Now returns the time lease ages are measured against.
 	Now func() time.Time
+	// Instances (--instances) adds the instance table.
+	Instances bool
 
 	name, namespace string
 	scheme          *runtime.Scheme
@@ -82,7 +87,9 @@ then one line per subset: its cluster (home→fallback once relocated), ordinal
 range [start,start+replicas), replicas per domain (the hub's division), ready
 and updated replicas, fleet revision, rollout phase, fencing epoch, failover
 phase, and the age of the last resync lease renewal the hub wrote for the
-cluster.
+cluster. With --instances, one line per desired instance: pod name, cluster,
+domain and stable DNS name, as the fleet view delivered to every member
+lists them.
 
 Given member clusters (--member, --member-context; the names are the
 ManagedCluster names), it also lists the FleetSet's pods in them, sorted by
@@ -103,6 +110,7 @@ its pod count and its own resync Lease, or why it could not be read.`,
 	o.PrintFlags.AddFlags(cmd)
 	cmd.Flags().StringArrayVar(&o.Members, "member", nil, "A member cluster to list pods from, as CLUSTER=KUBECONFIG (repeatable). CLUSTER is the ManagedCluster name.")
 	cmd.Flags().StringArrayVar(&o.MemberContexts, "member-context", nil, "A member cluster to list pods from, as CLUSTER=CONTEXT of the hub's kubeconfig file (repeatable).")
+	cmd.Flags().BoolVar(&o.Instances, "instances", false, "Also list every desired instance as the fleet view does: pod, cluster, domain (its ordinal's: the pod's label fleetset.io/domain) and stable DNS name.")
 	cmd.Flags().DurationVar(&o.MemberTimeout, "member-timeout", o.MemberTimeout, "Timeout of each request to a member cluster; an unreachable member is reported, not fatal.")
 	return cmd
 }
@@ -195,6 +203,13 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 				st.Heartbeats[c] = o.heartbeat(ctx, c)
 			}
 		}
+	}
+	if o.Instances {
+		var err error
+		if st.Instances, err = Instances(fs); err != nil {
+			return fmt.Errorf("fleetset %q: listing its instances: %w", o.name, err)
+		}
+		st.ShowInstances = true
 	}
 	st.Members, st.Pods = readMembers(ctx, o.members, fs)
 	st.Now = o.Now()

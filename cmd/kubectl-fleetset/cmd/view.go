@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/manifestwork"
 	"github.com/fleetset/fleetset/federation/plan"
 )
 
@@ -36,6 +37,10 @@ type Status struct {
 	Pods []PodRow
 	// Now is the time lease ages are measured against.
 	Now time.Time
+	// ShowInstances asks for the instance table (--instances): Instances,
+	// every desired instance as the fleet view lists it (Instances).
+	ShowInstances bool
+	Instances     []fleetv1.FleetViewInstance
 }
 
 // SubsetRow is one line of the subset table: the hub's decision for one
@@ -175,6 +180,31 @@ func SubsetRows(fs *fleetv1.FleetSet) []SubsetRow {
 		}
 	}
 	return rows
+}
+
+// Instances returns every desired instance of fs, by ordinal, as the fleet
+// view the hub delivers lists them (manifestwork.Instances over plan.For,
+// from the status's ordinal starts): pod name, the cluster its subset runs
+// in now (status.subsets[].cluster), the domain its ordinal belongs to
+// (none once relocated: the hub pins no domain on the fallback cluster) and
+// its DNS name. nil when the fleet has more than
+// v1alpha1.MaxFleetViewInstances replicas; the error is plan.For's.
+func Instances(fs *fleetv1.FleetSet) ([]fleetv1.FleetViewInstance, error) {
+	previous := make(map[string]int32, len(fs.Status.Subsets))
+	current := make(map[string]string, len(fs.Status.Subsets))
+	for _, ss := range fs.Status.Subsets {
+		previous[ss.Name], current[ss.Name] = ss.OrdinalStart, ss.Cluster
+	}
+	subsets, _, err := plan.For(fs, previous)
+	if err != nil {
+		return nil, err
+	}
+	for i := range subsets {
+		if c := current[subsets[i].Name]; c != "" && c != subsets[i].Cluster {
+			subsets[i].Cluster, subsets[i].Domains = c, nil
+		}
+	}
+	return manifestwork.Instances(fs, subsets)
 }
 
 // fromStatus copies a status.subsets entry into r.

@@ -1,12 +1,14 @@
 package cmd
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/utils/ptr"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
@@ -223,5 +225,47 @@ func TestPodRowsSorted(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("pod rows (-want,+got):\n%s", diff)
+	}
+}
+
+// TestInstances: the instances are the fleet view's (pod, cluster, domain,
+// DNS name, by ordinal); a relocated subset's run in its fallback cluster
+// with no domain; a fleet over the fleet view's bound lists none and says so.
+func TestInstances(t *testing.T) {
+	fs := withStatus(sample(9),
+		fleetv1.SubsetStatus{Name: "east", Cluster: "west", OrdinalStart: 0, Replicas: 5},
+		fleetv1.SubsetStatus{Name: "west", Cluster: "west", OrdinalStart: 1000, Replicas: 4})
+	got, err := Instances(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &Status{FleetSet: fs, ShowInstances: true, Instances: got}
+	var b strings.Builder
+	tw := printers.GetNewTabWriter(&b)
+	printInstances(tw, st)
+	if err := tw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := `INSTANCE         CLUSTER   DOMAIN   DNS
+mydb-east-0      west      -        mydb-east-0.mydb.default.svc
+mydb-east-1      west      -        mydb-east-1.mydb.default.svc
+mydb-east-2      west      -        mydb-east-2.mydb.default.svc
+mydb-east-3      west      -        mydb-east-3.mydb.default.svc
+mydb-east-4      west      -        mydb-east-4.mydb.default.svc
+mydb-west-1000   west      zone-a   mydb-west-1000.mydb.default.svc
+mydb-west-1001   west      zone-b   mydb-west-1001.mydb.default.svc
+mydb-west-1002   west      zone-c   mydb-west-1002.mydb.default.svc
+mydb-west-1003   west      zone-a   mydb-west-1003.mydb.default.svc
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("instance table (-want,+got):\n%s", diff)
+	}
+
+	big := sample(fleetv1.MaxFleetViewInstances + 1)
+	if got, err := Instances(big); err != nil || got != nil {
+		t.Errorf("Instances(%d replicas) = %d instances, %v; want none", big.Spec.Replicas, len(got), err)
+	}
+	if notes := printInstances(&b, &Status{FleetSet: big, ShowInstances: true}); len(notes) != 1 || !strings.Contains(notes[0], "instances not listed") {
+		t.Errorf("notes for a fleet over the bound = %q", notes)
 	}
 }
