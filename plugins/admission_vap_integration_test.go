@@ -171,7 +171,7 @@ func TestDeliveredObjectsAdmission(t *testing.T) {
 	}
 	sched := kubeAs(t, scheduler, "system:serviceaccounts", "system:serviceaccounts:fleetset-system")
 	if err := domainPatch(kubeAs(t, tenant), `{"metadata":{"labels":{"fleetset.io/domain":"zone-a"}}}`); err == nil ||
-		!strings.Contains(err.Error(), "the label fleetset.io/domain of pod "+ns+"/db-east-0 is set only by fleetset-scheduler") {
+		!strings.Contains(err.Error(), "the labels fleetset.io/domain and fleetset.io/cluster of pod "+ns+"/db-east-0 are set only by fleetset-scheduler") {
 		t.Errorf("tenant: setting a pod's fleetset.io/domain: err = %v, want refused", err)
 	}
 	if err := domainPatch(sched, `{"metadata":{"labels":{"fleetset.io/domain":"zone-a"}}}`); err != nil {

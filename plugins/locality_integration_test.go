@@ -29,6 +29,7 @@ func TestBoundPodsCarryTheirDomain(t *testing.T) {
 	weighted := makePlacement(ns, "db", 1000, fleetv1.DoNotSchedule,
 		fleetv1.DomainShare{Name: "zone-c", Replicas: ptr.To(intstr.FromString("50%"))},
 		fleetv1.DomainShare{Name: "zone-a"}, fleetv1.DomainShare{Name: "zone-b"})
+	weighted.Spec.Cluster = "east" // the hub says where it delivered the placement
 	spread := makePlacement(ns, "cache", 0, fleetv1.DoNotSchedule)
 	for _, sp := range []*fleetv1.SubsetPlacement{weighted, spread} {
 		if err := cl.Create(ctx, sp); err != nil {
@@ -49,10 +50,16 @@ func TestBoundPodsCarryTheirDomain(t *testing.T) {
 		if label != zone || label != want[o] {
 			t.Errorf("db ordinal %d on %s (zone %q): %s=%q, want %q (the ordinal's domain, the node's zone)", o, p.Spec.NodeName, zone, fleetv1.LabelDomain, label, want[o])
 		}
+		if c := p.Labels[fleetv1.LabelCluster]; c != "east" {
+			t.Errorf("db ordinal %d: %s=%q, want the placement's cluster east", o, fleetv1.LabelCluster, c)
+		}
 	}
 	for o, p := range waitBound(t, ns, "cache", 5) {
 		if label, zone := p.Labels[fleetv1.LabelDomain], nodeZone[p.Spec.NodeName]; label == "" || label != zone {
 			t.Errorf("cache ordinal %d on %s (zone %q): %s=%q, want the node's zone", o, p.Spec.NodeName, zone, fleetv1.LabelDomain, label)
+		}
+		if c, ok := p.Labels[fleetv1.LabelCluster]; ok {
+			t.Errorf("cache ordinal %d: %s=%q from a placement without spec.cluster", o, fleetv1.LabelCluster, c)
 		}
 	}
 

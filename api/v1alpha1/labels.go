@@ -9,8 +9,10 @@ const (
 	// fleetset-scheduler enforces for a pod. Pods without it are not managed by
 	// the fleetset plugins.
 	LabelPlacement = "fleetset.io/placement"
-	// LabelCluster names, on every pod (in the StatefulSet's pod template),
-	// the ManagedCluster the pod's subset runs in now.
+	// LabelCluster names, on every pod, the ManagedCluster the pod runs in
+	// (SubsetPlacement spec.cluster). fleetset-scheduler sets it when it
+	// binds the pod, as it sets LabelDomain, so a relocation or an upgrade
+	// never changes a pod template for it.
 	LabelCluster = "fleetset.io/cluster"
 	// LabelDomain names, on every pod, the domain (value of the topology
 	// key) its ordinal belongs to: the domain the seat sequence gives the

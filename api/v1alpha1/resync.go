@@ -83,7 +83,7 @@ type FleetView struct {
 }
 
 // MaxFleetViewInstances is the most instances a fleet view lists.
-const MaxFleetViewInstances = 2000
+const MaxFleetViewInstances = 1000
 
 // FleetViewInstance is one instance in a FleetView.
 //

@@ -80,6 +80,13 @@ type SubsetPlacementSpec struct {
 	// +optional
 	WhenUnsatisfiable WhenUnsatisfiable `json:"whenUnsatisfiable,omitempty"`
 
+	// Cluster is the ManagedCluster the hub delivered this placement to (the
+	// subset's cluster now: its home or a fallback). fleetset-scheduler
+	// labels every pod it binds fleetset.io/cluster with it.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Cluster string `json:"cluster,omitempty"`
+
 	// ClaimStorage is the storage request of each volume claim template of
 	// the StatefulSet this placement belongs to (same name), as the FleetSet
 	// asks now. When it is larger than the StatefulSet's own claim template

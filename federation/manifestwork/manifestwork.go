@@ -342,6 +342,7 @@ func SubsetPlacement(fs *fleetv1.FleetSet, sp plan.Subset) *fleetv1.SubsetPlacem
 			Fencing:           sp.Fencing.DeepCopy(),
 			WhenUnsatisfiable: fleetv1.DoNotSchedule,
 			ClaimStorage:      claimStorage(claims),
+			Cluster:           sp.Cluster,
 		},
 	}
 }

@@ -12,14 +12,17 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/plugins/ordinaltarget"
 )
 
-// The domain label. Before a managed pod is bound, PreBind sets its label
+// The locality labels. Before a managed pod is bound, PreBind sets its label
 // fleetset.io/domain (v1alpha1.LabelDomain) to the domain its ordinal belongs
-// to, so that the pod's containers can read it through the downward API.
+// to, and fleetset.io/cluster (v1alpha1.LabelCluster) to its
+// SubsetPlacement's spec.cluster, so that the pod's containers can read
+// them through the downward API.
 // The label must be on the pod before the kubelet starts it: an env var
 // from fieldRef metadata.labels is resolved once, when the container is
 // created. So a patch that fails fails PreBind: the pod is not bound, goes
@@ -34,8 +37,8 @@ import (
 // right fleetset.io/domain label. It returns Success when PreBind will
 // patch the label, and an error when the domain cannot be known (a
 // placement without domains, and the node or its topology key gone).
-func (pl *SubsetPlacement) PreBindPreFlight(_ context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
-	_, status := pl.domainLabel(state, pod, nodeName)
+func (pl *SubsetPlacement) PreBindPreFlight(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	_, status := pl.domainLabel(ctx, state, pod, nodeName)
 	return status
 }
 
@@ -48,28 +51,45 @@ func (pl *SubsetPlacement) PreBindPreFlight(_ context.Context, state fwk.CycleSt
 // placement without domains, the value of the topology key on nodeName. A
 // failed patch returns an error: the pod is retried, not bound.
 func (pl *SubsetPlacement) PreBind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
-	domain, status := pl.domainLabel(state, pod, nodeName)
+	domain, status := pl.domainLabel(ctx, state, pod, nodeName)
 	if !status.IsSuccess() {
 		if status.IsSkip() {
 			return nil
 		}
 		return status
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{fleetv1.LabelDomain: domain}}})
+	labels := map[string]string{fleetv1.LabelDomain: domain}
+	if cluster := pl.clusterOf(ctx, pod); cluster != "" {
+		labels[fleetv1.LabelCluster] = cluster
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
 	if _, err := pl.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fwk.AsStatus(fmt.Errorf("setting label %s=%s on pod %s/%s: %w", fleetv1.LabelDomain, domain, pod.Namespace, pod.Name, err))
+		return fwk.AsStatus(fmt.Errorf("setting labels %v on pod %s/%s: %w", labels, pod.Namespace, pod.Name, err))
 	}
-	klog.FromContext(ctx).V(4).Info("Domain label set", "pod", klog.KObj(pod), "node", nodeName, "domain", domain)
+	klog.FromContext(ctx).V(4).Info("Locality labels set", "pod", klog.KObj(pod), "node", nodeName, "labels", labels)
 	return nil
+}
+
+// clusterOf returns spec.cluster of the pod's SubsetPlacement, "" when it
+// is unknown (not in the cache, or delivered by a hub that does not set it).
+func (pl *SubsetPlacement) clusterOf(ctx context.Context, pod *v1.Pod) string {
+	if pl.resolver == nil {
+		return ""
+	}
+	sp := &fleetv1.SubsetPlacement{}
+	if err := pl.resolver.Reader().Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: pod.Labels[fleetv1.LabelPlacement]}, sp); err != nil {
+		return ""
+	}
+	return sp.Spec.Cluster
 }
 
 // domainLabel returns the value of fleetset.io/domain the pod must carry
 // when bound to nodeName, with Success, or a Skip status when there is
 // nothing to patch (see PreBindPreFlight), or an error status.
-func (pl *SubsetPlacement) domainLabel(state fwk.CycleState, pod *v1.Pod, nodeName string) (string, *fwk.Status) {
+func (pl *SubsetPlacement) domainLabel(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) (string, *fwk.Status) {
 	if pl.client == nil || !ordinaltarget.Managed(pod) {
 		return "", fwk.NewStatus(fwk.Skip)
 	}
@@ -96,7 +116,7 @@ func (pl *SubsetPlacement) domainLabel(state fwk.CycleState, pod *v1.Pod, nodeNa
 			return "", fwk.AsStatus(fmt.Errorf("node %s has no label %s: no domain for pod %s/%s", nodeName, t.TopologyKey, pod.Namespace, pod.Name))
 		}
 	}
-	if v, ok := pod.Labels[fleetv1.LabelDomain]; ok && v == domain {
+	if v, ok := pod.Labels[fleetv1.LabelDomain]; ok && v == domain && pod.Labels[fleetv1.LabelCluster] == pl.clusterOf(ctx, pod) {
 		return "", fwk.NewStatus(fwk.Skip)
 	}
 	return domain, nil
