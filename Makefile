@@ -148,10 +148,12 @@ test-unit: ## Unit tests: pure logic and plugins in the real framework.
 	$(GO) test $(GOTESTFLAGS) ./...
 	cd e2e/tools && $(OCM_GOENV) $(GO) test $(GOTESTFLAGS) ./...
 	cd e2e/tools/ocimage && $(GO) test $(GOTESTFLAGS) ./...
+	cd e2e/tools/provisioner && $(GO) test $(GOTESTFLAGS) ./...
 
 .PHONY: test-integration
-test-integration: test-binaries ## Integration tests on a real kube-apiserver + etcd.
+test-integration: test-binaries $(LOCALBIN)/kube-controller-manager ## Integration tests on a real kube-apiserver + etcd.
 	$(GO) test $(GOTESTFLAGS) -tags integration -count=1 -timeout 20m ./plugins/... ./federation/... ./cmd/...
+	cd e2e/tools/provisioner && $(GO) test $(GOTESTFLAGS) -tags integration -count=1 -timeout 5m ./...
 
 ##@ Benchmarks
 
@@ -240,6 +242,12 @@ $(LOCALBIN)/registration $(LOCALBIN)/work $(LOCALBIN)/addon $(LOCALBIN)/placemen
 $(LOCALBIN)/netcut: .FORCE
 	$(GO) build -o $@ ./e2e/fleet/netcut
 
+# The test beds' volume provisioner and resizer (StorageClass fleetset-local),
+# from its own module: sig-storage-lib-external-provisioner needs a newer
+# client-go than fleetset's.
+$(LOCALBIN)/fleetset-local-provisioner: .FORCE
+	cd e2e/tools/provisioner && $(GO) build -o $@ .
+
 # kubectl drives the fleet scripts; built from the pinned module when the
 # machine has none.
 .PHONY: kubectl
@@ -247,7 +255,7 @@ kubectl:
 	@command -v kubectl >/dev/null || [ -x $(LOCALBIN)/kubectl ] || { cd e2e/tools && $(OCM_GOENV) $(GO) build -o $(LOCALBIN)/kubectl ./kubectl; }
 
 .PHONY: fleet-binaries
-fleet-binaries: kubectl $(LOCALBIN)/etcd $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager $(LOCALBIN)/kwok $(LOCALBIN)/registration $(LOCALBIN)/work $(LOCALBIN)/addon $(LOCALBIN)/placement $(LOCALBIN)/fleetset-scheduler $(LOCALBIN)/fleetset-hub $(LOCALBIN)/netcut ## Build every binary of the local fleet into bin/.
+fleet-binaries: kubectl $(LOCALBIN)/etcd $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager $(LOCALBIN)/kwok $(LOCALBIN)/registration $(LOCALBIN)/work $(LOCALBIN)/addon $(LOCALBIN)/placement $(LOCALBIN)/fleetset-scheduler $(LOCALBIN)/fleetset-hub $(LOCALBIN)/netcut $(LOCALBIN)/fleetset-local-provisioner ## Build every binary of the local fleet into bin/.
 
 .PHONY: fleet-up
 fleet-up: fleet-binaries ## Start the local fleet (hub + east + west on 127.0.0.1); kubeconfigs in .fleet/<cluster>/kubeconfig.
@@ -314,7 +322,7 @@ kind-node-image: $(KIND) ## Build the kind node image for the pinned Kubernetes 
 	$(KIND_ENV) e2e/kind/node-image.sh
 
 .PHONY: kind-up
-kind-up: $(KIND) images ## Create hub + east + west kind clusters, install OCM with its operator and fleetset from manifests/.
+kind-up: $(KIND) images $(LOCALBIN)/fleetset-local-provisioner ## Create hub + east + west kind clusters, install OCM with its operator and fleetset from manifests/.
 	$(KIND_ENV) FLEETSET_KIND_SKIP_IMAGES=1 e2e/kind/kind-up.sh
 
 .PHONY: kind-ocm-images

@@ -11,7 +11,9 @@
 #           of 6 nodes: zone-a/b/c x 2), hub-link (the member's link to the
 #           hub: a loopback proxy that `agent.sh cut|heal` breaks and mends),
 #           OCM registration agent, OCM work agent, fleetset-scheduler (with
-#           its member component: heartbeat, peer endpoint, fencer)
+#           its member component: heartbeat, peer endpoint, fencer),
+#           provisioner (fleetset-local-provisioner: volumes and expansion
+#           of the default StorageClass fleetset-local)
 #
 # Members get fleetset's member side the way OCM users install it: the
 # fleetset add-on is enabled on each (a ManagedClusterAddOn), and OCM's add-on
@@ -59,14 +61,14 @@ if [[ -d $FLEET_DIR ]]; then
   rm -rf "$FLEET_DIR"
 fi
 
-for b in etcd kube-apiserver kube-controller-manager kwok registration work addon placement fleetset-scheduler netcut; do
+for b in etcd kube-apiserver kube-controller-manager kwok registration work addon placement fleetset-scheduler netcut fleetset-local-provisioner; do
   [[ -x $LOCALBIN/$b ]] || die "missing $LOCALBIN/$b: run make fleet-binaries"
 done
 command -v openssl >/dev/null || die "openssl not found: apt-get install -y openssl"
 command -v "$KUBECTL" >/dev/null || die "kubectl not found"
 
 for c in $FLEET_CLUSTERS; do
-  for s in $SLOT_APISERVER $SLOT_ETCD $SLOT_ETCD_PEER $SLOT_KCM $SLOT_REGISTRATION $SLOT_WORK $SLOT_SCHEDULER $SLOT_KWOK $SLOT_HUB_METRICS $SLOT_HUB_HEALTH $SLOT_ADDON $SLOT_HUB_LINK $SLOT_PEER; do
+  for s in $SLOT_APISERVER $SLOT_ETCD $SLOT_ETCD_PEER $SLOT_KCM $SLOT_REGISTRATION $SLOT_WORK $SLOT_SCHEDULER $SLOT_KWOK $SLOT_HUB_METRICS $SLOT_HUB_HEALTH $SLOT_ADDON $SLOT_HUB_LINK $SLOT_PEER $SLOT_PROVISIONER; do
     pt=$(port "$c" "$s")
     port_free "$pt" || die "127.0.0.1:$pt is in use: set FLEET_PORT_BASE to another base (now $FLEET_PORT_BASE)"
   done
@@ -81,7 +83,7 @@ echo "$FLEET_MEMBERS" >"$FLEET_DIR/members"
 {
   echo "# port plan of the local fleet (FLEET_PORT_BASE=$FLEET_PORT_BASE)"
   for c in $FLEET_CLUSTERS; do
-    echo "$c apiserver=$(port "$c" $SLOT_APISERVER) etcd=$(port "$c" $SLOT_ETCD) kcm=$(port "$c" $SLOT_KCM) ocm-registration=$(port "$c" $SLOT_REGISTRATION) ocm-work=$(port "$c" $SLOT_WORK) scheduler=$(port "$c" $SLOT_SCHEDULER) kwok=$(port "$c" $SLOT_KWOK) hub-metrics=$(port "$c" $SLOT_HUB_METRICS) hub-health=$(port "$c" $SLOT_HUB_HEALTH) ocm-addon=$(port "$c" $SLOT_ADDON) hub-link=$(port "$c" $SLOT_HUB_LINK) peer=$(port "$c" $SLOT_PEER) ocm-placement=$(port "$c" $SLOT_PLACEMENT)"
+    echo "$c apiserver=$(port "$c" $SLOT_APISERVER) etcd=$(port "$c" $SLOT_ETCD) kcm=$(port "$c" $SLOT_KCM) ocm-registration=$(port "$c" $SLOT_REGISTRATION) ocm-work=$(port "$c" $SLOT_WORK) scheduler=$(port "$c" $SLOT_SCHEDULER) kwok=$(port "$c" $SLOT_KWOK) hub-metrics=$(port "$c" $SLOT_HUB_METRICS) hub-health=$(port "$c" $SLOT_HUB_HEALTH) ocm-addon=$(port "$c" $SLOT_ADDON) hub-link=$(port "$c" $SLOT_HUB_LINK) peer=$(port "$c" $SLOT_PEER) ocm-placement=$(port "$c" $SLOT_PLACEMENT) provisioner=$(port "$c" $SLOT_PROVISIONER)"
   done
 } >"$FLEET_DIR/ports"
 
@@ -362,6 +364,14 @@ for c in $FLEET_MEMBERS; do
     --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
     --cidr 10.0.0.1/16 --node-ip 127.0.0.1 \
     --server-address "127.0.0.1:$(port "$c" $SLOT_KWOK)"
+  # Dynamic volumes: fleetset-local-provisioner (e2e/tools/provisioner)
+  # provisions, expands and deletes the PVs of the StorageClass
+  # fleetset-local, the member's default. Its PVs are hostPath volumes
+  # pinned to the zone of the node the scheduler picked (kwok mounts
+  # nothing); one per member, so no leader election.
+  start_proc "$c" provisioner "$LOCALBIN/fleetset-local-provisioner" --kubeconfig "$d/kubeconfig" \
+    --health-bind-address "127.0.0.1:$(port "$c" $SLOT_PROVISIONER)"
+  kc "$c" apply -f "$REPO_ROOT/e2e/tools/provisioner/storageclass.yaml" >/dev/null
   # The member's link to the hub.
   start_proc "$c" hub-link "$LOCALBIN/netcut" -listen "127.0.0.1:$(port "$c" $SLOT_HUB_LINK)" \
     -target "127.0.0.1:$(port hub $SLOT_APISERVER)" -state "$d/run/hub-link.state"
@@ -417,6 +427,10 @@ nodes_ready() {
 }
 for c in $FLEET_MEMBERS; do
   wait_for "$STEP_TIMEOUT" "$c: 6 kwok nodes Ready" nodes_ready "$c" || die "kwok nodes not Ready in $c; see .fleet/$c/logs/kwok.log"
+done
+for c in $FLEET_MEMBERS; do
+  wait_for "$STEP_TIMEOUT" "$c: provisioner /readyz" curl -sf "http://127.0.0.1:$(port "$c" $SLOT_PROVISIONER)/readyz" ||
+    die "the volume provisioner of $c is not ready; see .fleet/$c/logs/provisioner.log"
 done
 
 # ---------------------------------------------------------------- fleetset add-on

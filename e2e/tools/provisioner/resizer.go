@@ -50,7 +50,6 @@ type resizer struct {
 	name   string
 	client kubernetes.Interface
 	claims corelisters.PersistentVolumeClaimLister
-	pvs    corelisters.PersistentVolumeLister
 	queue  workqueue.TypedRateLimitingInterface[string]
 	synced []cache.InformerSynced
 }
@@ -60,7 +59,6 @@ func newResizer(name string, client kubernetes.Interface, claims coreinformers.P
 		name:   name,
 		client: client,
 		claims: claims.Lister(),
-		pvs:    pvs.Lister(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](500*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "resizer"}),
@@ -117,7 +115,11 @@ func (r *resizer) next(ctx context.Context) bool {
 	}
 	defer r.queue.Done(key)
 	if err := r.sync(ctx, key); err != nil {
-		klog.FromContext(ctx).Error(err, "Resize failed, retrying", "PVC", key)
+		if apierrors.IsConflict(err) {
+			klog.FromContext(ctx).V(2).Info("Conflict, retrying", "PVC", key, "err", err)
+		} else {
+			klog.FromContext(ctx).Error(err, "Resize failed, retrying", "PVC", key)
+		}
 		r.queue.AddRateLimited(key)
 		return true
 	}
@@ -130,7 +132,13 @@ func (r *resizer) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return nil
 	}
-	pvc, err := r.claims.PersistentVolumeClaims(ns).Get(name)
+	// The informer's copy only says whether to look: the writes of the
+	// previous pass may not have reached it yet, so the claim and the PV
+	// are read from the apiserver.
+	if pvc, err := r.claims.PersistentVolumeClaims(ns).Get(name); err != nil || !wantsResize(pvc) {
+		return nil
+	}
+	pvc, err := r.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -140,7 +148,7 @@ func (r *resizer) sync(ctx context.Context, key string) error {
 	if !wantsResize(pvc) {
 		return nil
 	}
-	pv, err := r.pvs.Get(pvc.Spec.VolumeName)
+	pv, err := r.client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
