@@ -187,6 +187,7 @@ func TestSubsetPlacement(t *testing.T) {
 				Domains:           []fleetv1.DomainShare{{Name: "zone-a"}, {Name: "zone-b"}, {Name: "zone-c"}},
 				OrdinalBlockSize:  1000,
 				WhenUnsatisfiable: fleetv1.DoNotSchedule,
+				Cluster:           "east",
 			},
 		},
 		{
@@ -200,6 +201,7 @@ func TestSubsetPlacement(t *testing.T) {
 				OrdinalStart:      1000,
 				OrdinalBlockSize:  1000,
 				WhenUnsatisfiable: fleetv1.DoNotSchedule,
+				Cluster:           "west",
 			},
 		},
 		{
@@ -210,6 +212,7 @@ func TestSubsetPlacement(t *testing.T) {
 				TopologyKey:       fleetv1.DefaultTopologyKey,
 				Domains:           []fleetv1.DomainShare{{Name: "zone-a"}, {Name: "zone-b"}},
 				WhenUnsatisfiable: fleetv1.DoNotSchedule,
+				Cluster:           "east",
 			},
 		},
 	}
