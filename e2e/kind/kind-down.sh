@@ -8,6 +8,8 @@ set -euo pipefail
 REPO_ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 KIND=${KIND:-${LOCALBIN:-$REPO_ROOT/bin}/kind}
 DIR=${KIND_FLEET_DIR:-$REPO_ROOT/.fleet/kind}
+# The members' volume provisioners run on this host (storage.sh).
+KIND_FLEET_DIR=$DIR "$REPO_ROOT/e2e/kind/storage.sh" stop || true
 if docker info >/dev/null 2>&1; then
   existing=$("$KIND" get clusters 2>/dev/null || true)
   for c in hub east west; do

@@ -55,6 +55,10 @@ log "clusters ready at $((SECONDS - T0))s"
 # nodes), and a member pod to the hub's apiserver on the kind network.
 "$HERE/netcheck.sh" east
 
+# Dynamic volumes that can grow: fleetset-local-provisioner per member and
+# its StorageClass fleetset-local as the default instead of kind's standard.
+"$HERE/storage.sh"
+
 # Open Cluster Management (its operator), then fleetset.
 "$HERE/ocm.sh"
 "$HERE/fleetset.sh"
