@@ -212,10 +212,10 @@ func TestDelivery(t *testing.T) {
 	wantStatus := []fleetv1.SubsetStatus{
 		{Name: "east", Cluster: "d-east", OrdinalStart: 0, Replicas: 9, Partition: 4,
 			Domains:          []fleetv1.DomainStatus{{Name: "zone-a", Replicas: 3}, {Name: "zone-b", Replicas: 3}, {Name: "zone-c", Replicas: 3}},
-			ObservedReplicas: 9, ReadyReplicas: 9, UpdatedReplicas: 5, AvailableReplicas: 9, CurrentRevision: "mydb-east-1", UpdateRevision: "mydb-east-2", FleetRevision: rev},
+			ObservedReplicas: 9, ReadyReplicas: 9, UpdatedReplicas: 5, AvailableReplicas: 9, CurrentRevision: "mydb-east-1", UpdateRevision: "mydb-east-2", Revision: rev, FleetRevision: rev},
 		{Name: "west", Cluster: "d-west", OrdinalStart: 1000, Replicas: 6, Partition: 1,
 			Domains:          []fleetv1.DomainStatus{{Name: "zone-a", Replicas: 2}, {Name: "zone-b", Replicas: 2}, {Name: "zone-c", Replicas: 2}},
-			ObservedReplicas: 6, ReadyReplicas: 4, UpdatedReplicas: 5, AvailableReplicas: 4, CurrentRevision: "mydb-west-1", UpdateRevision: "mydb-west-2", FleetRevision: rev},
+			ObservedReplicas: 6, ReadyReplicas: 4, UpdatedReplicas: 5, AvailableReplicas: 4, CurrentRevision: "mydb-west-1", UpdateRevision: "mydb-west-2", Revision: rev, FleetRevision: rev},
 	}
 	if diff := cmp.Diff(wantStatus, got.Status.Subsets); diff != "" {
 		t.Errorf("status.subsets (-want,+got):\n%s", diff)

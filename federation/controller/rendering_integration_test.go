@@ -38,8 +38,8 @@ func hasManifest(w *workv1.ManifestWork, kind, name string) bool {
 // naming the subset's patch.
 func TestOverridesAndDependencies(t *testing.T) {
 	ctx := context.Background()
-	createCluster(t, "r-east", true)
-	createCluster(t, "r-west", true)
+	createCluster(t, "rd-east", true)
+	createCluster(t, "rd-west", true)
 	createNamespace(t, "render")
 	startHub(t, time.Minute)
 
@@ -48,7 +48,7 @@ func TestOverridesAndDependencies(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := sampleFleetSet("render", "db")
-	fs.Spec.Topology.Subsets[0].Cluster, fs.Spec.Topology.Subsets[1].Cluster = "r-east", "r-west"
+	fs.Spec.Topology.Subsets[0].Cluster, fs.Spec.Topology.Subsets[1].Cluster = "rd-east", "rd-west"
 	fs.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db-conf"}}}}}
 	fs.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}
 	east := &fs.Spec.Topology.Subsets[0]
@@ -76,7 +76,7 @@ func TestOverridesAndDependencies(t *testing.T) {
 	var first view
 	eventually(t, 20*time.Second, "both works delivered with the ConfigMap, each subset with its revision", func() (bool, error) {
 		ws := works(t, "render", "db")
-		if len(ws) != 2 || !hasManifest(ws["r-east"], "ConfigMap", "db-conf") || !hasManifest(ws["r-west"], "ConfigMap", "db-conf") {
+		if len(ws) != 2 || !hasManifest(ws["rd-east"], "ConfigMap", "db-conf") || !hasManifest(ws["rd-west"], "ConfigMap", "db-conf") {
 			return false, nil
 		}
 		first = revisions()
@@ -84,8 +84,8 @@ func TestOverridesAndDependencies(t *testing.T) {
 	})
 	ws := works(t, "render", "db")
 	var eastSts, westSts appsv1.StatefulSet
-	manifest(t, ws["r-east"], "StatefulSet", "db-east", &eastSts)
-	manifest(t, ws["r-west"], "StatefulSet", "db-west", &westSts)
+	manifest(t, ws["rd-east"], "StatefulSet", "db-east", &eastSts)
+	manifest(t, ws["rd-west"], "StatefulSet", "db-west", &westSts)
 	if img := eastSts.Spec.Template.Spec.Containers[0].Image; img != "mirror.east.example/k8s/pause:3.10" {
 		t.Errorf("east image = %q, want the mirror's", img)
 	}
@@ -103,11 +103,9 @@ func TestOverridesAndDependencies(t *testing.T) {
 	}
 
 	// East's patch changes east's revision only.
-	cur := getFleetSet(t, "render", "db")
-	cur.Spec.Topology.Subsets[0].Patch = &runtime.RawExtension{Raw: []byte(`{"metadata":{"annotations":{"tier":"gold"}}}`)}
-	if err := k8sClient.Update(ctx, cur); err != nil {
-		t.Fatal(err)
-	}
+	updateFleetSet(t, "render", "db", func(cur *fleetv1.FleetSet) {
+		cur.Spec.Topology.Subsets[0].Patch = &runtime.RawExtension{Raw: []byte(`{"metadata":{"annotations":{"tier":"gold"}}}`)}
+	})
 	var second view
 	eventually(t, 20*time.Second, "east's revision changed, west's not", func() (bool, error) {
 		second = revisions()
@@ -146,11 +144,9 @@ func TestOverridesAndDependencies(t *testing.T) {
 		return c.Reason == fleetv1.ReasonDependencyMissing && strings.Contains(c.Message, "ConfigMap db-conf, referenced by spec.template (volume conf)"), nil
 	})
 	// A scale-up is held too: nothing is written while the hold lasts.
-	cur = getFleetSet(t, "render", "db")
-	cur.Spec.Replicas = 12
-	if err := k8sClient.Update(ctx, cur); err != nil {
-		t.Fatal(err)
-	}
+	updateFleetSet(t, "render", "db", func(cur *fleetv1.FleetSet) {
+		cur.Spec.Replicas = 12
+	})
 	time.Sleep(2 * time.Second)
 	for c, w := range works(t, "render", "db") {
 		if !hasManifest(w, "ConfigMap", "db-conf") {
@@ -165,11 +161,9 @@ func TestOverridesAndDependencies(t *testing.T) {
 	}
 
 	// Dropping the reference releases the hold: the ConfigMap leaves the works.
-	cur = getFleetSet(t, "render", "db")
-	cur.Spec.Template.Spec.Volumes = nil
-	if err := k8sClient.Update(ctx, cur); err != nil {
-		t.Fatal(err)
-	}
+	updateFleetSet(t, "render", "db", func(cur *fleetv1.FleetSet) {
+		cur.Spec.Template.Spec.Volumes = nil
+	})
 	eventually(t, 20*time.Second, "12 replicas delivered without db-conf", func() (bool, error) {
 		got := delivered(t, "render", "db")
 		for _, w := range works(t, "render", "db") {
@@ -181,11 +175,9 @@ func TestOverridesAndDependencies(t *testing.T) {
 	})
 
 	// A patch that does not apply is InvalidSpec naming it.
-	cur = getFleetSet(t, "render", "db")
-	cur.Spec.Topology.Subsets[1].Patch = &runtime.RawExtension{Raw: []byte(`{"spec":{"containerz":[]}}`)}
-	if err := k8sClient.Update(ctx, cur); err != nil {
-		t.Fatal(err)
-	}
+	updateFleetSet(t, "render", "db", func(cur *fleetv1.FleetSet) {
+		cur.Spec.Topology.Subsets[1].Patch = &runtime.RawExtension{Raw: []byte(`{"spec":{"containerz":[]}}`)}
+	})
 	eventually(t, 20*time.Second, "Degraded InvalidSpec naming subsets[1].patch", func() (bool, error) {
 		c := condition(getFleetSet(t, "render", "db"), fleetv1.ConditionDegraded)
 		return c.Reason == fleetv1.ReasonInvalidSpec && strings.Contains(c.Message, "spec.topology.subsets[1].patch"), nil
