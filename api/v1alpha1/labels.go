@@ -56,6 +56,12 @@ const (
 	// carries. It is fed back to the hub, which counts an instance as updated
 	// only on that revision.
 	AnnotationRevision = "fleetset.io/revision"
+	// AnnotationDependencies is set by fleetset-hub on a subset's pod
+	// template when ConfigMaps or Secrets are delivered with it
+	// (spec.dependencies Auto): the hash of their content. A changed
+	// ConfigMap or Secret changes it, so the StatefulSet controller replaces
+	// the pods, as far as the fleet rollout's partition lets it.
+	AnnotationDependencies = "fleetset.io/dependencies-hash"
 	// AnnotationFailback on a FleetSet (any value) asks the hub to bring its
 	// relocated subsets home, with failover.failback Manual; the hub removes
 	// it once they are home.

@@ -115,7 +115,12 @@ func TestOverridesAndDependencies(t *testing.T) {
 		t.Errorf("west's revision changed with east's patch: %s → %s", first.westRev, second.westRev)
 	}
 
-	// Editing the ConfigMap changes both revisions and the delivered copies.
+	// Editing the ConfigMap changes both revisions, the delivered copies and
+	// the pod templates (their dependencies hash: the pods are replaced).
+	hashBefore := eastSts.Spec.Template.Annotations[fleetv1.AnnotationDependencies]
+	if hashBefore == "" {
+		t.Errorf("east pod template has no %s annotation", fleetv1.AnnotationDependencies)
+	}
 	cm.Data["mode"] = "safe"
 	if err := k8sClient.Update(ctx, cm); err != nil {
 		t.Fatal(err)
@@ -129,6 +134,11 @@ func TestOverridesAndDependencies(t *testing.T) {
 			var got corev1.ConfigMap
 			manifest(t, w, "ConfigMap", "db-conf", &got)
 			if got.Data["mode"] != "safe" || got.Labels[fleetv1.LabelOwnerUID] == "" {
+				return false, nil
+			}
+			var sts appsv1.StatefulSet
+			manifest(t, w, "StatefulSet", "db-"+map[string]string{"rd-east": "east", "rd-west": "west"}[w.Namespace], &sts)
+			if h := sts.Spec.Template.Annotations[fleetv1.AnnotationDependencies]; h == "" || h == hashBefore {
 				return false, nil
 			}
 		}

@@ -227,6 +227,11 @@ func StatefulSet(fs *fleetv1.FleetSet, sp plan.Subset) (*appsv1.StatefulSet, err
 	tmpl, claims := subsetTemplates(fs, sp)
 	tmpl.Labels = k8slabels.Merge(tmpl.Labels, labels)
 	tmpl.Spec.SchedulerName = fleetv1.SchedulerName
+	if sp.DependenciesHash != "" {
+		// A changed ConfigMap or Secret replaces the pods (no annotation,
+		// and so no restart on upgrade, without dependencies).
+		tmpl.Annotations = k8slabels.Merge(tmpl.Annotations, map[string]string{fleetv1.AnnotationDependencies: sp.DependenciesHash})
+	}
 	var annotations map[string]string
 	if sp.Revision != "" {
 		annotations = map[string]string{fleetv1.AnnotationRevision: sp.Revision}

@@ -201,6 +201,18 @@ func TestDependenciesDelivered(t *testing.T) {
 		t.Errorf("hash did not change with the data: %s → %s", h1, h3)
 	}
 
+	sp := plan.Subset{Name: "a", Cluster: "east", Replicas: 1, BlockSize: 1000, Dependencies: deps, DependenciesHash: h1}
+	sts, err := StatefulSet(fs, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sts.Spec.Template.Annotations[fleetv1.AnnotationDependencies]; got != h1 {
+		t.Errorf("pod template annotation %s = %q, want the dependencies' hash %q (an edit must replace the pods)", fleetv1.AnnotationDependencies, got, h1)
+	}
+	sp.Dependencies, sp.DependenciesHash = nil, ""
+	if sts, _ = StatefulSet(fs, sp); sts.Spec.Template.Annotations != nil {
+		t.Errorf("pod template annotations %v without dependencies, want none", sts.Spec.Template.Annotations)
+	}
 	subsets := []plan.Subset{
 		{Name: "a", Cluster: "east", Replicas: 1, BlockSize: 1000, Dependencies: deps},
 		{Name: "b", Cluster: "east", Replicas: 1, OrdinalStart: 1000, BlockSize: 1000, Dependencies: deps},
