@@ -42,6 +42,13 @@ const (
 	// referenced). The hub holds: it writes no work, so nothing is removed
 	// from any member, until the object exists or is no longer referenced.
 	ReasonDependencyMissing = "DependencyMissing"
+	// ReasonMultipleLeaders: more than one instance holds the leader role
+	// (spec.roles) across the fleet — a split brain; the message names them
+	// and their clusters.
+	ReasonMultipleLeaders = "MultipleLeaders"
+	// ReasonNoLeader: the FleetSet has a leader role and every subset has
+	// reported its roles, but no instance holds it.
+	ReasonNoLeader = "NoLeader"
 	// ReasonPlacementEmpty: spec.topology.placementRef's Placement decides no
 	// cluster (it is missing, or selects none); existing subsets stay where
 	// they are and none is added.

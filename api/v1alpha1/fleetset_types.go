@@ -347,6 +347,8 @@ type Failover struct {
 
 // FleetSetSpec is the desired state of a FleetSet.
 // +kubebuilder:validation:XValidation:rule="!has(self.failover) || !has(self.failover.policy) || self.failover.policy != 'Relocate' || !has(self.persistentVolumeClaimRetentionPolicy) || !has(self.persistentVolumeClaimRetentionPolicy.whenDeleted) || self.persistentVolumeClaimRetentionPolicy.whenDeleted != 'Delete'",message="failover.policy Relocate needs persistentVolumeClaimRetentionPolicy.whenDeleted Retain: relocation removes a lost cluster's StatefulSets and must never delete their volumes"
+// +kubebuilder:validation:XValidation:rule="!has(self.roleProbe) || has(self.roles)",message="roleProbe needs roles"
+// +kubebuilder:validation:XValidation:rule="!has(self.roleServices) || (has(self.roles) && self.roleServices.all(s, !has(s.role) || self.roles.exists(r, r.name == s.role)))",message="roleServices[].role must name one of roles"
 // +kubebuilder:validation:XValidation:rule="has(self.serviceName) == has(oldSelf.serviceName) && (!has(self.serviceName) || self.serviceName == oldSelf.serviceName)",message="serviceName is immutable, as it is on a StatefulSet: create a new FleetSet to change it"
 // +kubebuilder:validation:XValidation:rule="has(self.volumeClaimTemplates) == has(oldSelf.volumeClaimTemplates) && (!has(self.volumeClaimTemplates) || (self.volumeClaimTemplates.map(c, c.metadata.name) == oldSelf.volumeClaimTemplates.map(c, c.metadata.name) && self.volumeClaimTemplates.map(c, c.spec.?storageClassName.orValue('-')) == oldSelf.volumeClaimTemplates.map(c, c.spec.?storageClassName.orValue('-')) && self.volumeClaimTemplates.map(c, c.spec.?volumeMode.orValue('-')) == oldSelf.volumeClaimTemplates.map(c, c.spec.?volumeMode.orValue('-')) && self.volumeClaimTemplates.map(c, c.spec.?accessModes.orValue([])) == oldSelf.volumeClaimTemplates.map(c, c.spec.?accessModes.orValue([])) && self.volumeClaimTemplates.map(c, c.spec.?resources.?requests.?storage.hasValue()) == oldSelf.volumeClaimTemplates.map(c, c.spec.?resources.?requests.?storage.hasValue())))",message="volumeClaimTemplates: only a claim template's spec.resources.requests.storage may change, and only grow (the claims are expanded); names, access modes, volume mode and storage class are immutable, as on a StatefulSet"
 // +kubebuilder:validation:XValidation:rule="!has(self.volumeClaimTemplates) ? self.topology.subsets.all(s, !has(s.storageClassNames)) : self.topology.subsets.all(s, !has(s.storageClassNames) || s.storageClassNames.all(c, self.volumeClaimTemplates.exists(v, v.metadata.name == c.claim)))",message="topology.subsets[].storageClassNames: every claim must name an entry of volumeClaimTemplates"
@@ -452,6 +454,28 @@ type FleetSetSpec struct {
 	// one PodDisruptionBudget per subset. Unset: none is rendered.
 	// +optional
 	DisruptionBudget *DisruptionBudget `json:"disruptionBudget,omitempty"`
+
+	// Roles are the roles an instance may hold (roles.go): at most one
+	// leader role. Unset: the instances are equal.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.filter(r, has(r.isLeader) && r.isLeader).size() <= 1",message="at most one role may be the leader"
+	// +optional
+	Roles []Role `json:"roles,omitempty"`
+
+	// RoleProbe is how fleetset's member component learns each instance's
+	// role; unset, the workload labels its pods fleetset.io/role itself.
+	// +optional
+	RoleProbe *RoleProbe `json:"roleProbe,omitempty"`
+
+	// RoleServices are Services rendered in every member cluster, each
+	// selecting that cluster's instances of one role or access mode.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	RoleServices []RoleService `json:"roleServices,omitempty"`
 }
 
 // PodSecurityLevel is a Pod Security Standards level.
@@ -625,6 +649,11 @@ type FleetSetStatus struct {
 	// Selector is spec.selector in string form, for the scale subresource.
 	// +optional
 	Selector string `json:"selector,omitempty"`
+	// Leader is the instance holding the leader role (spec.roles), as the
+	// members report it; unset when none or more than one does (Degraded
+	// NoLeader or MultipleLeaders).
+	// +optional
+	Leader *LeaderStatus `json:"leader,omitempty"`
 	// Subsets are the per-subset observations, in spec order, one per
 	// subset name. The list is atomic: the hub is its only writer, so
 	// per-field ownership would buy nothing, and it would cost every status

@@ -101,6 +101,11 @@ type SubsetPlacementSpec struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	ClaimStorage []ClaimStorage `json:"claimStorage,omitempty"`
+
+	// Roles are the FleetSet's roles and role probe, for the member
+	// component; nil: the FleetSet has no roles.
+	// +optional
+	Roles *PlacementRoles `json:"roles,omitempty"`
 }
 
 // PlacementFencing is how a placement's pods are fenced when the member is
@@ -129,6 +134,8 @@ type PlacementFencing struct {
 // fleetset-hub, or by hand in a single cluster.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="LEADERS",type=string,JSONPath=`.status.leaders`,priority=1
 // +kubebuilder:resource:shortName=splace,categories=fleet
 // +kubebuilder:printcolumn:name="TOPOLOGY-KEY",type=string,JSONPath=`.spec.topologyKey`
 // +kubebuilder:printcolumn:name="DOMAINS",type=string,JSONPath=`.spec.domains[*].name`
@@ -141,6 +148,9 @@ type SubsetPlacement struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	Spec SubsetPlacementSpec `json:"spec"`
+	// Status is written by the member component (roles).
+	// +optional
+	Status SubsetPlacementStatus `json:"status,omitempty"`
 }
 
 // SubsetPlacementList is a list of SubsetPlacements.

@@ -1,0 +1,197 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Roles: which instance is the primary (the leader) and which follow, as
+// KubeBlocks InstanceSet models them. Each instance's role is a pod label,
+// LabelRole, written by fleetset-scheduler's member component from the
+// FleetSet's roleProbe, or by the workload itself when there is no probe
+// (the label contract, docs/hub.md#roles). The member component sums the
+// roles of each subset up in its SubsetPlacement's status, which the work
+// agent feeds back to the hub: FleetSet status.leader, the Degraded reasons
+// NoLeader and MultipleLeaders, and the fleet view's roles come from there.
+
+// RoleAccessMode is what a role serves.
+// +kubebuilder:validation:Enum=ReadWrite;ReadOnly;None
+type RoleAccessMode string
+
+const (
+	AccessReadWrite RoleAccessMode = "ReadWrite"
+	AccessReadOnly  RoleAccessMode = "ReadOnly"
+	AccessNone      RoleAccessMode = "None"
+)
+
+// Role is one role an instance may hold.
+type Role struct {
+	// Name of the role, the value of the pod label fleetset.io/role, such
+	// as "primary" or "replica".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="name must be a valid label value"
+	Name string `json:"name"`
+	// AccessMode is what instances of the role serve (label
+	// fleetset.io/access-mode): ReadWrite, ReadOnly or None (default).
+	// +kubebuilder:default=None
+	// +optional
+	AccessMode RoleAccessMode `json:"accessMode,omitempty"`
+	// IsLeader marks the leader role; at most one role is the leader, and
+	// the fleet should have exactly one instance holding it.
+	// +optional
+	IsLeader bool `json:"isLeader,omitempty"`
+	// UpdatePriority orders a rollout by role: lower first. The leader goes
+	// last whatever its priority.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	UpdatePriority int32 `json:"updatePriority,omitempty"`
+}
+
+// RoleProbe says how fleetset's member component learns an instance's role.
+type RoleProbe struct {
+	// HTTPGet asks every running instance GET http://<pod IP>:<port><path>;
+	// the response body (trimmed) is the role name.
+	HTTPGet RoleProbeHTTPGet `json:"httpGet"`
+	// PeriodSeconds between two probes of an instance. Default 5.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	// +optional
+	PeriodSeconds int32 `json:"periodSeconds,omitempty"`
+	// TimeoutSeconds of one probe. Default 1.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=60
+	// +optional
+	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
+	// FailureThreshold is how many probes in a row must fail before a
+	// Warning event says so; the instance keeps its last role label until a
+	// probe answers again. Default 3.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	FailureThreshold int32 `json:"failureThreshold,omitempty"`
+}
+
+// RoleProbeHTTPGet is the role probe's request.
+type RoleProbeHTTPGet struct {
+	// Port of the instance's container.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+	// Path of the request. Default "/role".
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/')",message="path must start with /"
+	// +optional
+	Path string `json:"path,omitempty"`
+}
+
+// RoleService is a Service, in every member cluster, selecting the
+// FleetSet's instances of one role (or one access mode) there.
+// +kubebuilder:validation:XValidation:rule="has(self.role) != has(self.accessMode)",message="set exactly one of role and accessMode"
+type RoleService struct {
+	// Name of the Service, a DNS label.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="name must be a DNS-1035 label"
+	Name string `json:"name"`
+	// Role selects the instances holding this role (one of spec.roles).
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Role string `json:"role,omitempty"`
+	// AccessMode selects the instances whose role has this access mode.
+	// +optional
+	AccessMode RoleAccessMode `json:"accessMode,omitempty"`
+	// Ports of the Service.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	Ports []corev1.ServicePort `json:"ports"`
+}
+
+// LeaderStatus is the instance holding the leader role.
+type LeaderStatus struct {
+	// Name of the pod; Subset and Cluster where it runs.
+	Name    string `json:"name"`
+	Subset  string `json:"subset"`
+	Cluster string `json:"cluster"`
+}
+
+// PlacementRoles is what a SubsetPlacement carries of the FleetSet's roles,
+// for the member component.
+type PlacementRoles struct {
+	// Roles are the FleetSet's spec.roles.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Roles []Role `json:"roles"`
+	// Probe is the FleetSet's spec.roleProbe; nil: the workload labels its
+	// pods itself.
+	// +optional
+	Probe *RoleProbe `json:"probe,omitempty"`
+}
+
+// SubsetPlacementStatus is written by fleetset-scheduler's member component.
+type SubsetPlacementStatus struct {
+	// Roles lists the role of each running instance of the placement's
+	// StatefulSet that holds one of spec.roles, as "<pod>=<role>" sorted
+	// by pod name and joined by commas (a string, so that OCM's work agent
+	// can feed it back with a JSONPath).
+	// +kubebuilder:validation:MaxLength=65536
+	// +optional
+	Roles string `json:"roles,omitempty"`
+	// Leaders lists the pods holding the leader role, joined by commas.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Leaders string `json:"leaders,omitempty"`
+	// ObservedGeneration is the placement generation the roles were
+	// summed up for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// Role labels on pods.
+const (
+	// LabelRole is an instance's role (a spec.roles name).
+	LabelRole = "fleetset.io/role"
+	// LabelAccessMode is its role's access mode.
+	LabelAccessMode = "fleetset.io/access-mode"
+)
+
+// RoleProbe defaults.
+const (
+	DefaultRoleProbePeriodSeconds    int32 = 5
+	DefaultRoleProbeTimeoutSeconds   int32 = 1
+	DefaultRoleProbeFailureThreshold int32 = 3
+	DefaultRoleProbePath                   = "/role"
+)
+
+// PeriodSecondsOrDefault returns PeriodSeconds, or the default when 0.
+func (p *RoleProbe) PeriodSecondsOrDefault() int32 {
+	if p.PeriodSeconds == 0 {
+		return DefaultRoleProbePeriodSeconds
+	}
+	return p.PeriodSeconds
+}
+
+// TimeoutSecondsOrDefault returns TimeoutSeconds, or the default when 0.
+func (p *RoleProbe) TimeoutSecondsOrDefault() int32 {
+	if p.TimeoutSeconds == 0 {
+		return DefaultRoleProbeTimeoutSeconds
+	}
+	return p.TimeoutSeconds
+}
+
+// FailureThresholdOrDefault returns FailureThreshold, or the default when 0.
+func (p *RoleProbe) FailureThresholdOrDefault() int32 {
+	if p.FailureThreshold == 0 {
+		return DefaultRoleProbeFailureThreshold
+	}
+	return p.FailureThreshold
+}
+
+// PathOrDefault returns the probe's path, "/role" when unset.
+func (g *RoleProbeHTTPGet) PathOrDefault() string {
+	if g.Path == "" {
+		return DefaultRoleProbePath
+	}
+	return g.Path
+}
