@@ -80,6 +80,9 @@ type FleetView struct {
 	// MaxFleetViewInstances replicas (the ConfigMap must stay under 1 MiB;
 	// the subsets' blocks and domains still say it all).
 	Instances []FleetViewInstance `json:"instances,omitempty"`
+	// Leaders are the instances holding the leader role as the members
+	// last reported (one, unless the fleet is split: then every holder).
+	Leaders []LeaderStatus `json:"leaders,omitempty"`
 }
 
 // MaxFleetViewInstances is the most instances a fleet view lists.
@@ -102,6 +105,9 @@ type FleetViewInstance struct {
 	// DNSName is its stable name, <pod>.<serviceName>.<namespace>.svc,
 	// resolvable in its own cluster.
 	DNSName string `json:"dnsName"`
+	// Role is the role its member last reported for it (spec.roles);
+	// empty when none.
+	Role string `json:"role,omitempty"`
 }
 
 // FleetViewSubset is one subset in a FleetView.

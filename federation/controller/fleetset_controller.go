@@ -228,6 +228,7 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		}
 		foldSubsets(st, status)
 		foldRollout(st, status)
+		foldRoles(st, status)
 	}
 	foldSpec(st, status)
 	setConditions(st, status)

@@ -65,6 +65,9 @@ type subsetPlan struct {
 	// feedback is the statusFeedback the work agent reports in work of the
 	// subset's StatefulSet; nil: none reported.
 	feedback *manifestwork.StatefulSetFeedback
+	// roles is its member's role summary (spec.roles), fed back from its
+	// SubsetPlacement; nil: none reported.
+	roles *manifestwork.RoleReport
 }
 
 // subsetFailover is a subset's failover decision.
@@ -119,9 +122,16 @@ func (st *state) observeWorks(clusters ...string) {
 		if len(clusters) > 0 && !slices.Contains(clusters, sp.planned.Cluster) {
 			continue
 		}
-		sp.work, sp.feedback = st.existingWorks[st.workKey(sp.planned.Cluster)], nil
+		sp.work, sp.feedback, sp.roles = st.existingWorks[st.workKey(sp.planned.Cluster)], nil, nil
+		sp.planned.Roles, sp.planned.Leaders = nil, nil
 		if sp.work == nil {
 			continue
+		}
+		if len(st.fs.Spec.Roles) > 0 {
+			if r, ok := manifestwork.RoleFeedback(sp.work)[manifestwork.StatefulSetName(st.fs.Name, sp.planned.Name)]; ok {
+				sp.roles = &r
+				sp.planned.Roles, sp.planned.Leaders = r.Roles, r.Leaders
+			}
 		}
 		fb, ok := decoded[sp.work]
 		if !ok {

@@ -61,6 +61,52 @@ func foldSubsets(st *state, status *fleetv1.FleetSetStatus) {
 	}
 }
 
+// foldRoles writes status.leader from the subsets' role summaries
+// (spec.roles): the one instance holding the leader role. More than one —
+// a split brain, across clusters or not — is a MultipleLeaders problem
+// naming every holder and its cluster; none, once every delivered subset
+// has reported its roles, a NoLeader problem. Without a leader role, or
+// before every subset has reported, status.leader is left unset and
+// nothing is said.
+func foldRoles(st *state, status *fleetv1.FleetSetStatus) {
+	status.Leader = nil
+	hasLeaderRole := false
+	for _, r := range st.fs.Spec.Roles {
+		hasLeaderRole = hasLeaderRole || r.IsLeader
+	}
+	if !hasLeaderRole {
+		return
+	}
+	var leaders []fleetv1.LeaderStatus
+	reported := true
+	for _, sp := range st.subsets {
+		if sp.undelivered || sp.planned.Replicas == 0 {
+			continue
+		}
+		if sp.roles == nil {
+			reported = false
+			continue
+		}
+		for _, l := range sp.roles.Leaders {
+			leaders = append(leaders, fleetv1.LeaderStatus{Name: l, Subset: sp.planned.Name, Cluster: sp.planned.Cluster})
+		}
+	}
+	switch {
+	case len(leaders) == 1:
+		status.Leader = &leaders[0]
+	case len(leaders) > 1:
+		names := make([]string, len(leaders))
+		for i, l := range leaders {
+			names[i] = fmt.Sprintf("%s in cluster %s", l.Name, l.Cluster)
+		}
+		st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonMultipleLeaders,
+			Message: fmt.Sprintf("%d instances hold the leader role: %s", len(leaders), strings.Join(names, ", "))})
+	case reported && len(st.subsets) > 0:
+		st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonNoLeader,
+			Message: "no instance holds the leader role (every subset reported its roles)"})
+	}
+}
+
 // foldSpec writes what status says of the spec itself: the subset count,
 // the observed generation and the scale subresource's selector (a missing
 // or invalid spec.selector is an InvalidSpec problem).
@@ -100,6 +146,8 @@ var reasonRank = map[string]int{
 	fleetv1.ReasonFailedOver:         7,
 	fleetv1.ReasonOrdinalBlockFull:   8,
 	fleetv1.ReasonDivisionInfeasible: 9,
+	fleetv1.ReasonMultipleLeaders:    1,
+	fleetv1.ReasonNoLeader:           10,
 }
 
 // setConditions sets Degraded, Progressing and Ready.

@@ -26,6 +26,9 @@ func FleetView(fs *fleetv1.FleetSet, subsets []plan.Subset) (*corev1.ConfigMap, 
 	v := fleetv1.FleetView{FleetSet: fs.Name, Namespace: fs.Namespace, Replicas: fs.Spec.Replicas, Subsets: []fleetv1.FleetViewSubset{},
 		ServiceName: ServiceName(fs)}
 	for _, sp := range subsets {
+		for _, l := range sp.Leaders {
+			v.Leaders = append(v.Leaders, fleetv1.LeaderStatus{Name: l, Subset: sp.Name, Cluster: sp.Cluster})
+		}
 		v.Subsets = append(v.Subsets, fleetv1.FleetViewSubset{
 			Name:         sp.Name,
 			Cluster:      sp.Cluster,
@@ -98,6 +101,7 @@ func Instances(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]fleetv1.FleetView
 				Subset:  sp.Name,
 				Cluster: sp.Cluster,
 				DNSName: name + "." + svc + "." + fs.Namespace + ".svc",
+				Role:    sp.Roles[name],
 			}
 			if seats != nil {
 				d, err := seats.NameOf(int64(k))

@@ -55,7 +55,11 @@ func Works(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]*workv1.ManifestWork,
 			LabelPodSecurityEnforceVersion: "latest",
 		}},
 	}
-	shared, err := encode([]runtime.Object{ns, Service(fs), view})
+	sharedObjs := []runtime.Object{ns, Service(fs), view}
+	for _, rs := range RoleServices(fs) {
+		sharedObjs = append(sharedObjs, rs)
+	}
+	shared, err := encode(sharedObjs)
 	if err != nil {
 		return nil, err
 	}
@@ -82,6 +86,9 @@ func work(fs *fleetv1.FleetSet, cluster string, subsets []plan.Subset, viewName 
 		applyConfig("", "services", fs.Namespace, ServiceName(fs)),
 		applyConfig("", "configmaps", fs.Namespace, viewName),
 	}
+	for _, rs := range fs.Spec.RoleServices {
+		configs = append(configs, applyConfig("", "services", fs.Namespace, rs.Name))
+	}
 	var starts []string
 	for _, sp := range subsets {
 		sts, err := StatefulSet(fs, sp)
@@ -90,7 +97,7 @@ func work(fs *fleetv1.FleetSet, cluster string, subsets []plan.Subset, viewName 
 		}
 		objs = append(objs, SubsetPlacement(fs, sp), sts)
 		configs = append(configs,
-			applyConfig(fleetv1.GroupVersion.Group, "subsetplacements", fs.Namespace, sts.Name),
+			placementConfig(fs, sts.Name),
 			statefulSetConfig(fs.Namespace, sts.Name),
 		)
 		starts = append(starts, sp.Name+"="+strconv.Itoa(int(sp.OrdinalStart)))
@@ -348,6 +355,7 @@ func SubsetPlacement(fs *fleetv1.FleetSet, sp plan.Subset) *fleetv1.SubsetPlacem
 			WhenUnsatisfiable: fleetv1.DoNotSchedule,
 			ClaimStorage:      claimStorage(claims),
 			Cluster:           sp.Cluster,
+			Roles:             placementRoles(fs),
 		},
 	}
 }

@@ -70,6 +70,11 @@ type Subset struct {
 	// is their manifestwork.DependenciesHash.
 	Dependencies     []runtime.Object
 	DependenciesHash string
+	// Roles is the role of each of its running instances, by pod name, and
+	// Leaders the pods holding the leader role, as its member last reported
+	// (spec.roles); for the fleet view.
+	Roles   map[string]string
+	Leaders []string
 }
 
 // Problem is one thing that keeps a FleetSet from being delivered as
