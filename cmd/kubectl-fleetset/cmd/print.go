@@ -78,6 +78,13 @@ func printHeader(w io.Writer, st *Status) {
 	fmt.Fprintf(w, "%-12s%s\n", "Namespace:", fs.Namespace)
 	fmt.Fprintf(w, "%-12s%d desired, %d current, %d ready, %d updated\n", "Replicas:", fs.Spec.Replicas, s.Replicas, s.ReadyReplicas, s.UpdatedReplicas)
 	fmt.Fprintf(w, "%-12supdate %s, current %s\n", "Revision:", orDash(s.UpdateRevision), orDash(s.CurrentRevision))
+	if len(fs.Spec.Roles) > 0 {
+		leader := "none reported (see condition Degraded)"
+		if l := s.Leader; l != nil {
+			leader = fmt.Sprintf("%s (subset %s, cluster %s)", l.Name, l.Subset, l.Cluster)
+		}
+		fmt.Fprintf(w, "%-12s%s\n", "Leader:", leader)
+	}
 	if s.ObservedGeneration != fs.Generation {
 		fmt.Fprintf(w, "%-12sgeneration %d of %d: the hub has not yet reconciled the latest spec\n", "Observed:", s.ObservedGeneration, fs.Generation)
 	}
@@ -179,7 +186,12 @@ func printHeartbeats(w io.Writer, st *Status) {
 
 // printPods writes the pod table: cluster, zone, node, pod, ordinal, ready.
 func printPods(w io.Writer, st *Status) {
-	row(w, "CLUSTER", "ZONE", "NODE", "POD", "ORDINAL", "READY")
+	withRoles := len(st.FleetSet.Spec.Roles) > 0
+	if withRoles {
+		row(w, "CLUSTER", "ZONE", "NODE", "POD", "ORDINAL", "READY", "ROLE")
+	} else {
+		row(w, "CLUSTER", "ZONE", "NODE", "POD", "ORDINAL", "READY")
+	}
 	if len(st.Pods) == 0 {
 		row(w, "<none>")
 	}
@@ -191,6 +203,10 @@ func printPods(w io.Writer, st *Status) {
 		ready := "False"
 		if p.Ready {
 			ready = "True"
+		}
+		if withRoles {
+			row(w, p.Cluster, orNone(p.Zone), orNone(p.Node), p.Pod, ord, ready, orNone(p.Role))
+			continue
 		}
 		row(w, p.Cluster, orNone(p.Zone), orNone(p.Node), p.Pod, ord, ready)
 	}

@@ -148,6 +148,41 @@ up       -      -              kubeconfig up.yaml: stat up.yaml: no such file or
 north    -      -              not given (--member or --member-context): its pods are not listed
 `,
 		},
+		{
+			name: "roles: the leader in the header, each pod's role",
+			st: func() *Status {
+				st := failedOver()
+				st.FleetSet.Spec.Roles = []fleetv1.Role{{Name: "primary", IsLeader: true}, {Name: "replica"}}
+				st.FleetSet.Status.Leader = &fleetv1.LeaderStatus{Name: "mydb-west-1000", Subset: "west", Cluster: "west"}
+				st.Members = []MemberReport{{Cluster: "west", Pods: 2, Lease: LeaseState{RenewTime: now.Add(-2 * time.Second), Duration: 15 * time.Second}}}
+				st.Pods = []PodRow{
+					{Cluster: "west", Zone: "zone-a", Node: "west-a-0", Pod: "mydb-east-0", Ordinal: 0, Ready: true, Role: "replica"},
+					{Cluster: "west", Zone: "zone-b", Node: "west-b-0", Pod: "mydb-west-1000", Ordinal: 1000, Ready: true, Role: "primary"},
+				}
+				return st
+			},
+			want: `Name:       mydb
+Namespace:  default
+Replicas:   9 desired, 9 current, 9 ready, 7 updated
+Revision:   update 5d1c0a9b7e, current 5d1c0a9b7e
+Leader:     mydb-west-1000 (subset west, cluster west)
+Conditions:
+  Ready         False   Degraded     see condition Degraded
+  Progressing   False   Complete     -
+  Degraded      True    FailedOver   subset east on cluster west: relocated from home cluster east, epoch 1
+
+SUBSET   CLUSTER     ORDINALS      REPLICAS   DOMAINS                      READY   UPDATED   PARTITION   REVISION     ROLLOUT   EPOCH   FAILOVER     LEASE
+east     east→west   [0,5)         5          spread                       5       3         2           5d1c0a9b7e   -         1       FailedOver   4s
+west     west        [1000,1004)   4          zone-a:2 zone-b:1 zone-c:1   4       4         0           5d1c0a9b7e   -         0       -            4s
+
+CLUSTER   ZONE     NODE       POD              ORDINAL   READY   ROLE
+west      zone-a   west-a-0   mydb-east-0      0         True    replica
+west      zone-b   west-b-0   mydb-west-1000   1000      True    primary
+
+MEMBER   PODS   MEMBER LEASE   PROBLEM
+west     2      2s             -
+`,
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -130,6 +130,8 @@ type PodRow struct {
 	Ordinal int64
 	// Ready is the pod's Ready condition.
 	Ready bool
+	// Role is the pod's label fleetset.io/role (spec.roles); "" when none.
+	Role string
 }
 
 // SubsetRows returns the subset rows of fs, one per spec subset in spec
@@ -226,7 +228,7 @@ func PodRows(cluster string, pods []corev1.Pod, zones map[string]string) []PodRo
 	rows := make([]PodRow, 0, len(pods))
 	for i := range pods {
 		pod := &pods[i]
-		r := PodRow{Cluster: cluster, Node: pod.Spec.NodeName, Pod: pod.Name, Ordinal: -1, Zone: zones[pod.Spec.NodeName]}
+		r := PodRow{Cluster: cluster, Node: pod.Spec.NodeName, Pod: pod.Name, Ordinal: -1, Zone: zones[pod.Spec.NodeName], Role: pod.Labels[fleetv1.LabelRole]}
 		if n, err := strconv.ParseInt(pod.Labels[fleetv1.LabelPodIndex], 10, 64); err == nil && n >= 0 {
 			r.Ordinal = n
 		}
