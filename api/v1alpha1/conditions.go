@@ -46,6 +46,13 @@ const (
 	// (spec.roles) across the fleet — a split brain; the message names them
 	// and their clusters.
 	ReasonMultipleLeaders = "MultipleLeaders"
+	// ReasonSwitchoverHeld: a role-ordered rollout reached the leader, which
+	// has not handed its role over (switchover.policy Required): the
+	// rollout holds (Progressing RolloutBlocked with this in its message).
+	ReasonSwitchoverHeld = "SwitchoverHeld"
+	// ReasonSwitchoverSkipped: the leader did not hand its role over before
+	// switchover.deadlineSeconds (policy BestEffort): it is updated anyway.
+	ReasonSwitchoverSkipped = "SwitchoverSkipped"
 	// ReasonNoLeader: the FleetSet has a leader role and every subset has
 	// reported its roles, but no instance holds it.
 	ReasonNoLeader = "NoLeader"

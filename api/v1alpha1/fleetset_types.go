@@ -476,6 +476,12 @@ type FleetSetSpec struct {
 	// +kubebuilder:validation:MaxItems=8
 	// +optional
 	RoleServices []RoleService `json:"roleServices,omitempty"`
+
+	// Switchover is how a role-ordered rollout asks the leader to hand its
+	// role over before it is updated (roles.go). Default: policy
+	// BestEffort, 60 seconds.
+	// +optional
+	Switchover *Switchover `json:"switchover,omitempty"`
 }
 
 // PodSecurityLevel is a Pod Security Standards level.

@@ -195,3 +195,93 @@ func (g *RoleProbeHTTPGet) PathOrDefault() string {
 	}
 	return g.Path
 }
+
+// SwitchoverPolicy says what a role-ordered rollout does when the leader
+// does not hand its role over before the deadline.
+// +kubebuilder:validation:Enum=Required;BestEffort
+type SwitchoverPolicy string
+
+const (
+	// SwitchoverRequired holds the rollout before the leader until the
+	// leader role has moved (Progressing RolloutBlocked, reason in the
+	// message; a SwitchoverHeld event).
+	SwitchoverRequired SwitchoverPolicy = "Required"
+	// SwitchoverBestEffort updates the old leader after the deadline
+	// anyway (a SwitchoverSkipped event).
+	SwitchoverBestEffort SwitchoverPolicy = "BestEffort"
+)
+
+// Switchover says how a role-ordered rollout asks the leader to hand its
+// role to an updated instance before the leader is updated: fleetset's
+// member component annotates the leader pod AnnotationSwitchoverRequested
+// (the request the workload answers by moving the leader role, e.g. a
+// Patroni switchover), then waits up to DeadlineSeconds for the leader
+// role to move.
+type Switchover struct {
+	// Policy: BestEffort (default) or Required.
+	// +kubebuilder:default=BestEffort
+	// +optional
+	Policy SwitchoverPolicy `json:"policy,omitempty"`
+	// DeadlineSeconds to wait for the leader role to move. Default 60.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	// +optional
+	DeadlineSeconds int32 `json:"deadlineSeconds,omitempty"`
+}
+
+// AnnotationSwitchoverRequested on the leader pod, set by the member
+// component when the rollout reaches the leader (value: the time of the
+// request, RFC 3339): the workload should move the leader role to another
+// instance. It is removed when the pod is replaced.
+const AnnotationSwitchoverRequested = "fleetset.io/switchover-requested"
+
+// DefaultSwitchoverDeadlineSeconds is switchover.deadlineSeconds when unset.
+const DefaultSwitchoverDeadlineSeconds int32 = 60
+
+// LeaderUpdate is what a subset's member may do with the leader instance in
+// a role-ordered rollout.
+// +kubebuilder:validation:Enum=Hold;Switchover;Update
+type LeaderUpdate string
+
+const (
+	// LeaderHold: do not touch the leader.
+	LeaderHold LeaderUpdate = "Hold"
+	// LeaderSwitchover: ask the leader to hand its role over
+	// (AnnotationSwitchoverRequested); do not replace it.
+	LeaderSwitchover LeaderUpdate = "Switchover"
+	// LeaderUpdateNow: replace the leader like any other instance.
+	LeaderUpdateNow LeaderUpdate = "Update"
+)
+
+// PlacementUpdate is the hub's instruction to a subset's member in a
+// role-ordered rollout (spec.roles with RollingUpdate): the subset's
+// StatefulSet has updateStrategy OnDelete, and the member component
+// replaces its outdated pods (controller-revision-hash other than the
+// StatefulSet's status.updateRevision) by deleting them — lowest role
+// updatePriority first, then the highest ordinal — while fewer than
+// MaxUnavailable of the subset's instances are unavailable. The leader
+// (the pod holding the leader role) is replaced only when Leader is Update.
+type PlacementUpdate struct {
+	// MaxUnavailable is how many of the subset's instances may be
+	// unavailable at once while the member replaces them; 0 holds.
+	// +kubebuilder:validation:Minimum=0
+	MaxUnavailable int32 `json:"maxUnavailable"`
+	// Leader says what the member may do with the leader.
+	Leader LeaderUpdate `json:"leader"`
+}
+
+// DeadlineSecondsOrDefault returns the switchover deadline in seconds.
+func (s *Switchover) DeadlineSecondsOrDefault() int32 {
+	if s == nil || s.DeadlineSeconds == 0 {
+		return DefaultSwitchoverDeadlineSeconds
+	}
+	return s.DeadlineSeconds
+}
+
+// PolicyOrDefault returns the switchover policy, BestEffort when unset.
+func (s *Switchover) PolicyOrDefault() SwitchoverPolicy {
+	if s == nil || s.Policy == "" {
+		return SwitchoverBestEffort
+	}
+	return s.Policy
+}

@@ -106,6 +106,12 @@ type SubsetPlacementSpec struct {
 	// component; nil: the FleetSet has no roles.
 	// +optional
 	Roles *PlacementRoles `json:"roles,omitempty"`
+
+	// Update is the hub's instruction for a role-ordered rollout (roles.go):
+	// set only when the FleetSet has roles and rolls out with RollingUpdate,
+	// its StatefulSet then having updateStrategy OnDelete.
+	// +optional
+	Update *PlacementUpdate `json:"update,omitempty"`
 }
 
 // PlacementFencing is how a placement's pods are fenced when the member is
