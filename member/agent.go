@@ -29,6 +29,7 @@ import (
 	"github.com/fleetset/fleetset/member/contact"
 	"github.com/fleetset/fleetset/member/fence"
 	"github.com/fleetset/fleetset/member/peers"
+	"github.com/fleetset/fleetset/member/roles"
 )
 
 // Config configures the member component of one process.
@@ -55,10 +56,14 @@ type Config struct {
 	// ClaimResync is the time between the claim expansion controller's
 	// passes over every placement with claimStorage.
 	ClaimResync time.Duration
+	// Roles runs the role controller (package member/roles): role probes,
+	// role labels and the roles in SubsetPlacements' status, with or without
+	// a hub kubeconfig.
+	Roles bool
 }
 
 // Flags is the Config set by AddFlags.
-var Flags = Config{HeartbeatTimeout: fleetv1.DefaultHeartbeatTimeoutSeconds * time.Second, ClaimExpansion: true, ClaimResync: claims.DefaultResync}
+var Flags = Config{HeartbeatTimeout: fleetv1.DefaultHeartbeatTimeoutSeconds * time.Second, ClaimExpansion: true, ClaimResync: claims.DefaultResync, Roles: true}
 
 // AddFlags adds the member component's flags to fs, writing into Flags.
 func AddFlags(fs *pflag.FlagSet) {
@@ -68,6 +73,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&Flags.PeerBindAddress, "member-peer-bind-address", Flags.PeerBindAddress, "host:port of the peer endpoint other members ask whether this one reaches the hub. Empty: none.")
 	fs.StringVar(&Flags.PeerURL, "member-peer-url", Flags.PeerURL, "URL at which other members reach the peer endpoint (advertised in the heartbeat).")
 	fs.BoolVar(&Flags.ClaimExpansion, "member-claim-expansion", Flags.ClaimExpansion, "Expand the claims of a delivered StatefulSet to its SubsetPlacement's spec.claimStorage and delete the StatefulSet (orphaning its pods) for the work agent to re-create it with the larger claim templates. Runs with or without --member-hub-kubeconfig.")
+	fs.BoolVar(&Flags.Roles, "member-roles", Flags.Roles, "Detect the roles of the instances of SubsetPlacements with spec.roles (their role probe, or the label fleetset.io/role their workload sets), label the pods with them and write them into the placements' status. Runs with or without --member-hub-kubeconfig.")
 	fs.DurationVar(&Flags.ClaimResync, "member-claim-resync", Flags.ClaimResync, "Time between the claim expansion controller's passes over every placement with claimStorage (a refused or pending expansion is retried at that pace).")
 }
 
@@ -84,15 +90,18 @@ var (
 	started Gate
 	// claimsRunning is true while the claim expansion controller runs.
 	claimsRunning bool
+	// rolesRunning is true while the role controller runs.
+	rolesRunning bool
 )
 
 // Start starts, once per process, the member component of cfg: the
 // heartbeat, the peer endpoint and the Fencer, over the scheduler's pod
-// informer, clientset, placement cache and client, and the claim expansion
-// controller (member/claims) over the clientset and placement cache. It
-// returns the Gate, or nil when cfg.HubKubeconfig is empty (the claim
-// expansion controller runs all the same, unless cfg.ClaimExpansion is
-// false). Errors are a bad configuration or kubeconfig, or a peer address
+// informer, clientset, placement cache and client, the claim expansion
+// controller (member/claims) over the clientset and placement cache, and the
+// role controller (member/roles) over the pod informer, clientset, placement
+// cache and client. It returns the Gate, or nil when cfg.HubKubeconfig is
+// empty (the claim expansion and role controllers run all the same, unless
+// cfg.ClaimExpansion or cfg.Roles is false). Errors are a bad configuration or kubeconfig, or a peer address
 // that cannot be bound.
 func Start(ctx context.Context, cfg Config, pods coreinformers.PodInformer, cs kubernetes.Interface, placements client.Reader, writer client.Writer) (Gate, error) {
 	startMu.Lock()
@@ -110,6 +119,18 @@ func Start(ctx context.Context, cfg Config, pods coreinformers.PodInformer, cs k
 			<-ctx.Done()
 			startMu.Lock()
 			claimsRunning = false
+			startMu.Unlock()
+		}()
+	}
+	if cfg.Roles && !rolesRunning {
+		if err := roles.Start(klog.NewContext(ctx, logger), cs, pods, placements, writer); err != nil {
+			return nil, fmt.Errorf("roles: %w", err)
+		}
+		rolesRunning = true
+		go func() {
+			<-ctx.Done()
+			startMu.Lock()
+			rolesRunning = false
 			startMu.Unlock()
 		}()
 	}

@@ -3,7 +3,7 @@
 // identity never runs in two clusters without ever stopping a workload
 // because the hub is silent.
 //
-// It is made of four parts, one package each:
+// It is made of five parts, one package each:
 //
 //   - contact: the member's own heartbeat to the hub (a Lease in its cluster
 //     namespace on the hub, written with the add-on's hub credentials) and
@@ -17,7 +17,12 @@
 //     its SubsetPlacement's spec.claimStorage and deletes the StatefulSet,
 //     orphaning its pods, for the work agent to re-create it with the larger
 //     claim templates (a StatefulSet's claim templates are immutable). It
-//     needs no hub and runs unless --member-claim-expansion=false.
+//     needs no hub and runs unless --member-claim-expansion=false;
+//   - roles: the role controller, which learns the role of each instance of
+//     a SubsetPlacement with spec.roles (from its role probe, or from the
+//     label fleetset.io/role the workload sets), labels the pods with it and
+//     sums the roles up in the placement's status for the work agent to feed
+//     back to the hub. It needs no hub and runs unless --member-roles=false.
 //
 // The rules follow the systems the field trusts: the kubelet never kills
 // pods because its control plane is silent; client-go leader election

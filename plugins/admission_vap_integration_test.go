@@ -65,7 +65,8 @@ func bind(t *testing.T, ns, user, role string) {
 // message naming the object; the work agent's identity can change them, the
 // member component can write the fence record but not the spec, and a
 // StatefulSet's other labels stay the admin's. A pod's fleetset.io/domain
-// label is written by fleetset-scheduler only (RBAC and policy).
+// label is written by fleetset-scheduler only (RBAC and policy); its role
+// labels by anyone allowed to patch it.
 func TestDeliveredObjectsAdmission(t *testing.T) {
 	ctx := context.Background()
 	root := controlplane.RepoRoot()
@@ -185,6 +186,29 @@ func TestDeliveredObjectsAdmission(t *testing.T) {
 	}
 	if err := domainPatch(kubeAs(t, tenant), `{"metadata":{"labels":{"app":"again"}}}`); err != nil {
 		t.Errorf("tenant: changing a pod's own label once it has fleetset.io/domain: %v", err)
+	}
+	// The role labels are written by whoever may patch the pod: the
+	// workload itself under the label contract, or the member component
+	// from the role probe (docs/scheduler.md#roles); the pod's other
+	// fleetset.io/ labels stay unchangeable.
+	for _, patch := range []string{
+		`{"metadata":{"labels":{"fleetset.io/role":"primary","fleetset.io/access-mode":"ReadWrite"}}}`,
+		`{"metadata":{"labels":{"fleetset.io/role":"replica","fleetset.io/access-mode":"ReadOnly"}}}`,
+		`{"metadata":{"labels":{"fleetset.io/role":null,"fleetset.io/access-mode":null}}}`,
+	} {
+		if err := domainPatch(kubeAs(t, tenant), patch); err != nil {
+			t.Errorf("tenant (the workload): %s on a fleetset pod: %v", patch, err)
+		}
+	}
+	if err := domainPatch(sched, `{"metadata":{"labels":{"fleetset.io/role":"primary","fleetset.io/access-mode":"ReadWrite"}}}`); err != nil {
+		t.Errorf("member component: setting a pod's role labels: %v", err)
+	}
+	if err := domainPatch(kubeAs(t, tenant), `{"metadata":{"labels":{"fleetset.io/role":"replica","fleetset.io/set":"other"}}}`); err == nil ||
+		!strings.Contains(err.Error(), "pod "+ns+"/db-east-0 belongs to a StatefulSet fleetset-hub delivered") {
+		t.Errorf("tenant: changing a pod's fleetset.io/set along with its role: err = %v, want refused", err)
+	}
+	if err := domainPatch(kubeAs(t, tenant), `{"metadata":{"labels":{"fleetset.io/set":"other"}}}`); err == nil {
+		t.Errorf("tenant: changing a pod's fleetset.io/set: allowed, want refused")
 	}
 	// The admin's own labels stay the admin's.
 	if _, err := kubeAs(t, tenant).AppsV1().StatefulSets(ns).Patch(ctx, "db-east", types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"b"}}}`), metav1.PatchOptions{}); err != nil {

@@ -1,0 +1,421 @@
+package roles
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+)
+
+// Event reasons, on pods.
+const (
+	ReasonUnknownRole     = "UnknownRole"
+	ReasonRoleProbeFailed = "RoleProbeFailed"
+)
+
+// Defaults of Start.
+const (
+	// DefaultResync is the time between two passes over every placement's
+	// status.
+	DefaultResync = time.Minute
+	// DefaultWorkers is the number of probe workers.
+	DefaultWorkers = 8
+)
+
+// maxBody bounds what is read of a probe's answer (a role name is at most
+// 63 characters).
+const maxBody = 1024
+
+// Controller probes the instances of SubsetPlacements with roles, labels
+// them with their role, and writes each placement's status (see the package
+// documentation).
+type Controller struct {
+	// Placements reads SubsetPlacements (the scheduler's cache).
+	Placements client.Reader
+	// Pods reads pods (the scheduler's pod informer).
+	Pods corelisters.PodLister
+	// Client patches pods' labels.
+	Client kubernetes.Interface
+	// Status writes SubsetPlacements' status subresource.
+	Status client.SubResourceWriter
+	// Recorder records events on pods.
+	Recorder events.EventRecorder
+	// HTTP sends the probes; each request carries its own timeout.
+	HTTP *http.Client
+	// Resync is the time between two passes over every placement's status.
+	Resync time.Duration
+	// Workers is the number of probe workers.
+	Workers int
+
+	// queue holds placements whose status to check.
+	queue workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	// probes holds pods to probe, each one at most once (waiting or queued).
+	probes workqueue.TypedDelayingInterface[types.NamespacedName]
+
+	mu sync.Mutex
+	// state is each probed pod's record of failures and warnings.
+	state map[types.NamespacedName]*podState
+}
+
+// podState is what the probes of one pod remember.
+type podState struct {
+	uid types.UID
+	// failures is the number of failed probes in a row.
+	failures int32
+	// failedWarned: the RoleProbeFailed event of this run of failures was
+	// recorded.
+	failedWarned bool
+	// unknown is the unknown role last warned about, "" after a known one.
+	unknown string
+}
+
+// New returns a Controller; its queues are fed by PodHandler,
+// PlacementHandler and Run's resyncs.
+func New(placements client.Reader, pods corelisters.PodLister, cs kubernetes.Interface, status client.SubResourceWriter, recorder events.EventRecorder) *Controller {
+	return &Controller{
+		Placements: placements, Pods: pods, Client: cs, Status: status, Recorder: recorder,
+		HTTP: NewHTTPClient(), Resync: DefaultResync, Workers: DefaultWorkers,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
+			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "fleetset_member_roles"}),
+		probes: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[types.NamespacedName]{Name: "fleetset_member_role_probes"}),
+		state:  map[types.NamespacedName]*podState{},
+	}
+}
+
+// NewHTTPClient returns the probes' client: no proxy (pod IPs are reached
+// directly), no keep-alive (as the kubelet's probes), no redirect followed (a
+// 3xx is a failure).
+func NewHTTPClient() *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true,
+			DialContext: (&net.Dialer{Timeout: 30 * time.Second}).DialContext, MaxIdleConnsPerHost: -1},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// informerSource is what a controller-runtime cache offers: the informer of
+// a kind.
+type informerSource interface {
+	GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error)
+}
+
+// Start runs a Controller until ctx is done, over the scheduler's pod
+// informer, its clientset (pod label patches, events through the
+// events.k8s.io API), its SubsetPlacement cache placements (when it is a
+// controller-runtime cache, its informer's events wake the controller) and
+// its SubsetPlacement writer, which must also write the status subresource
+// (a controller-runtime client). It returns once the handlers are added; the
+// controller starts when the informers have synced (the pod informer's
+// factory is started by its owner).
+func Start(ctx context.Context, cs kubernetes.Interface, pods coreinformers.PodInformer, placements client.Reader, writer client.Writer) error {
+	sw, ok := writer.(client.StatusClient)
+	if !ok || writer == nil {
+		return fmt.Errorf("the SubsetPlacement writer %T cannot write the status subresource", writer)
+	}
+	logger := klog.FromContext(ctx).WithName("roles")
+	ctx = klog.NewContext(ctx, logger)
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
+	c := New(placements, pods.Lister(), cs, sw.Status(), broadcaster.NewRecorder(scheme, "fleetset-member"))
+	reg, err := pods.Informer().AddEventHandler(c.PodHandler())
+	if err != nil {
+		return err
+	}
+	synced := []toolscache.InformerSynced{reg.HasSynced}
+	if src, ok := placements.(informerSource); ok {
+		inf, err := src.GetInformer(ctx, &fleetv1.SubsetPlacement{})
+		if err != nil {
+			return fmt.Errorf("SubsetPlacement informer: %w", err)
+		}
+		preg, err := inf.AddEventHandler(c.PlacementHandler())
+		if err != nil {
+			return err
+		}
+		synced = append(synced, preg.HasSynced)
+	}
+	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+		return err
+	}
+	go func() {
+		defer broadcaster.Shutdown()
+		if !toolscache.WaitForNamedCacheSync("fleetset-member-roles", ctx.Done(), synced...) {
+			return
+		}
+		logger.Info("Role controller started", "probeWorkers", c.Workers, "resync", c.Resync)
+		c.Run(ctx, 2)
+	}()
+	return nil
+}
+
+// Run runs status workers and c.Workers probe workers until ctx is done,
+// and enqueues every placement every Resync.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer c.queue.ShutDown()
+	defer c.probes.ShutDown()
+	for range workers {
+		go wait.UntilWithContext(ctx, func(ctx context.Context) {
+			for c.next(ctx) {
+			}
+		}, time.Second)
+	}
+	for range max(c.Workers, 1) {
+		go wait.UntilWithContext(ctx, func(ctx context.Context) {
+			for c.nextProbe(ctx) {
+			}
+		}, time.Second)
+	}
+	wait.UntilWithContext(ctx, c.enqueueAll, c.Resync)
+}
+
+// next handles one placement; false once the queue is shut down.
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	if err := c.Sync(ctx, key); err != nil {
+		klog.FromContext(ctx).Error(err, "Writing the roles of a placement failed; retrying", "placement", key)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
+
+// enqueueAll adds every placement with roles or a status, and the running
+// pods of those with a probe (a pod already waiting for its next probe is
+// left waiting).
+func (c *Controller) enqueueAll(ctx context.Context) {
+	var list fleetv1.SubsetPlacementList
+	if err := c.Placements.List(ctx, &list); err != nil {
+		klog.FromContext(ctx).Error(err, "Listing SubsetPlacements")
+		return
+	}
+	for i := range list.Items {
+		sp := &list.Items[i]
+		if sp.Spec.Roles != nil || sp.Status != (fleetv1.SubsetPlacementStatus{}) {
+			c.queue.Add(client.ObjectKeyFromObject(sp))
+		}
+	}
+}
+
+// PodHandler wakes the placement of a pod whose role, phase, IP or
+// placement changed, and starts probing a pod that starts running. It also
+// counts role changes.
+func (c *Controller) PodHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) {
+			if p, ok := obj.(*v1.Pod); ok && p.Labels[fleetv1.LabelPlacement] != "" {
+				c.enqueuePlacementOf(p)
+				if Running(p) {
+					c.probes.Add(client.ObjectKeyFromObject(p))
+				}
+			}
+		},
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			o, ok1 := oldObj.(*v1.Pod)
+			p, ok2 := newObj.(*v1.Pod)
+			if !ok1 || !ok2 {
+				return
+			}
+			op, np := o.Labels[fleetv1.LabelPlacement], p.Labels[fleetv1.LabelPlacement]
+			if op == "" && np == "" {
+				return
+			}
+			if o.Labels[fleetv1.LabelRole] != p.Labels[fleetv1.LabelRole] && p.Labels[fleetv1.LabelRole] != "" && np != "" && Running(p) {
+				roleChanges.Inc()
+			}
+			if op == np && Running(o) == Running(p) && o.Status.PodIP == p.Status.PodIP && o.UID == p.UID &&
+				o.Labels[fleetv1.LabelRole] == p.Labels[fleetv1.LabelRole] {
+				return
+			}
+			if op != np && op != "" {
+				c.enqueuePlacementOf(o)
+			}
+			if np != "" {
+				c.enqueuePlacementOf(p)
+				if Running(p) && (!Running(o) || o.Status.PodIP != p.Status.PodIP || o.UID != p.UID || op != np) {
+					c.probes.Add(client.ObjectKeyFromObject(p))
+				}
+			}
+		},
+		DeleteFunc: func(obj interface{}) {
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if p, ok := obj.(*v1.Pod); ok && p.Labels[fleetv1.LabelPlacement] != "" {
+				c.enqueuePlacementOf(p)
+			}
+		},
+	}
+}
+
+func (c *Controller) enqueuePlacementOf(p *v1.Pod) {
+	c.queue.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Labels[fleetv1.LabelPlacement]})
+}
+
+// PlacementHandler wakes a placement at every event, and probes its running
+// pods at once when its roles change.
+func (c *Controller) PlacementHandler() toolscache.ResourceEventHandler {
+	add := func(obj interface{}, rolesChanged bool) {
+		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		sp, ok := obj.(*fleetv1.SubsetPlacement)
+		if !ok {
+			return
+		}
+		c.queue.Add(client.ObjectKeyFromObject(sp))
+		if rolesChanged && sp.Spec.Roles != nil && sp.Spec.Roles.Probe != nil {
+			for _, p := range c.podsOf(sp) {
+				c.probes.Add(client.ObjectKeyFromObject(p))
+			}
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) { add(obj, true) },
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			o, _ := oldObj.(*fleetv1.SubsetPlacement)
+			n, _ := newObj.(*fleetv1.SubsetPlacement)
+			add(newObj, o == nil || n == nil || o.Generation != n.Generation)
+		},
+		DeleteFunc: func(obj interface{}) { add(obj, false) },
+	}
+}
+
+// Running reports whether p is an instance: Running, with a pod IP, not
+// being deleted.
+func Running(p *v1.Pod) bool {
+	return p.Status.Phase == v1.PodRunning && p.Status.PodIP != "" && p.DeletionTimestamp == nil
+}
+
+// podsOf returns the running pods of sp.
+func (c *Controller) podsOf(sp *fleetv1.SubsetPlacement) []*v1.Pod {
+	list, err := c.Pods.Pods(sp.Namespace).List(labels.SelectorFromSet(labels.Set{fleetv1.LabelPlacement: sp.Name}))
+	if err != nil {
+		return nil
+	}
+	return slices.DeleteFunc(list, func(p *v1.Pod) bool { return !Running(p) })
+}
+
+// Sync writes the status of placement key when it differs from its pods'
+// roles; an error asks for a retry.
+func (c *Controller) Sync(ctx context.Context, key types.NamespacedName) error {
+	sp := &fleetv1.SubsetPlacement{}
+	if err := c.Placements.Get(ctx, key, sp); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if sp.Spec.Roles == nil && sp.Status.Roles == "" && sp.Status.Leaders == "" {
+		return nil // no roles, or cleared already
+	}
+	want := fleetv1.SubsetPlacementStatus{ObservedGeneration: sp.Generation}
+	if sp.Spec.Roles != nil {
+		want.Roles, want.Leaders = Summarize(sp.Spec.Roles.Roles, c.podsOf(sp))
+	}
+	if sp.Status == want {
+		return nil
+	}
+	patch, err := StatusPatch(want)
+	if err != nil {
+		return err
+	}
+	obj := &fleetv1.SubsetPlacement{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	if err := c.Status.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patching the status of SubsetPlacement %s: %w", key, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Wrote the roles of a placement", "placement", key, "roles", want.Roles, "leaders", want.Leaders)
+	return nil
+}
+
+// StatusPatch is the JSON merge patch setting a placement's status to s (an
+// empty field is removed).
+func StatusPatch(s fleetv1.SubsetPlacementStatus) ([]byte, error) {
+	str := func(v string) any {
+		if v == "" {
+			return nil
+		}
+		return v
+	}
+	var gen any
+	if s.ObservedGeneration != 0 {
+		gen = s.ObservedGeneration
+	}
+	return json.Marshal(map[string]any{"status": map[string]any{
+		"roles": str(s.Roles), "leaders": str(s.Leaders), "observedGeneration": gen}})
+}
+
+// Summarize returns a placement's status roles and leaders over its running
+// pods: "<pod>=<role>" for each pod whose label fleetset.io/role names one of
+// roles, sorted by pod name and joined by commas, and the pods holding the
+// leader role, sorted and joined by commas.
+func Summarize(roles []fleetv1.Role, pods []*v1.Pod) (summary, leaders string) {
+	known := map[string]bool{}
+	for _, r := range roles {
+		known[r.Name] = r.IsLeader
+	}
+	pods = slices.Clone(pods)
+	slices.SortFunc(pods, func(a, b *v1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	var s, l []string
+	for _, p := range pods {
+		role, ok := p.Labels[fleetv1.LabelRole]
+		if !ok {
+			continue
+		}
+		leader, ok := known[role]
+		if !ok {
+			continue
+		}
+		s = append(s, p.Name+"="+role)
+		if leader {
+			l = append(l, p.Name)
+		}
+	}
+	return strings.Join(s, ","), strings.Join(l, ",")
+}
+
+// LabelsFor returns the labels a pod holding role carries: the role, and its
+// access mode (None when unset); ok is false when role is none of roles.
+func LabelsFor(roles []fleetv1.Role, role string) (map[string]string, bool) {
+	for _, r := range roles {
+		if r.Name == role {
+			mode := r.AccessMode
+			if mode == "" {
+				mode = fleetv1.AccessNone
+			}
+			return map[string]string{fleetv1.LabelRole: r.Name, fleetv1.LabelAccessMode: string(mode)}, true
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,161 @@
+package roles
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+)
+
+// nextProbe probes one pod and schedules its next probe; false once the
+// queue is shut down.
+func (c *Controller) nextProbe(ctx context.Context) bool {
+	key, quit := c.probes.Get()
+	if quit {
+		return false
+	}
+	defer c.probes.Done(key)
+	pod, probe, roles := c.probeTarget(ctx, key)
+	if pod == nil {
+		c.mu.Lock()
+		delete(c.state, key)
+		c.mu.Unlock()
+		return true // its next event brings it back
+	}
+	c.ProbeOnce(ctx, pod, probe, roles)
+	c.probes.AddAfter(key, time.Duration(probe.PeriodSecondsOrDefault())*time.Second)
+	return true
+}
+
+// probeTarget returns the pod of key with its placement's probe and roles,
+// or a nil pod when it is no running instance of a placement with a probe.
+func (c *Controller) probeTarget(ctx context.Context, key types.NamespacedName) (*v1.Pod, *fleetv1.RoleProbe, []fleetv1.Role) {
+	pod, err := c.Pods.Pods(key.Namespace).Get(key.Name)
+	if err != nil || !Running(pod) || pod.Labels[fleetv1.LabelPlacement] == "" {
+		return nil, nil, nil
+	}
+	sp := &fleetv1.SubsetPlacement{}
+	if err := c.Placements.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: pod.Labels[fleetv1.LabelPlacement]}, sp); err != nil {
+		return nil, nil, nil
+	}
+	if sp.Spec.Roles == nil || sp.Spec.Roles.Probe == nil {
+		return nil, nil, nil
+	}
+	return pod, sp.Spec.Roles.Probe, sp.Spec.Roles.Roles
+}
+
+// ProbeOnce probes pod once and acts on the answer: labels, events, metrics
+// (see the package documentation).
+func (c *Controller) ProbeOnce(ctx context.Context, pod *v1.Pod, probe *fleetv1.RoleProbe, roles []fleetv1.Role) {
+	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	url := ProbeURL(pod.Status.PodIP, probe)
+	role, err := Probe(ctx, c.HTTP, url, time.Duration(probe.TimeoutSecondsOrDefault())*time.Second)
+
+	c.mu.Lock()
+	st := c.state[key]
+	if st == nil || st.uid != pod.UID {
+		st = &podState{uid: pod.UID}
+		c.state[key] = st
+	}
+	c.mu.Unlock()
+
+	if err != nil {
+		probes.WithLabelValues(resultFailed).Inc()
+		st.failures++
+		threshold := probe.FailureThresholdOrDefault()
+		logger.V(4).Info("Role probe failed", "url", url, "failures", st.failures, "err", err)
+		if st.failures >= threshold && !st.failedWarned {
+			st.failedWarned = true
+			logger.Info("Role probe failing; the pod keeps its role label", "url", url, "failures", st.failures, "role", pod.Labels[fleetv1.LabelRole], "err", err)
+			c.Recorder.Eventf(pod, nil, v1.EventTypeWarning, ReasonRoleProbeFailed, "ProbeRole",
+				"Role probe GET %s failed %d times in a row (%v); the pod keeps its role label %s=%q until it answers",
+				url, st.failures, err, fleetv1.LabelRole, pod.Labels[fleetv1.LabelRole])
+		}
+		return
+	}
+	if st.failedWarned {
+		logger.Info("Role probe answers again", "url", url, "role", role)
+	}
+	st.failures, st.failedWarned = 0, false
+	want, ok := LabelsFor(roles, role)
+	if !ok {
+		probes.WithLabelValues(resultUnknownRole).Inc()
+		if st.unknown != role {
+			st.unknown = role
+			names := make([]string, len(roles))
+			for i, r := range roles {
+				names[i] = r.Name
+			}
+			logger.Info("Role probe answered an unknown role; label left as it is", "url", url, "answer", role, "roles", names)
+			c.Recorder.Eventf(pod, nil, v1.EventTypeWarning, ReasonUnknownRole, "ProbeRole",
+				"Role probe GET %s answered %q, which is none of the roles (%s): label %s left as it is (%q)",
+				url, role, strings.Join(names, ", "), fleetv1.LabelRole, pod.Labels[fleetv1.LabelRole])
+		}
+		return
+	}
+	probes.WithLabelValues(resultOK).Inc()
+	st.unknown = ""
+	if pod.Labels[fleetv1.LabelRole] == want[fleetv1.LabelRole] && pod.Labels[fleetv1.LabelAccessMode] == want[fleetv1.LabelAccessMode] {
+		return
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": pod.UID, "labels": want}})
+	_, err = c.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		// gone or replaced: its events bring the new one here
+	case err != nil:
+		logger.Error(err, "Labelling a pod with its role failed; retried at its next probe", "role", role)
+	default:
+		logger.V(2).Info("Labelled a pod with its role", "role", role, "from", pod.Labels[fleetv1.LabelRole], "accessMode", want[fleetv1.LabelAccessMode])
+	}
+}
+
+// ProbeURL is the probe's URL for a pod IP.
+func ProbeURL(ip string, probe *fleetv1.RoleProbe) string {
+	return "http://" + net.JoinHostPort(ip, strconv.Itoa(int(probe.HTTPGet.Port))) + probe.HTTPGet.PathOrDefault()
+}
+
+// Probe sends GET url with timeout and returns the trimmed body of a 2xx
+// answer; any other answer, an error or a timeout is an error.
+func Probe(ctx context.Context, hc *http.Client, url string, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("User-Agent", "fleetset-member-role-probe")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return "", fmt.Errorf("reading the answer: %w", err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return "", fmt.Errorf("HTTP status %d", resp.StatusCode)
+	}
+	return ParseRole(body), nil
+}
+
+// ParseRole returns the role a probe's body names: the body with surrounding
+// white space trimmed.
+func ParseRole(body []byte) string {
+	return strings.TrimSpace(string(body))
+}
