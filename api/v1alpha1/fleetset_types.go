@@ -655,6 +655,10 @@ type FleetSetStatus struct {
 	// Selector is spec.selector in string form, for the scale subresource.
 	// +optional
 	Selector string `json:"selector,omitempty"`
+	// Switchover is the switchover a role-ordered rollout asked of the
+	// leader, while it waits for the leader role to move.
+	// +optional
+	Switchover *SwitchoverStatus `json:"switchover,omitempty"`
 	// Leader is the instance holding the leader role (spec.roles), as the
 	// members report it; unset when none or more than one does (Degraded
 	// NoLeader or MultipleLeaders).

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Roles: which instance is the primary (the leader) and which follow, as
@@ -142,6 +143,13 @@ type SubsetPlacementStatus struct {
 	// +kubebuilder:validation:MaxLength=4096
 	// +optional
 	Leaders string `json:"leaders,omitempty"`
+	// UpdatedLeaders lists those of Leaders that run the StatefulSet's
+	// status.updateRevision (label controller-revision-hash), joined by
+	// commas: a role-ordered rollout defers a leader only while it is
+	// outdated.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	UpdatedLeaders string `json:"updatedLeaders,omitempty"`
 	// ObservedGeneration is the placement generation the roles were
 	// summed up for.
 	// +optional
@@ -284,4 +292,23 @@ func (s *Switchover) PolicyOrDefault() SwitchoverPolicy {
 		return SwitchoverBestEffort
 	}
 	return s.Policy
+}
+
+// SwitchoverStatus is a switchover asked of the leader.
+type SwitchoverStatus struct {
+	// Pod is the leader asked to hand its role over; Subset and Cluster
+	// where it runs.
+	Pod     string `json:"pod"`
+	Subset  string `json:"subset"`
+	Cluster string `json:"cluster"`
+	// RequestedAt is when the hub asked for it.
+	RequestedAt metav1.Time `json:"requestedAt"`
+	// Skipped is true once the deadline passed under policy BestEffort and
+	// the leader is being updated anyway.
+	// +optional
+	Skipped bool `json:"skipped,omitempty"`
+	// Held is true once the deadline passed under policy Required: the
+	// rollout holds before the leader.
+	// +optional
+	Held bool `json:"held,omitempty"`
 }

@@ -266,6 +266,7 @@ func (r *FleetSetReconciler) writeStatus(ctx context.Context, st *state, status 
 		degradedReports.WithLabelValues(e.reason).Inc()
 	}
 	events = append(events, rolloutEvents(old, status)...)
+	events = append(events, switchoverEvents(old, status)...)
 	return append(events, st.failoverEvents...), nil
 }
 

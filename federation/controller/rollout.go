@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/manifestwork"
 	"github.com/fleetset/fleetset/federation/rollout"
 )
 
@@ -88,6 +89,7 @@ func planRollout(st *state) error {
 		}
 		spec.Partition, spec.Paused = ru.Partition, ru.Paused
 	}
+	spec.LeaderLast = manifestwork.RoleOrdered(fs)
 	order := fleetOrder(st, ru)
 	subsets := make([]rollout.Subset, len(order))
 	for k, i := range order {
@@ -98,6 +100,15 @@ func planRollout(st *state) error {
 			s.Revision, s.Current = f.FleetRevision, f.Current()
 			s.Observed, s.Updated, s.Ready, s.Available = f.Replicas, f.UpdatedReplicas, f.ReadyReplicas, f.AvailableReplicas
 		}
+		if sp.roles != nil {
+			// A leader is deferred while it is outdated: its member does not
+			// list it as updated, and the subset is not wholly updated.
+			for _, l := range sp.roles.Leaders {
+				if !slices.Contains(sp.roles.UpdatedLeaders, l) {
+					s.LeaderOutdated = !(s.Revision == s.Target && s.Current && s.Updated >= s.Replicas)
+				}
+			}
+		}
 		subsets[k] = s
 	}
 	d := rollout.Plan(spec, subsets)
@@ -107,7 +118,48 @@ func planRollout(st *state) error {
 			st.subsets[i].planned.Partition = d.Partitions[st.subsets[i].planned.Name]
 		}
 	}
+	if spec.LeaderLast {
+		planLeaderUpdates(st, &d)
+	}
 	return nil
+}
+
+// planLeaderUpdates gives every subset of a role-ordered rollout its
+// member's instruction (SubsetPlacement spec.update): the unavailability
+// the rollout allows it, and what to do with its leader — Hold, except on
+// the leader's turn (every other instance updated): Switchover (ask the
+// leader to hand its role over, status.switchover recording when) until
+// spec.switchover.deadlineSeconds, then Update under policy BestEffort
+// (Skipped) or Switchover still under Required (Held: the rollout waits).
+// A leader that handed its role over is an outdated follower like any
+// other: the next reconcile updates it in its subset's turn.
+func planLeaderUpdates(st *state, d *rollout.Decision) {
+	fs := st.fs
+	st.switchover = nil
+	for i := range st.subsets {
+		sp := &st.subsets[i]
+		u := &fleetv1.PlacementUpdate{MaxUnavailable: d.Allowed[sp.planned.Name], Leader: fleetv1.LeaderHold}
+		sp.planned.Update = u
+		if d.LeaderTurn != sp.planned.Name || sp.roles == nil || len(sp.roles.Leaders) == 0 {
+			continue
+		}
+		pod := sp.roles.Leaders[0]
+		cur := fs.Status.Switchover.DeepCopy()
+		if cur == nil || cur.Pod != pod {
+			cur = &fleetv1.SwitchoverStatus{Pod: pod, Subset: sp.planned.Name, Cluster: sp.planned.Cluster, RequestedAt: st.now}
+		}
+		deadline := cur.RequestedAt.Add(time.Duration(fs.Spec.Switchover.DeadlineSecondsOrDefault()) * time.Second)
+		switch {
+		case st.now.Time.Before(deadline):
+			u.Leader = fleetv1.LeaderSwitchover
+			st.failoverRequeue = minPositive(st.failoverRequeue, deadline.Sub(st.now.Time)+time.Second)
+		case fs.Spec.Switchover.PolicyOrDefault() == fleetv1.SwitchoverBestEffort:
+			u.Leader, cur.Skipped = fleetv1.LeaderUpdateNow, true
+		default:
+			u.Leader, cur.Held = fleetv1.LeaderSwitchover, true
+		}
+		st.switchover = cur
+	}
 }
 
 // rollingOut reports whether a rollout of a changed template is in progress:
@@ -125,6 +177,7 @@ func foldRollout(st *state, status *fleetv1.FleetSetStatus) {
 	}
 	d := st.rolloutDecision
 	progressed := status.UpdateRevision != st.fleetRevision || d.Updated > status.UpdatedReplicas || d.UpdatedReady > status.UpdatedReadyReplicas
+	status.Switchover = st.switchover
 	status.UpdateRevision = st.fleetRevision
 	status.UpdatedReplicas, status.UpdatedReadyReplicas = d.Updated, d.UpdatedReady
 	partition := int32(0)
@@ -180,6 +233,9 @@ func rolloutProgress(st *state, status *fleetv1.FleetSetStatus) (string, string,
 	case ru != nil && status.RolloutProgressTime != nil && !ru.Paused && st.now.Sub(status.RolloutProgressTime.Time) > progressDeadline(st.fs):
 		return fleetv1.ReasonRolloutBlocked, fmt.Sprintf("no progress for more than %s: %s; waiting; %s",
 			progressDeadline(st.fs), strings.Join(updating, ", "), fleet), true
+	case st.switchover != nil && st.switchover.Held:
+		return fleetv1.ReasonRolloutBlocked, fmt.Sprintf("%s: leader %s in cluster %s has not handed its role over since %s (switchover policy Required); waiting; %s",
+			fleetv1.ReasonSwitchoverHeld, st.switchover.Pod, st.switchover.Cluster, st.switchover.RequestedAt.UTC().Format(time.RFC3339), fleet), true
 	case ru != nil && ru.Paused:
 		return fleetv1.ReasonRolloutPaused, "rollingUpdate.paused; at " + strings.Join(updating, ", ") + "; " + fleet, true
 	}
@@ -209,6 +265,32 @@ func rolloutEvents(old, cur *fleetv1.FleetSetStatus) []pendingEvent {
 			out = append(out, pendingEvent{corev1.EventTypeNormal, EventSubsetUpdated,
 				fmt.Sprintf("Subset %s on cluster %s updated to revision %s", ss.Name, ss.Cluster, cur.UpdateRevision)})
 		}
+	}
+	return out
+}
+
+// switchoverEvents returns the events of a role-ordered rollout's
+// switchover: requested (Normal), skipped after the deadline (Warning,
+// BestEffort), held (Warning, Required), each once.
+func switchoverEvents(old, cur *fleetv1.FleetSetStatus) []pendingEvent {
+	s := cur.Switchover
+	if s == nil {
+		return nil
+	}
+	var out []pendingEvent
+	o := old.Switchover
+	if o == nil || o.Pod != s.Pod {
+		out = append(out, pendingEvent{corev1.EventTypeNormal, "SwitchoverRequested",
+			fmt.Sprintf("Every other instance is updated: asked leader %s in cluster %s to hand its role over before it is updated", s.Pod, s.Cluster)})
+		o = &fleetv1.SwitchoverStatus{}
+	}
+	if s.Skipped && !o.Skipped {
+		out = append(out, pendingEvent{corev1.EventTypeWarning, fleetv1.ReasonSwitchoverSkipped,
+			fmt.Sprintf("Leader %s in cluster %s did not hand its role over before the deadline: updating it anyway (switchover policy BestEffort)", s.Pod, s.Cluster)})
+	}
+	if s.Held && !o.Held {
+		out = append(out, pendingEvent{corev1.EventTypeWarning, fleetv1.ReasonSwitchoverHeld,
+			fmt.Sprintf("Leader %s in cluster %s did not hand its role over before the deadline: the rollout holds (switchover policy Required)", s.Pod, s.Cluster)})
 	}
 	return out
 }

@@ -46,8 +46,12 @@ type state struct {
 	// failoverEvents are the failover steps of this reconcile, emitted
 	// once the status holding them is written.
 	failoverEvents []pendingEvent
-	// failoverRequeue is when a failover wait ends (0: none).
+	// failoverRequeue is when a failover wait (or a switchover deadline)
+	// ends (0: none).
 	failoverRequeue time.Duration
+	// switchover is the switchover a role-ordered rollout asks of the
+	// leader this reconcile (status.switchover); nil: none.
+	switchover *fleetv1.SwitchoverStatus
 }
 
 // subsetPlan is one subset as the reconcile delivers it: its plan, whether

@@ -252,23 +252,40 @@ func StatefulSet(fs *fleetv1.FleetSet, sp plan.Subset) (*appsv1.StatefulSet, err
 			Annotations: annotations,
 		},
 		Spec: appsv1.StatefulSetSpec{
-			Replicas:             ptr.To(sp.Replicas),
-			Selector:             sel,
-			Template:             *tmpl,
-			ServiceName:          ServiceName(fs),
-			PodManagementPolicy:  fs.Spec.PodManagementPolicyOrDefault(),
-			MinReadySeconds:      fs.Spec.MinReadySeconds,
-			RevisionHistoryLimit: fs.Spec.RevisionHistoryLimit,
-			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{
-				Type:          appsv1.RollingUpdateStatefulSetStrategyType,
-				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To(sp.Partition)},
-			},
+			Replicas:                             ptr.To(sp.Replicas),
+			Selector:                             sel,
+			Template:                             *tmpl,
+			ServiceName:                          ServiceName(fs),
+			PodManagementPolicy:                  fs.Spec.PodManagementPolicyOrDefault(),
+			MinReadySeconds:                      fs.Spec.MinReadySeconds,
+			RevisionHistoryLimit:                 fs.Spec.RevisionHistoryLimit,
+			UpdateStrategy:                       updateStrategy(fs, sp),
 			VolumeClaimTemplates:                 claims,
 			PersistentVolumeClaimRetentionPolicy: fs.Spec.PersistentVolumeClaimRetentionPolicy.DeepCopy(),
 			Ordinals:                             &appsv1.StatefulSetOrdinals{Start: sp.OrdinalStart},
 		},
 	}
 	return sts, nil
+}
+
+// RoleOrdered reports whether fs rolls out role-ordered: it has roles and
+// the RollingUpdate strategy. Its StatefulSets then use OnDelete, and their
+// members replace pods in the hub's order, the leader last
+// (v1alpha1.PlacementUpdate).
+func RoleOrdered(fs *fleetv1.FleetSet) bool {
+	return len(fs.Spec.Roles) > 0 && fs.Spec.UpdateStrategy.Type != fleetv1.ManualUpdateStrategyType
+}
+
+// updateStrategy is the subset's StatefulSet update strategy: OnDelete in a
+// role-ordered rollout, else RollingUpdate with the subset's partition.
+func updateStrategy(fs *fleetv1.FleetSet, sp plan.Subset) appsv1.StatefulSetUpdateStrategy {
+	if RoleOrdered(fs) {
+		return appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+	}
+	return appsv1.StatefulSetUpdateStrategy{
+		Type:          appsv1.RollingUpdateStatefulSetStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To(sp.Partition)},
+	}
 }
 
 // subsetTemplates returns copies of sp's pod template and claim templates
@@ -356,6 +373,7 @@ func SubsetPlacement(fs *fleetv1.FleetSet, sp plan.Subset) *fleetv1.SubsetPlacem
 			ClaimStorage:      claimStorage(claims),
 			Cluster:           sp.Cluster,
 			Roles:             placementRoles(fs),
+			Update:            sp.Update.DeepCopy(),
 		},
 	}
 }

@@ -16,6 +16,7 @@ import (
 const (
 	FeedbackRoles           = "roles"
 	FeedbackLeaders         = "leaders"
+	FeedbackUpdatedLeaders  = "updatedLeaders"
 	FeedbackRolesGeneration = "rolesObservedGeneration"
 )
 
@@ -43,6 +44,7 @@ func placementConfig(fs *fleetv1.FleetSet, name string) workv1.ManifestConfigOpt
 			JsonPaths: []workv1.JsonPath{
 				{Name: FeedbackRoles, Path: ".status.roles"},
 				{Name: FeedbackLeaders, Path: ".status.leaders"},
+				{Name: FeedbackUpdatedLeaders, Path: ".status.updatedLeaders"},
 				{Name: FeedbackRolesGeneration, Path: ".status.observedGeneration"},
 			},
 		}}
@@ -81,6 +83,9 @@ type RoleReport struct {
 	Roles map[string]string
 	// Leaders are the pods holding the leader role, sorted.
 	Leaders []string
+	// UpdatedLeaders are those of Leaders on the StatefulSet's update
+	// revision.
+	UpdatedLeaders []string
 }
 
 // RoleFeedback returns, by SubsetPlacement name, the role summaries the
@@ -105,16 +110,25 @@ func RoleFeedback(w *workv1.ManifestWork) map[string]RoleReport {
 					}
 				}
 			case v.Name == FeedbackLeaders && v.Value.String != nil:
-				for _, p := range strings.Split(*v.Value.String, ",") {
-					if p != "" {
-						r.Leaders = append(r.Leaders, p)
-					}
-				}
+				r.Leaders = splitList(*v.Value.String)
+			case v.Name == FeedbackUpdatedLeaders && v.Value.String != nil:
+				r.UpdatedLeaders = splitList(*v.Value.String)
 			}
 		}
 		if observed {
 			sort.Strings(r.Leaders)
 			out[m.ResourceMeta.Name] = r
+		}
+	}
+	return out
+}
+
+// splitList splits a comma-joined list, dropping empty entries.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p != "" {
+			out = append(out, p)
 		}
 	}
 	return out

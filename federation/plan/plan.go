@@ -75,6 +75,9 @@ type Subset struct {
 	// (spec.roles); for the fleet view.
 	Roles   map[string]string
 	Leaders []string
+	// Update is the instruction of a role-ordered rollout for its member
+	// (SubsetPlacement spec.update); nil outside one.
+	Update *fleetv1.PlacementUpdate
 }
 
 // Problem is one thing that keeps a FleetSet from being delivered as

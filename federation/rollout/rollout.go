@@ -40,6 +40,9 @@ type Spec struct {
 	MaxConcurrent int32
 	// Paused holds every subset before its next instance.
 	Paused bool
+	// LeaderLast makes the rollout role-ordered (FleetSet spec.roles): the
+	// leader goes after every other instance of the fleet (see Plan).
+	LeaderLast bool
 }
 
 // Subset is one subset as the hub plans and observes it, in fleet order.
@@ -62,6 +65,11 @@ type Subset struct {
 	// Observed, Updated, Ready and Available are the StatefulSet's
 	// status.replicas, updatedReplicas, readyReplicas and availableReplicas.
 	Observed, Updated, Ready, Available int32
+	// LeaderOutdated is true in a role-ordered rollout (Spec.LeaderLast)
+	// for the subset whose member reports the leader role among its
+	// instances while not all of them are updated: its leader is deferred
+	// to the end of the rollout.
+	LeaderOutdated bool
 }
 
 // Decision is the plan for one reconcile.
@@ -86,6 +94,14 @@ type Decision struct {
 	// them that are ready (a lower bound: the fed-back counts do not say
 	// which instances are ready).
 	Updated, UpdatedReady int32
+	// Allowed is, in a role-ordered rollout, how many instances of each
+	// subset may be unavailable at once while its member replaces them
+	// (SubsetPlacement spec.update.maxUnavailable): its cost when released,
+	// 0 when held.
+	Allowed map[string]int32
+	// LeaderTurn names, in a role-ordered rollout, the subset whose leader
+	// is to be updated now: every other instance of the fleet is.
+	LeaderTurn string
 }
 
 // Phase is a subset's place in the rollout.
@@ -116,8 +132,35 @@ const (
 // count first (replicas not yet created do not count). A subset not released, or paused, or on an unavailable
 // cluster, is held at max(target, replicas − updated): no further instance
 // starts.
+//
+// With spec.LeaderLast (a role-ordered rollout: the StatefulSets use
+// OnDelete and their members replace pods, the leader last, within
+// Decision.Allowed) the subset with LeaderOutdated keeps one more instance,
+// its leader, out of its target until every other subset is Updated; then
+// Decision.LeaderTurn names it and its target includes the leader.
 func Plan(spec Spec, subsets []Subset) Decision {
+	d := plan(spec, subsets, true)
+	if !spec.LeaderLast || !d.Complete {
+		return d
+	}
+	// Every other instance is updated: the leader's turn.
+	for _, s := range subsets {
+		if s.LeaderOutdated {
+			d = plan(spec, subsets, false)
+			d.LeaderTurn = s.Name
+			return d
+		}
+	}
+	return d
+}
+
+// plan is Plan, deferring the outdated leader when deferLeader (and
+// spec.LeaderLast).
+func plan(spec Spec, subsets []Subset, deferLeader bool) Decision {
 	d := Decision{Partitions: map[string]int32{}, Phases: map[string]Phase{}, Complete: true}
+	if spec.LeaderLast {
+		d.Allowed = map[string]int32{}
+	}
 	var total int32
 	for _, s := range subsets {
 		total += s.Replicas
@@ -130,6 +173,9 @@ func Plan(spec Spec, subsets []Subset) Decision {
 		k := min(s.Replicas, toUpdate)
 		toUpdate -= k
 		target[i] = s.Replicas - k
+		if spec.LeaderLast && deferLeader && s.LeaderOutdated && k > 0 {
+			target[i]++ // the leader waits for every other instance
+		}
 		want := s.Target
 		if want == "" {
 			want = spec.Revision
@@ -183,6 +229,9 @@ func Plan(spec Spec, subsets []Subset) Decision {
 		default:
 			budget -= cost
 			d.Partitions[s.Name] = target[i]
+			if d.Allowed != nil {
+				d.Allowed[s.Name] = cost
+			}
 		}
 	}
 	return d

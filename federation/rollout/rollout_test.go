@@ -194,3 +194,73 @@ func TestPlanPerSubsetTargets(t *testing.T) {
 		t.Errorf("phases %v, updated %d; want east Updating, west Updated, 3 updated", d.Phases, d.Updated)
 	}
 }
+
+// TestPlanLeaderLast simulates a role-ordered rollout of 9 instances over 3
+// subsets, the leader in the middle subset, with members that replace one
+// outdated instance per step within Allowed (the leader only on its turn):
+// every follower of the fleet is updated before the leader, whatever
+// maxUnavailable and maxConcurrentSubsets, and never more than
+// maxUnavailable instances are being replaced at once.
+func TestPlanLeaderLast(t *testing.T) {
+	for _, tc := range []struct{ maxUnavailable, maxConcurrent int32 }{{1, 1}, {2, 1}, {2, 3}, {9, 3}} {
+		type inst struct {
+			subset  string
+			leader  bool
+			updated bool
+		}
+		var fleet []*inst
+		names := []string{"a", "b", "c"}
+		for _, n := range names {
+			for k := 0; k < 3; k++ {
+				fleet = append(fleet, &inst{subset: n, leader: n == "b" && k == 1})
+			}
+		}
+		var order []string // "b-leader" or subset of each replaced instance
+		for step := 0; step < 50; step++ {
+			var subsets []Subset
+			for _, n := range names {
+				s := Subset{Name: n, Cluster: n, Replicas: 3, ClusterAvailable: true, Target: "new", Revision: "new", Current: true, Observed: 3, Ready: 3, Available: 3}
+				leaderHere := false
+				for _, in := range fleet {
+					if in.subset == n && in.updated {
+						s.Updated++
+					}
+					leaderHere = leaderHere || (in.subset == n && in.leader)
+				}
+				s.LeaderOutdated = leaderHere && s.Updated < s.Replicas
+				subsets = append(subsets, s)
+			}
+			d := Plan(Spec{Revision: "new", MaxUnavailable: tc.maxUnavailable, MaxConcurrent: tc.maxConcurrent, LeaderLast: true}, subsets)
+			if d.Complete && d.LeaderTurn == "" {
+				break
+			}
+			var sum int32
+			for _, a := range d.Allowed {
+				sum += a
+			}
+			if sum > tc.maxUnavailable {
+				t.Fatalf("maxUnavailable %d: step %d allows %v", tc.maxUnavailable, step, d.Allowed)
+			}
+			for _, n := range names {
+				if d.Allowed[n] == 0 {
+					continue
+				}
+				for _, in := range fleet { // one per allowed subset per step
+					if in.subset != n || in.updated || (in.leader && d.LeaderTurn != n) {
+						continue
+					}
+					in.updated = true
+					if in.leader {
+						order = append(order, "b-leader")
+					} else {
+						order = append(order, n)
+					}
+					break
+				}
+			}
+		}
+		if len(order) != 9 || order[8] != "b-leader" {
+			t.Errorf("maxUnavailable %d, maxConcurrentSubsets %d: replaced in order %v; want all 9, the leader last", tc.maxUnavailable, tc.maxConcurrent, order)
+		}
+	}
+}
