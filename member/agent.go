@@ -30,6 +30,7 @@ import (
 	"github.com/fleetset/fleetset/member/fence"
 	"github.com/fleetset/fleetset/member/peers"
 	"github.com/fleetset/fleetset/member/roles"
+	"github.com/fleetset/fleetset/member/updater"
 )
 
 // Config configures the member component of one process.
@@ -60,10 +61,15 @@ type Config struct {
 	// role labels and the roles in SubsetPlacements' status, with or without
 	// a hub kubeconfig.
 	Roles bool
+	// RoleUpdates runs the role-ordered update controller (package
+	// member/updater): it replaces the outdated pods of the StatefulSets of
+	// SubsetPlacements with spec.update, by role, with or without a hub
+	// kubeconfig.
+	RoleUpdates bool
 }
 
 // Flags is the Config set by AddFlags.
-var Flags = Config{HeartbeatTimeout: fleetv1.DefaultHeartbeatTimeoutSeconds * time.Second, ClaimExpansion: true, ClaimResync: claims.DefaultResync, Roles: true}
+var Flags = Config{HeartbeatTimeout: fleetv1.DefaultHeartbeatTimeoutSeconds * time.Second, ClaimExpansion: true, ClaimResync: claims.DefaultResync, Roles: true, RoleUpdates: true}
 
 // AddFlags adds the member component's flags to fs, writing into Flags.
 func AddFlags(fs *pflag.FlagSet) {
@@ -74,6 +80,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&Flags.PeerURL, "member-peer-url", Flags.PeerURL, "URL at which other members reach the peer endpoint (advertised in the heartbeat).")
 	fs.BoolVar(&Flags.ClaimExpansion, "member-claim-expansion", Flags.ClaimExpansion, "Expand the claims of a delivered StatefulSet to its SubsetPlacement's spec.claimStorage and delete the StatefulSet (orphaning its pods) for the work agent to re-create it with the larger claim templates. Runs with or without --member-hub-kubeconfig.")
 	fs.BoolVar(&Flags.Roles, "member-roles", Flags.Roles, "Detect the roles of the instances of SubsetPlacements with spec.roles (their role probe, or the label fleetset.io/role their workload sets), label the pods with them and write them into the placements' status. Runs with or without --member-hub-kubeconfig.")
+	fs.BoolVar(&Flags.RoleUpdates, "member-role-updates", Flags.RoleUpdates, "In a role-ordered rollout (a SubsetPlacement with spec.update and spec.roles, its StatefulSet on OnDelete), delete the StatefulSet's outdated pods by role, lowest updatePriority first, then the highest ordinal, within spec.update.maxUnavailable, and the leader only as spec.update.leader says (annotating it fleetset.io/switchover-requested for Switchover). Runs with or without --member-hub-kubeconfig.")
 	fs.DurationVar(&Flags.ClaimResync, "member-claim-resync", Flags.ClaimResync, "Time between the claim expansion controller's passes over every placement with claimStorage (a refused or pending expansion is retried at that pace).")
 }
 
@@ -92,6 +99,8 @@ var (
 	claimsRunning bool
 	// rolesRunning is true while the role controller runs.
 	rolesRunning bool
+	// updaterRunning is true while the role-ordered update controller runs.
+	updaterRunning bool
 )
 
 // Start starts, once per process, the member component of cfg: the
@@ -99,10 +108,12 @@ var (
 // informer, clientset, placement cache and client, the claim expansion
 // controller (member/claims) over the clientset and placement cache, and the
 // role controller (member/roles) over the pod informer, clientset, placement
-// cache and client. It returns the Gate, or nil when cfg.HubKubeconfig is
-// empty (the claim expansion and role controllers run all the same, unless
-// cfg.ClaimExpansion or cfg.Roles is false). Errors are a bad configuration or kubeconfig, or a peer address
-// that cannot be bound.
+// cache and client, and the role-ordered update controller (member/updater)
+// over the clientset, pod informer and placement cache. It returns the Gate,
+// or nil when cfg.HubKubeconfig is empty (the claim expansion, role and
+// role-ordered update controllers run all the same, unless
+// cfg.ClaimExpansion, cfg.Roles or cfg.RoleUpdates is false). Errors are a
+// bad configuration or kubeconfig, or a peer address that cannot be bound.
 func Start(ctx context.Context, cfg Config, pods coreinformers.PodInformer, cs kubernetes.Interface, placements client.Reader, writer client.Writer) (Gate, error) {
 	startMu.Lock()
 	defer startMu.Unlock()
@@ -131,6 +142,18 @@ func Start(ctx context.Context, cfg Config, pods coreinformers.PodInformer, cs k
 			<-ctx.Done()
 			startMu.Lock()
 			rolesRunning = false
+			startMu.Unlock()
+		}()
+	}
+	if cfg.RoleUpdates && !updaterRunning {
+		if err := updater.Start(klog.NewContext(ctx, logger), cs, pods, placements); err != nil {
+			return nil, fmt.Errorf("role-ordered updates: %w", err)
+		}
+		updaterRunning = true
+		go func() {
+			<-ctx.Done()
+			startMu.Lock()
+			updaterRunning = false
 			startMu.Unlock()
 		}()
 	}

@@ -3,7 +3,7 @@
 // identity never runs in two clusters without ever stopping a workload
 // because the hub is silent.
 //
-// It is made of five parts, one package each:
+// It is made of six parts, one package each:
 //
 //   - contact: the member's own heartbeat to the hub (a Lease in its cluster
 //     namespace on the hub, written with the add-on's hub credentials) and
@@ -22,7 +22,14 @@
 //     a SubsetPlacement with spec.roles (from its role probe, or from the
 //     label fleetset.io/role the workload sets), labels the pods with it and
 //     sums the roles up in the placement's status for the work agent to feed
-//     back to the hub. It needs no hub and runs unless --member-roles=false.
+//     back to the hub. It needs no hub and runs unless --member-roles=false;
+//   - updater: the role-ordered update controller, which replaces the
+//     outdated pods of a SubsetPlacement's StatefulSet (on OnDelete) during a
+//     role-ordered rollout, as the placement's spec.update says: by role
+//     updatePriority, then the highest ordinal, within maxUnavailable, and
+//     the leader last, only when the hub says Update (it asks the leader for
+//     a switchover with an annotation when the hub says Switchover). It needs
+//     no hub and runs unless --member-role-updates=false.
 //
 // The rules follow the systems the field trusts: the kubelet never kills
 // pods because its control plane is silent; client-go leader election
