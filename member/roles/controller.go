@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/client-go/informers"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 	"net"
 	"net/http"
 	"slices"
@@ -63,6 +66,10 @@ type Controller struct {
 	Client kubernetes.Interface
 	// Status writes SubsetPlacements' status subresource.
 	Status client.SubResourceWriter
+	// StatefulSets reads the StatefulSets labelled fleetset.io/set (their
+	// status.updateRevision says which leaders are updated); nil: none
+	// listed as updated.
+	StatefulSets appslisters.StatefulSetLister
 	// Recorder records events on pods.
 	Recorder events.EventRecorder
 	// HTTP sends the probes; each request carries its own timeout.
@@ -149,7 +156,25 @@ func Start(ctx context.Context, cs kubernetes.Interface, pods coreinformers.PodI
 	if err != nil {
 		return err
 	}
-	synced := []toolscache.InformerSynced{reg.HasSynced}
+	// The StatefulSets' update revision: a new one makes the leader
+	// outdated without any pod event.
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = fleetv1.LabelSet }))
+	sts := factory.Apps().V1().StatefulSets()
+	c.StatefulSets = sts.Lister()
+	sreg, err := sts.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) { c.enqueueObject(obj) },
+		UpdateFunc: func(o, n interface{}) {
+			if a, b := o.(*appsv1.StatefulSet), n.(*appsv1.StatefulSet); a.Status.UpdateRevision != b.Status.UpdateRevision {
+				c.enqueueObject(n)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	synced := []toolscache.InformerSynced{reg.HasSynced, sreg.HasSynced}
 	if src, ok := placements.(informerSource); ok {
 		inf, err := src.GetInformer(ctx, &fleetv1.SubsetPlacement{})
 		if err != nil {
@@ -334,12 +359,18 @@ func (c *Controller) Sync(ctx context.Context, key types.NamespacedName) error {
 	if err := c.Placements.Get(ctx, key, sp); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if sp.Spec.Roles == nil && sp.Status.Roles == "" && sp.Status.Leaders == "" {
+	if sp.Spec.Roles == nil && sp.Status.Roles == "" && sp.Status.Leaders == "" && sp.Status.UpdatedLeaders == "" {
 		return nil // no roles, or cleared already
 	}
 	want := fleetv1.SubsetPlacementStatus{ObservedGeneration: sp.Generation}
 	if sp.Spec.Roles != nil {
-		want.Roles, want.Leaders = Summarize(sp.Spec.Roles.Roles, c.podsOf(sp))
+		pods := c.podsOf(sp)
+		want.Roles, want.Leaders = Summarize(sp.Spec.Roles.Roles, pods)
+		if c.StatefulSets != nil {
+			if sts, err := c.StatefulSets.StatefulSets(sp.Namespace).Get(sp.Name); err == nil {
+				want.UpdatedLeaders = UpdatedLeaders(want.Leaders, pods, sts.Status.UpdateRevision)
+			}
+		}
 	}
 	if sp.Status == want {
 		return nil
@@ -373,7 +404,7 @@ func StatusPatch(s fleetv1.SubsetPlacementStatus) ([]byte, error) {
 		gen = s.ObservedGeneration
 	}
 	return json.Marshal(map[string]any{"status": map[string]any{
-		"roles": str(s.Roles), "leaders": str(s.Leaders), "observedGeneration": gen}})
+		"roles": str(s.Roles), "leaders": str(s.Leaders), "updatedLeaders": str(s.UpdatedLeaders), "observedGeneration": gen}})
 }
 
 // Summarize returns a placement's status roles and leaders over its running
@@ -403,6 +434,31 @@ func Summarize(roles []fleetv1.Role, pods []*v1.Pod) (summary, leaders string) {
 		}
 	}
 	return strings.Join(s, ","), strings.Join(l, ",")
+}
+
+// UpdatedLeaders returns those of leaders (comma-joined pod names) whose
+// pod carries controller-revision-hash updateRevision, comma-joined; "" when
+// updateRevision is unknown.
+func UpdatedLeaders(leaders string, pods []*v1.Pod, updateRevision string) string {
+	if leaders == "" || updateRevision == "" {
+		return ""
+	}
+	var out []string
+	for _, name := range strings.Split(leaders, ",") {
+		for _, p := range pods {
+			if p.Name == name && p.Labels[appsv1.ControllerRevisionHashLabelKey] == updateRevision {
+				out = append(out, name)
+			}
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// enqueueObject queues the placement named like obj (a StatefulSet).
+func (c *Controller) enqueueObject(obj interface{}) {
+	if o, ok := obj.(metav1.Object); ok {
+		c.queue.Add(types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
+	}
 }
 
 // LabelsFor returns the labels a pod holding role carries: the role, and its

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -75,12 +76,12 @@ func TestLabelsFor(t *testing.T) {
 }
 
 func TestStatusPatch(t *testing.T) {
-	b, _ := StatusPatch(fleetv1.SubsetPlacementStatus{Roles: "a=primary", Leaders: "a", ObservedGeneration: 3})
-	if want := `{"status":{"leaders":"a","observedGeneration":3,"roles":"a=primary"}}`; string(b) != want {
+	b, _ := StatusPatch(fleetv1.SubsetPlacementStatus{Roles: "a=primary", Leaders: "a", UpdatedLeaders: "a", ObservedGeneration: 3})
+	if want := `{"status":{"leaders":"a","observedGeneration":3,"roles":"a=primary","updatedLeaders":"a"}}`; string(b) != want {
 		t.Errorf("patch = %s, want %s", b, want)
 	}
 	b, _ = StatusPatch(fleetv1.SubsetPlacementStatus{ObservedGeneration: 2})
-	if want := `{"status":{"leaders":null,"observedGeneration":2,"roles":null}}`; string(b) != want {
+	if want := `{"status":{"leaders":null,"observedGeneration":2,"roles":null,"updatedLeaders":null}}`; string(b) != want {
 		t.Errorf("clearing patch = %s, want %s", b, want)
 	}
 }
@@ -227,5 +228,19 @@ func expectEvents(t *testing.T, rec *events.FakeRecorder, want ...string) {
 	case e := <-rec.Events:
 		t.Errorf("unexpected event %q", e)
 	default:
+	}
+}
+
+func TestUpdatedLeaders(t *testing.T) {
+	pod := func(name, rev string) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{appsv1.ControllerRevisionHashLabelKey: rev}}}
+	}
+	pods := []*v1.Pod{pod("a", "r1"), pod("b", "r2"), pod("c", "r2")}
+	for _, tc := range []struct{ leaders, rev, want string }{
+		{"a", "r2", ""}, {"b", "r2", "b"}, {"a,b,c", "r2", "b,c"}, {"b", "", ""}, {"", "r2", ""},
+	} {
+		if got := UpdatedLeaders(tc.leaders, pods, tc.rev); got != tc.want {
+			t.Errorf("UpdatedLeaders(%q, %q) = %q, want %q", tc.leaders, tc.rev, got, tc.want)
+		}
 	}
 }
