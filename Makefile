@@ -292,6 +292,30 @@ e2e-fencing: fleet-binaries ## Long fencing e2e on the local fleet: six cut case
 	  -run 'TestFencedFailover|TestHubSilenceFencesNothing|TestHubOutageFencesNothing' ./e2e/ || rc=$$?; \
 	e2e/fleet/fleet-down.sh; exit $$rc
 
+# The chaos run (e2e/chaos, docs/development.md "Chaos"): faults and
+# FleetSet operations drawn from CHAOS_SEED on a local fleet of three
+# members, invariants checked over one-second samples; the report goes to
+# bin/chaos/<seed>/. A failing seed replays with CHAOS_SEED=<seed>.
+CHAOS_SEED ?= $(shell date +%s)
+CHAOS_MINUTES ?= 20
+CHAOS_MAX_FAULTS ?= 2
+CHAOS_CONVERGE_BOUND ?= 5m
+CHAOS_FLEET_MEMBERS ?= east west north
+CHAOS_SHORT_SEED ?= 26
+CHAOS_TIMEOUT ?= 120m
+
+.PHONY: chaos
+chaos: fleet-binaries ## Seeded fault injection on the local fleet (CHAOS_SEED, CHAOS_MINUTES=20, CHAOS_MAX_FAULTS=2); report in bin/chaos/<seed>/.
+	FLEET_MEMBERS="$(CHAOS_FLEET_MEMBERS)" e2e/fleet/fleet-up.sh
+	@rc=0; $(FLEET_KUBECONFIGS) FLEET_DIR=$(FLEET_DIR) CHAOS_AGENT=$(CURDIR)/e2e/fleet/agent.sh CHAOS_REPORT_DIR=$(LOCALBIN)/chaos \
+	  CHAOS_SEED=$(CHAOS_SEED) CHAOS_MINUTES=$(CHAOS_MINUTES) CHAOS_MAX_FAULTS=$(CHAOS_MAX_FAULTS) CHAOS_CONVERGE_BOUND=$(CHAOS_CONVERGE_BOUND) \
+	  $(GO) test -tags chaos -count=1 -timeout $(CHAOS_TIMEOUT) -run '^TestChaos$$' -v ./e2e/chaos/ || rc=$$?; \
+	e2e/fleet/fleet-down.sh; exit $$rc
+
+.PHONY: chaos-short
+chaos-short: ## The CI chaos run: 3 minutes, fixed seed (CHAOS_SHORT_SEED).
+	$(MAKE) chaos CHAOS_SEED=$(CHAOS_SHORT_SEED) CHAOS_MINUTES=3
+
 .PHONY: e2e-run
 e2e-run: ## e2e suite against the running local fleet, which it leaves up (E2E_ARGS='-run TestX').
 	$(FLEET_KUBECONFIGS) $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ $(E2E_ARGS)

@@ -10,6 +10,11 @@
 # suite calls it through FLEET_E2E_STOP_AGENT / FLEETSET_E2E_START_AGENT to
 # cut a member off from the hub and to bring it back.
 #
+# agent.sh kill CLUSTER PROC: SIGKILL the process (a crash: no graceful
+# shutdown), wait until it is gone; `start` brings it back. agent.sh
+# pause|resume CLUSTER PROC: SIGSTOP / SIGCONT it (a hung process that keeps
+# its sockets open). The chaos run (e2e/chaos) injects faults with them.
+#
 # agent.sh restart CLUSTER PROC [ARG...]: stop PROC and start it again with
 # ARG... appended to the command line fleet-up.sh gave it (flags parse last
 # wins, so --flag=value overrides); a restart without ARG restores fleet-up's
@@ -24,7 +29,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
-[[ $# -ge 2 ]] || die "usage: $0 cut|heal CLUSTER | stop|start|status CLUSTER [PROC] | restart CLUSTER PROC [ARG...]"
+[[ $# -ge 2 ]] || die "usage: $0 cut|heal CLUSTER | stop|start|status|kill|pause|resume CLUSTER [PROC] | restart CLUSTER PROC [ARG...]"
 action=$1 c=$2 p=${3:-registration-agent}
 case $action in cut | heal) p=hub-link ;; esac
 [[ -f $(cdir "$c")/run/$p.sh ]] || die "no process $c/$p in $FLEET_DIR"
@@ -100,8 +105,32 @@ link() {
   log "$c: link to the hub $want"
 }
 
+# signal_proc CLUSTER PROC SIGNAL: send SIGNAL to the recorded process.
+signal_proc() {
+  local c=$1 p=$2 sig=$3 pid
+  pid_alive "$c" "$p" || die "$c/$p is not running"
+  pid=$(<"$(cdir "$c")/run/$p.pid")
+  kill -"$sig" "$pid"
+  log "$c/$p: SIG$sig (pid $pid)"
+}
+
+# kill_proc CLUSTER PROC: SIGKILL, wait until gone, forget the PID.
+kill_proc() {
+  local c=$1 p=$2 pid i
+  signal_proc "$c" "$p" KILL
+  pid=$(<"$(cdir "$c")/run/$p.pid")
+  for ((i = 0; i < 100; i++)); do
+    [[ -d /proc/$pid ]] || break
+    sleep 0.1
+  done
+  rm -f "$(cdir "$c")/run/$p.pid"
+}
+
 case $action in
   cut | heal) link "$c" "$action" ;;
+  kill) kill_proc "$c" "$p" ;;
+  pause) signal_proc "$c" "$p" STOP ;;
+  resume) signal_proc "$c" "$p" CONT ;;
   stop) stop_proc "$c" "$p" ;;
   start) relaunch "$c" "$p" ;;
   status) if pid_alive "$c" "$p"; then echo running; else echo stopped; exit 1; fi ;;

@@ -114,6 +114,9 @@ stop_proc() {
   pid=$(<"$pidf")
   if pid_alive "$c" "$p"; then
     kill -TERM "$pid" 2>/dev/null || true
+    # A process paused by `agent.sh pause` (SIGSTOP) handles SIGTERM only
+    # once continued.
+    kill -CONT "$pid" 2>/dev/null || true
     for ((i = 0; i < 100; i++)); do
       [[ -d /proc/$pid ]] || break
       sleep 0.1

@@ -1,0 +1,645 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+)
+
+// TestChaos is the run: `make chaos` starts the local fleet and runs it
+// with CHAOS_SEED, CHAOS_MINUTES, CHAOS_MAX_FAULTS, CHAOS_AGENT (agent.sh),
+// FLEET_DIR and CHAOS_REPORT_DIR; the fleet's kubeconfigs come as for the
+// e2e suite.
+func TestChaos(t *testing.T) {
+	seed, err := strconv.ParseUint(envOr("CHAOS_SEED", strconv.FormatInt(time.Now().Unix(), 10)), 10, 64)
+	if err != nil {
+		t.Fatalf("CHAOS_SEED: %v", err)
+	}
+	minutes, err := strconv.ParseFloat(envOr("CHAOS_MINUTES", "20"), 64)
+	if err != nil {
+		t.Fatalf("CHAOS_MINUTES: %v", err)
+	}
+	maxFaults, err := strconv.Atoi(envOr("CHAOS_MAX_FAULTS", "2"))
+	if err != nil || maxFaults < 1 {
+		t.Fatalf("CHAOS_MAX_FAULTS: %q", os.Getenv("CHAOS_MAX_FAULTS"))
+	}
+	opts := DefaultOptions
+	if d, err := time.ParseDuration(os.Getenv("CHAOS_CONVERGE_BOUND")); err == nil {
+		opts.ConvergeBound = d
+	}
+	agent := envOr("CHAOS_AGENT", "../fleet/agent.sh")
+	fleetDir := envOr("FLEET_DIR", "../../.fleet")
+	reportDir := filepath.Join(envOr("CHAOS_REPORT_DIR", "../../bin/chaos"), strconv.FormatUint(seed, 10))
+
+	hub, members := clients(t)
+	var names []string
+	for _, m := range members {
+		names = append(names, m.name)
+	}
+	ns := fmt.Sprintf("chaos-%d", seed)
+	targets := []Target{{Name: "db", MinReplicas: 3, MaxReplicas: 9}, {Name: "web", MinReplicas: 3, MaxReplicas: 8, Failback: true},
+		{Name: "cache", MinReplicas: 2, MaxReplicas: 6}}
+	cfg := Config{Duration: time.Duration(minutes * float64(time.Minute)), Warmup: 10 * time.Second, MaxFaults: maxFaults,
+		Members: names, FleetSets: targets,
+		FaultGap: [2]time.Duration{3 * time.Second, 15 * time.Second}, OpGap: [2]time.Duration{8 * time.Second, 20 * time.Second}}
+	sched := Draw(seed, cfg)
+	t.Logf("seed %d: %d faults and %d operations over %v on %v, at most %d faults at once", seed, len(sched.Faults), len(sched.Ops), cfg.Duration, names, maxFaults)
+
+	ctx := t.Context()
+	setup(t, hub, ns, names)
+	fsets := []*fleetv1.FleetSet{dbFleetSet(ns, names), webFleetSet(ns, names), cacheFleetSet(ns, names)}
+	h := &History{Seed: seed, Schedule: sched}
+	for _, fs := range fsets {
+		if err := hub.Create(ctx, fs); err != nil {
+			t.Fatalf("creating FleetSet %s: %v", fs.Name, err)
+		}
+		info := FleetSetInfo{Namespace: ns, Name: fs.Name}
+		for _, c := range fs.Spec.VolumeClaimTemplates {
+			info.Claims = append(info.Claims, c.Name)
+		}
+		h.FleetSets = append(h.FleetSets, info)
+	}
+	waitFor(t, 4*time.Minute, "every FleetSet ready", func(ctx context.Context) (bool, string) {
+		for _, fs := range fsets {
+			got := &fleetv1.FleetSet{}
+			if err := hub.Get(ctx, client.ObjectKeyFromObject(fs), got); err != nil {
+				return false, err.Error()
+			}
+			if got.Status.ReadyReplicas != got.Spec.Replicas || got.Status.ObservedGeneration != got.Generation {
+				return false, fmt.Sprintf("%s ready %d of %d", fs.Name, got.Status.ReadyReplicas, got.Spec.Replicas)
+			}
+		}
+		return true, ""
+	})
+
+	// Sampling and RSS, from now to the end.
+	rss := map[string]int64{}
+	var mu sync.Mutex // guards h.Faults, h.Ops, h.Samples and rss
+	sampleCtx, stopSampling := context.WithCancel(context.Background())
+	var sampling sync.WaitGroup
+	sampling.Add(1)
+	go func() {
+		defer sampling.Done()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		n := 0
+		for {
+			s := takeSample(sampleCtx, hub, members, ns, fsets)
+			mu.Lock()
+			h.Samples = append(h.Samples, s)
+			if n%5 == 0 {
+				PeakRSS(fleetDir, rss)
+			}
+			mu.Unlock()
+			n++
+			select {
+			case <-sampleCtx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+
+	start := time.Now()
+	mu.Lock()
+	h.Start = start
+	h.Faults = make([]FaultRecord, len(sched.Faults))
+	mu.Unlock()
+	run := func(args ...string) error {
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(cctx, agent, args...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("agent.sh %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	}
+	var faults sync.WaitGroup
+	for i, f := range sched.Faults {
+		faults.Add(1)
+		go func() {
+			defer faults.Done()
+			time.Sleep(time.Until(start.Add(f.At)))
+			injected := time.Now()
+			err := inject(run, f)
+			mu.Lock()
+			h.Faults[i] = FaultRecord{Fault: f, Injected: injected}
+			if err != nil {
+				h.Faults[i].Error = err.Error()
+			}
+			mu.Unlock()
+			time.Sleep(time.Until(injected.Add(f.Hold)))
+			herr := heal(run, f)
+			mu.Lock()
+			h.Faults[i].Healed = time.Now()
+			if herr != nil {
+				h.Faults[i].Error = strings.TrimSpace(h.Faults[i].Error + "; " + herr.Error())
+			}
+			mu.Unlock()
+			t.Logf("+%v fault %v held %v%s", injected.Sub(start).Round(time.Second), f, f.Hold, errSuffix(err, herr))
+		}()
+	}
+	var opsDone sync.WaitGroup
+	opsDone.Add(1)
+	go func() {
+		defer opsDone.Done()
+		for _, o := range sched.Ops {
+			time.Sleep(time.Until(start.Add(o.At)))
+			err := operate(hub, ns, o)
+			rec := OpRecord{Op: o, Done: time.Now()}
+			if err != nil {
+				rec.Error = err.Error()
+			}
+			mu.Lock()
+			h.Ops = append(h.Ops, rec)
+			mu.Unlock()
+			t.Logf("+%v op %v%s", rec.Done.Sub(start).Round(time.Second), o, errSuffix(err, nil))
+		}
+	}()
+	faults.Wait()
+	opsDone.Wait()
+
+	// Converge: sample until every FleetSet has converged, or the bound.
+	mu.Lock()
+	quiet := h.Quiet()
+	mu.Unlock()
+	t.Logf("fault phase over at +%v; waiting up to %v for convergence", quiet.Sub(start).Round(time.Second), opts.ConvergeBound)
+	for time.Since(quiet) < opts.ConvergeBound {
+		time.Sleep(5 * time.Second)
+		mu.Lock()
+		conv, _, _ := CheckConvergence(h, opts)
+		mu.Unlock()
+		if len(conv) == len(fsets) {
+			time.Sleep(5 * time.Second) // a few samples past it
+			break
+		}
+	}
+	stopSampling()
+	sampling.Wait()
+	PeakRSS(fleetDir, rss)
+
+	res := Check(h, opts)
+	sum := Summarize(h, res, opts, rss, time.Now())
+	if err := Write(reportDir, h, sum); err != nil {
+		t.Errorf("writing the report: %v", err)
+	}
+	t.Logf("report: %s/report.md; %d samples, %d faults (%v), %d operations (%v), %d violations, convergence %v",
+		reportDir, sum.Samples, sum.Faults, sum.FaultsByKind, sum.Ops, sum.OpsByKind, len(sum.Violations), sum.ConvergenceSec)
+	for _, v := range res.Violations {
+		t.Errorf("VIOLATION %s", v)
+	}
+	// Leave the fleet clean for whatever runs next on it.
+	cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_ = hub.DeleteAllOf(cctx, &fleetv1.FleetSet{}, client.InNamespace(ns))
+}
+
+func errSuffix(errs ...error) string {
+	var s []string
+	for _, e := range errs {
+		if e != nil {
+			s = append(s, e.Error())
+		}
+	}
+	if len(s) == 0 {
+		return ""
+	}
+	return " ERROR: " + strings.Join(s, "; ")
+}
+
+func inject(run func(...string) error, f Fault) error {
+	switch f.Kind {
+	case HubKill:
+		return run("kill", "hub", "fleetset-hub")
+	case HubPause:
+		return run("pause", "hub", "fleetset-hub")
+	case HubAPIServer:
+		return run("stop", "hub", "kube-apiserver")
+	case MemberCut:
+		return run("cut", f.Cluster)
+	case MemberOCM:
+		e1 := run("stop", f.Cluster, "registration-agent")
+		e2 := run("stop", f.Cluster, "work-agent")
+		if e1 != nil {
+			return e1
+		}
+		return e2
+	case MemberScheduler:
+		return run("kill", f.Cluster, "fleetset-scheduler")
+	case MemberKCM:
+		return run("kill", f.Cluster, "kube-controller-manager")
+	}
+	return fmt.Errorf("unknown fault kind %s", f.Kind)
+}
+
+func heal(run func(...string) error, f Fault) error {
+	switch f.Kind {
+	case HubKill:
+		return run("start", "hub", "fleetset-hub")
+	case HubPause:
+		return run("resume", "hub", "fleetset-hub")
+	case HubAPIServer:
+		return run("start", "hub", "kube-apiserver")
+	case MemberCut:
+		return run("heal", f.Cluster)
+	case MemberOCM:
+		e1 := run("start", f.Cluster, "registration-agent")
+		e2 := run("start", f.Cluster, "work-agent")
+		if e1 != nil {
+			return e1
+		}
+		return e2
+	case MemberScheduler:
+		return run("start", f.Cluster, "fleetset-scheduler")
+	case MemberKCM:
+		return run("start", f.Cluster, "kube-controller-manager")
+	}
+	return fmt.Errorf("unknown fault kind %s", f.Kind)
+}
+
+// operate applies o to the FleetSet, retrying conflicts and a hub that is
+// down for up to a minute.
+func operate(hub client.Client, ns string, o Op) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var last error
+	for ctx.Err() == nil {
+		fs := &fleetv1.FleetSet{}
+		if last = hub.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.FleetSet}, fs); last == nil {
+			ru := fs.Spec.UpdateStrategy.RollingUpdate
+			if ru == nil {
+				ru = &fleetv1.RollingUpdateFleetSet{}
+				fs.Spec.UpdateStrategy.RollingUpdate = ru
+			}
+			switch o.Kind {
+			case OpScale:
+				fs.Spec.Replicas = o.Replicas
+			case OpTemplate:
+				fs.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "VERSION", Value: strconv.Itoa(o.Version)}}
+			case OpPause:
+				ru.Paused = true
+			case OpResume:
+				ru.Paused = false
+			case OpFailback:
+				if fs.Annotations == nil {
+					fs.Annotations = map[string]string{}
+				}
+				fs.Annotations[fleetv1.AnnotationFailback] = strconv.Itoa(o.ID)
+			}
+			if last = hub.Update(ctx, fs); last == nil {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
+	}
+	return last
+}
+
+// ---------------------------------------------------------------- sampling
+
+var managedClusterGVK = schema.GroupVersionKind{Group: "cluster.open-cluster-management.io", Version: "v1", Kind: "ManagedClusterList"}
+
+func takeSample(ctx context.Context, hub client.Client, members []member, ns string, fsets []*fleetv1.FleetSet) Sample {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	s := Sample{T: time.Now(), Members: map[string]MemberObs{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, m := range members {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mo := observeMember(ctx, m.c, ns)
+			mu.Lock()
+			s.Members[m.name] = mo
+			mu.Unlock()
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.Hub = observeHub(ctx, hub, ns, fsets)
+	}()
+	wg.Wait()
+	return s
+}
+
+func observeMember(ctx context.Context, c client.Client, ns string) MemberObs {
+	var mo MemberObs
+	var pods corev1.PodList
+	var nodes corev1.NodeList
+	var pvcs corev1.PersistentVolumeClaimList
+	var sps fleetv1.SubsetPlacementList
+	for _, l := range []struct {
+		list client.ObjectList
+		opts []client.ListOption
+	}{{&pods, []client.ListOption{client.InNamespace(ns)}}, {&nodes, nil}, {&pvcs, []client.ListOption{client.InNamespace(ns)}},
+		{&sps, []client.ListOption{client.InNamespace(ns)}}} {
+		if err := c.List(ctx, l.list, l.opts...); err != nil {
+			return MemberObs{Err: err.Error()}
+		}
+	}
+	zone := map[string]string{}
+	for _, n := range nodes.Items {
+		zone[n.Name] = n.Labels[fleetv1.DefaultTopologyKey]
+	}
+	for _, p := range pods.Items {
+		set := p.Labels[fleetv1.LabelSet]
+		if set == "" {
+			continue
+		}
+		ord, _ := strconv.Atoi(p.Labels[fleetv1.LabelPodIndex])
+		po := PodObs{Namespace: p.Namespace, Name: p.Name, Set: set, Subset: p.Labels[fleetv1.LabelSubset], Ordinal: int32(ord),
+			UID: string(p.UID), Node: p.Spec.NodeName, NodeZone: zone[p.Spec.NodeName], Domain: p.Labels[fleetv1.LabelDomain],
+			Phase: string(p.Status.Phase), Deleting: p.DeletionTimestamp != nil}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				po.Ready = true
+			}
+		}
+		mo.Pods = append(mo.Pods, po)
+	}
+	for _, c := range pvcs.Items {
+		mo.PVCs = append(mo.PVCs, PVCObs{Namespace: c.Namespace, Name: c.Name, UID: string(c.UID), Deleting: c.DeletionTimestamp != nil})
+	}
+	for _, sp := range sps.Items {
+		po := PlacementObs{Namespace: sp.Namespace, Name: sp.Name, Set: sp.Labels[fleetv1.LabelSet], Subset: sp.Labels[fleetv1.LabelSubset],
+			OrdinalStart: sp.Spec.OrdinalStart}
+		for _, d := range sp.Spec.Domains {
+			ds := DomainShare{Name: d.Name}
+			if d.Replicas != nil {
+				ds.Replicas = d.Replicas.String()
+			}
+			po.Domains = append(po.Domains, ds)
+		}
+		mo.Placements = append(mo.Placements, po)
+	}
+	return mo
+}
+
+func observeHub(ctx context.Context, hub client.Client, ns string, fsets []*fleetv1.FleetSet) *HubObs {
+	var l fleetv1.FleetSetList
+	if err := hub.List(ctx, &l, client.InNamespace(ns)); err != nil {
+		return nil
+	}
+	ho := &HubObs{Available: map[string]bool{}}
+	mcs := &unstructured.UnstructuredList{}
+	mcs.SetGroupVersionKind(managedClusterGVK)
+	if err := hub.List(ctx, mcs); err == nil {
+		for _, mc := range mcs.Items {
+			conds, _, _ := unstructured.NestedSlice(mc.Object, "status", "conditions")
+			for _, c := range conds {
+				m, _ := c.(map[string]any)
+				if m["type"] == "ManagedClusterConditionAvailable" {
+					ho.Available[mc.GetName()] = m["status"] == "True"
+				}
+			}
+		}
+	}
+	found := map[string]bool{}
+	for _, fs := range l.Items {
+		found[fs.Name] = true
+		o := FleetSetObs{Namespace: fs.Namespace, Name: fs.Name, Deleted: fs.DeletionTimestamp != nil, Generation: fs.Generation,
+			ObservedGeneration: fs.Status.ObservedGeneration, Replicas: fs.Spec.Replicas, ReadyReplicas: fs.Status.ReadyReplicas,
+			UpdatedReplicas: fs.Status.UpdatedReplicas, UpdateRevision: fs.Status.UpdateRevision, CurrentRevision: fs.Status.CurrentRevision,
+			MaxUnavailable: 1}
+		if ru := fs.Spec.UpdateStrategy.RollingUpdate; ru != nil {
+			o.Paused = ru.Paused
+			if ru.MaxUnavailable != nil {
+				v, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, int(fs.Spec.Replicas), false)
+				if err == nil {
+					o.MaxUnavailable = int32(max(v, 1))
+				}
+			}
+		}
+		if f := fs.Spec.Failover; f != nil {
+			o.Relocate = f.Policy == fleetv1.FailoverRelocate
+			o.FailbackAutomatic = f.Failback == fleetv1.FailbackAutomatic
+		}
+		home := map[string]string{}
+		for _, ss := range fs.Spec.Topology.Subsets {
+			home[ss.Name] = ss.Cluster
+		}
+		for _, ss := range fs.Status.Subsets {
+			so := SubsetObs{Name: ss.Name, Home: home[ss.Name], Cluster: ss.Cluster, Failover: string(ss.Failover),
+				OrdinalStart: ss.OrdinalStart, Replicas: ss.Replicas}
+			if len(ss.Domains) > 0 {
+				so.Domains = map[string]int{}
+				for _, d := range ss.Domains {
+					so.Domains[d.Name] = int(d.Replicas)
+				}
+			}
+			o.Subsets = append(o.Subsets, so)
+		}
+		ho.FleetSets = append(ho.FleetSets, o)
+	}
+	for _, fs := range fsets {
+		if !found[fs.Name] {
+			ho.FleetSets = append(ho.FleetSets, FleetSetObs{Namespace: ns, Name: fs.Name, Deleted: true})
+		}
+	}
+	sort.Slice(ho.FleetSets, func(i, j int) bool { return ho.FleetSets[i].Name < ho.FleetSets[j].Name })
+	return ho
+}
+
+// ---------------------------------------------------------------- the fleet
+
+type member struct {
+	name string
+	c    client.Client
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, fleetv1.AddToScheme, clusterv1beta2.Install} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}
+
+func clientFor(t *testing.T, path string) client.Client {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatalf("kubeconfig %s: %v", path, err)
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	cfg.Timeout = 5 * time.Second
+	c, err := client.New(cfg, client.Options{Scheme: scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// clients: the hub (FLEETSET_HUB_KUBECONFIG) and every member
+// (FLEETSET_MEMBER_KUBECONFIGS and FLEETSET_E2E_SPARE_MEMBERS, name=path,...).
+func clients(t *testing.T) (client.Client, []member) {
+	hubPath := os.Getenv("FLEETSET_HUB_KUBECONFIG")
+	if hubPath == "" {
+		t.Fatal("set FLEETSET_HUB_KUBECONFIG and FLEETSET_MEMBER_KUBECONFIGS; `make chaos` does it")
+	}
+	var members []member
+	for _, env := range []string{"FLEETSET_MEMBER_KUBECONFIGS", "FLEETSET_E2E_SPARE_MEMBERS"} {
+		for _, kv := range strings.Split(os.Getenv(env), ",") {
+			name, path, ok := strings.Cut(strings.TrimSpace(kv), "=")
+			if ok && name != "" && path != "" {
+				members = append(members, member{name: name, c: clientFor(t, path)})
+			}
+		}
+	}
+	if len(members) < 2 {
+		t.Fatalf("need at least two members, got %d", len(members))
+	}
+	return clientFor(t, hubPath), members
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func(context.Context) (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	why := ""
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ok, w := cond(ctx)
+		cancel()
+		if ok {
+			return
+		}
+		why = w
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("timed out after %v waiting for %s: %s", timeout, what, why)
+}
+
+// setup creates the run's namespace on the hub, bound to the ManagedClusterSet
+// global.
+func setup(t *testing.T, hub client.Client, ns string, members []string) {
+	ctx := t.Context()
+	if err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatalf("namespace %s: %v", ns, err)
+	}
+	b := &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "global"},
+		Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "global"}}
+	if err := hub.Create(ctx, b); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatalf("ManagedClusterSetBinding: %v", err)
+	}
+	waitFor(t, 2*time.Minute, "ManagedClusterSetBinding global Bound", func(ctx context.Context) (bool, string) {
+		if err := hub.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+			return false, err.Error()
+		}
+		return apimeta.IsStatusConditionTrue(b.Status.Conditions, clusterv1beta2.ClusterSetBindingBoundType), fmt.Sprint(b.Status.Conditions)
+	})
+}
+
+// ---------------------------------------------------------------- FleetSets
+
+func newFleetSet(ns, name string, replicas int32, members []string, subsetShares []string, domainShares []string) *fleetv1.FleetSet {
+	labels := map[string]string{"app": name}
+	fs := &fleetv1.FleetSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: fleetv1.FleetSetSpec{
+			Replicas: replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To[int64](0),
+					Containers: []corev1.Container{{Name: "app", Image: envOr("FLEETSET_E2E_IMAGE", "registry.k8s.io/pause:3.10"),
+						Env: []corev1.EnvVar{{Name: "VERSION", Value: "1"}}}},
+				},
+			},
+			UpdateStrategy: fleetv1.FleetSetUpdateStrategy{Type: fleetv1.RollingUpdateStrategyType, RollingUpdate: &fleetv1.RollingUpdateFleetSet{}},
+		},
+	}
+	for i, m := range members {
+		s := fleetv1.Subset{Name: m, Cluster: m}
+		if i < len(subsetShares) && subsetShares[i] != "" {
+			s.Replicas = ptr.To(intstr.Parse(subsetShares[i]))
+		}
+		for j, z := range []string{"zone-a", "zone-b", "zone-c"} {
+			d := fleetv1.DomainShare{Name: z}
+			if j < len(domainShares) && domainShares[j] != "" {
+				d.Replicas = ptr.To(intstr.Parse(domainShares[j]))
+			}
+			s.Domains = append(s.Domains, d)
+		}
+		fs.Spec.Topology.Subsets = append(fs.Spec.Topology.Subsets, s)
+	}
+	return fs
+}
+
+func claim(name, size string) []corev1.PersistentVolumeClaim {
+	return []corev1.PersistentVolumeClaim{{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}},
+		},
+	}}
+}
+
+// db: Relocate (toleration 20 s), failback Automatic, percent subset and
+// domain shares, a volume claim template, maxUnavailable 1.
+func dbFleetSet(ns string, members []string) *fleetv1.FleetSet {
+	fs := newFleetSet(ns, "db", 6, members, []string{"50%", "30%"}, []string{"50%", "25%", "25%"})
+	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](20), Failback: fleetv1.FailbackAutomatic}
+	fs.Spec.VolumeClaimTemplates = claim("data", "1Gi")
+	fs.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	return fs
+}
+
+// web: Relocate (toleration 20 s), failback Manual (the failback
+// annotation), even shares, maxUnavailable 40%, two subsets at once.
+func webFleetSet(ns string, members []string) *fleetv1.FleetSet {
+	fs := newFleetSet(ns, "web", 5, members, nil, nil)
+	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](20), Failback: fleetv1.FailbackManual}
+	fs.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromString("40%"))
+	fs.Spec.UpdateStrategy.RollingUpdate.MaxConcurrentSubsets = ptr.To[int32](2)
+	return fs
+}
+
+// cache: no failover, a volume claim template, maxUnavailable 2, percent
+// subset shares.
+func cacheFleetSet(ns string, members []string) *fleetv1.FleetSet {
+	fs := newFleetSet(ns, "cache", 4, members, []string{"40%"}, []string{"", "", "40%"})
+	fs.Spec.VolumeClaimTemplates = claim("cache", "1Gi")
+	fs.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	return fs
+}

@@ -1,0 +1,302 @@
+package chaos
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// FaultKind is one kind of fault the run injects.
+type FaultKind string
+
+const (
+	// HubKill: fleetset-hub SIGKILLed, started again after the hold.
+	HubKill FaultKind = "hub-kill"
+	// HubPause: fleetset-hub SIGSTOPped, SIGCONTed after the hold.
+	HubPause FaultKind = "hub-pause"
+	// HubAPIServer: the hub's kube-apiserver stopped, started after the hold.
+	HubAPIServer FaultKind = "hub-apiserver-stop"
+	// MemberCut: a member's link to the hub cut (agent.sh cut), healed after.
+	MemberCut FaultKind = "member-cut"
+	// MemberOCM: a member's OCM registration and work agents stopped.
+	MemberOCM FaultKind = "member-ocm-stop"
+	// MemberScheduler: a member's fleetset-scheduler (with its member
+	// component) SIGKILLed.
+	MemberScheduler FaultKind = "member-scheduler-kill"
+	// MemberKCM: a member's kube-controller-manager SIGKILLed.
+	MemberKCM FaultKind = "member-kcm-kill"
+)
+
+// FaultKinds are every kind, in report order.
+var FaultKinds = []FaultKind{HubKill, HubPause, HubAPIServer, MemberCut, MemberOCM, MemberScheduler, MemberKCM}
+
+// holds is the range a fault of each kind is held for.
+var holds = map[FaultKind][2]time.Duration{
+	HubKill:         {5 * time.Second, 40 * time.Second},
+	HubPause:        {5 * time.Second, 30 * time.Second},
+	HubAPIServer:    {10 * time.Second, 45 * time.Second},
+	MemberCut:       {20 * time.Second, 90 * time.Second},
+	MemberOCM:       {10 * time.Second, 60 * time.Second},
+	MemberScheduler: {5 * time.Second, 30 * time.Second},
+	MemberKCM:       {5 * time.Second, 30 * time.Second},
+}
+
+// memberScoped: the fault hits one member (Fault.Cluster); the others hit
+// the hub.
+func (k FaultKind) memberScoped() bool {
+	switch k {
+	case MemberCut, MemberOCM, MemberScheduler, MemberKCM:
+		return true
+	}
+	return false
+}
+
+// Fault is one scheduled fault: kind, target cluster, when (offset from
+// the start of the run) and for how long.
+type Fault struct {
+	ID      int           `json:"id"`
+	Kind    FaultKind     `json:"kind"`
+	Cluster string        `json:"cluster"`
+	At      time.Duration `json:"at"`
+	Hold    time.Duration `json:"hold"`
+}
+
+func (f Fault) end() time.Duration { return f.At + f.Hold }
+
+func (f Fault) String() string {
+	return fmt.Sprintf("#%d %s %s", f.ID, f.Kind, f.Cluster)
+}
+
+// target names the process (or process group) a fault acts on: two faults
+// on the same target never overlap.
+func (f Fault) target() string {
+	switch f.Kind {
+	case HubKill, HubPause:
+		return "hub/fleetset-hub"
+	case HubAPIServer:
+		return "hub/kube-apiserver"
+	case MemberCut:
+		return f.Cluster + "/hub-link"
+	case MemberOCM:
+		return f.Cluster + "/ocm"
+	case MemberScheduler:
+		return f.Cluster + "/fleetset-scheduler"
+	case MemberKCM:
+		return f.Cluster + "/kube-controller-manager"
+	}
+	return string(f.Kind)
+}
+
+// conflicts reports whether a and b may not overlap in time: the same
+// target, or a member's fleetset component down while that member is lost
+// to the hub (cut or its OCM agents stopped). That pair is the gap
+// docs/failover.md leaves to the operator — nothing on the member fences
+// while its component is down — so the run does not draw it.
+func conflicts(a, b Fault) bool {
+	if a.target() == b.target() {
+		return true
+	}
+	if a.Cluster != b.Cluster || !a.Kind.memberScoped() || !b.Kind.memberScoped() {
+		return false
+	}
+	lost := func(k FaultKind) bool { return k == MemberCut || k == MemberOCM }
+	return (a.Kind == MemberScheduler && lost(b.Kind)) || (b.Kind == MemberScheduler && lost(a.Kind))
+}
+
+// OpKind is one kind of operation on a FleetSet.
+type OpKind string
+
+const (
+	// OpScale sets spec.replicas to Op.Replicas.
+	OpScale OpKind = "scale"
+	// OpTemplate changes the pod template (the VERSION env var to
+	// Op.Version): a rollout.
+	OpTemplate OpKind = "template"
+	// OpPause and OpResume set updateStrategy.rollingUpdate.paused.
+	OpPause  OpKind = "pause"
+	OpResume OpKind = "resume"
+	// OpFailback annotates the FleetSet fleetset.io/failback.
+	OpFailback OpKind = "failback"
+)
+
+// OpKinds are every kind, in report order.
+var OpKinds = []OpKind{OpScale, OpTemplate, OpPause, OpResume, OpFailback}
+
+// Op is one scheduled operation.
+type Op struct {
+	ID       int           `json:"id"`
+	Kind     OpKind        `json:"kind"`
+	FleetSet string        `json:"fleetSet"`
+	At       time.Duration `json:"at"`
+	Replicas int32         `json:"replicas,omitempty"`
+	Version  int           `json:"version,omitempty"`
+}
+
+func (o Op) String() string {
+	switch o.Kind {
+	case OpScale:
+		return fmt.Sprintf("#%d %s %s to %d", o.ID, o.Kind, o.FleetSet, o.Replicas)
+	case OpTemplate:
+		return fmt.Sprintf("#%d %s %s VERSION=%d", o.ID, o.Kind, o.FleetSet, o.Version)
+	}
+	return fmt.Sprintf("#%d %s %s", o.ID, o.Kind, o.FleetSet)
+}
+
+// Target is one FleetSet operations act on, with its replica range.
+type Target struct {
+	Name        string `json:"name"`
+	MinReplicas int32  `json:"minReplicas"`
+	MaxReplicas int32  `json:"maxReplicas"`
+	// Failback: the FleetSet has failback Manual, so failback operations
+	// are drawn for it.
+	Failback bool `json:"failback,omitempty"`
+}
+
+// Config is what a schedule is drawn from, besides the seed.
+type Config struct {
+	// Duration is the fault phase; no fault or operation starts after it,
+	// and every fault has ended by it.
+	Duration time.Duration `json:"duration"`
+	// Warmup: nothing before it.
+	Warmup time.Duration `json:"warmup"`
+	// MaxFaults is the most faults active at once.
+	MaxFaults int      `json:"maxFaults"`
+	Members   []string `json:"members"`
+	FleetSets []Target `json:"fleetSets"`
+	// FaultGap and OpGap bound the time between two drawn faults and two
+	// operations.
+	FaultGap [2]time.Duration `json:"faultGap"`
+	OpGap    [2]time.Duration `json:"opGap"`
+}
+
+// Schedule is a run's faults and operations, a pure function of the seed
+// and the Config: a failing seed replays exactly.
+type Schedule struct {
+	Seed   uint64  `json:"seed"`
+	Config Config  `json:"config"`
+	Faults []Fault `json:"faults"`
+	Ops    []Op    `json:"ops"`
+}
+
+// Draw draws the schedule of seed: faults whose arrivals are FaultGap
+// apart, each of a kind, cluster and hold drawn from the seed, dropped
+// (the draw still consumed) when it would exceed MaxFaults at once or
+// conflict with an overlapping fault; and operations OpGap apart on a
+// FleetSet drawn from the seed. math/rand/v2's PCG, seeded with seed.
+func Draw(seed uint64, c Config) Schedule {
+	s := Schedule{Seed: seed, Config: c}
+	fr := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	between := func(r *rand.Rand, lo, hi time.Duration) time.Duration {
+		if hi <= lo {
+			return lo
+		}
+		return lo + time.Duration(r.Int64N(int64(hi-lo)))
+	}
+	// Faults.
+	for at := c.Warmup + between(fr, c.FaultGap[0], c.FaultGap[1]); at < c.Duration; at += between(fr, c.FaultGap[0], c.FaultGap[1]) {
+		kind := FaultKinds[fr.IntN(len(FaultKinds))]
+		f := Fault{Kind: kind, At: at.Truncate(100 * time.Millisecond)}
+		if kind.memberScoped() {
+			f.Cluster = c.Members[fr.IntN(len(c.Members))]
+		} else {
+			f.Cluster = "hub"
+		}
+		h := holds[kind]
+		f.Hold = between(fr, h[0], h[1]).Truncate(100 * time.Millisecond)
+		if f.end() > c.Duration {
+			f.Hold = c.Duration - f.At
+		}
+		if f.Hold < time.Second {
+			continue
+		}
+		active := 0
+		ok := true
+		for _, g := range s.Faults {
+			if g.At < f.end() && f.At < g.end() {
+				active++
+				if conflicts(f, g) {
+					ok = false
+				}
+			}
+		}
+		// Overlap with any one fault is not enough: count the faults active
+		// at each instant of f's hold (the starts inside it, and its own).
+		if ok && active >= c.MaxFaults && maxConcurrent(append(slices.Clone(s.Faults), f)) > c.MaxFaults {
+			ok = false
+		}
+		if !ok {
+			continue
+		}
+		f.ID = len(s.Faults) + 1
+		s.Faults = append(s.Faults, f)
+	}
+	// Operations, from their own stream so that the fault schedule of a seed
+	// does not change with the FleetSets.
+	or := rand.New(rand.NewPCG(seed, 0x6a09e667f3bcc909))
+	paused := map[string]bool{}
+	version := map[string]int{}
+	replicas := map[string]int32{}
+	if len(c.FleetSets) == 0 {
+		return s
+	}
+	for at := c.Warmup + between(or, c.OpGap[0], c.OpGap[1]); at < c.Duration; at += between(or, c.OpGap[0], c.OpGap[1]) {
+		t := c.FleetSets[or.IntN(len(c.FleetSets))]
+		o := Op{FleetSet: t.Name, At: at.Truncate(100 * time.Millisecond)}
+		switch r := or.IntN(100); {
+		case r < 35:
+			o.Kind = OpScale
+			for {
+				o.Replicas = t.MinReplicas + or.Int32N(t.MaxReplicas-t.MinReplicas+1)
+				if o.Replicas != replicas[t.Name] || t.MinReplicas == t.MaxReplicas {
+					break
+				}
+			}
+			replicas[t.Name] = o.Replicas
+		case r < 70:
+			o.Kind = OpTemplate
+			version[t.Name]++
+			o.Version = version[t.Name] + 1 // created with VERSION=1
+		case r < 88:
+			if paused[t.Name] {
+				o.Kind = OpResume
+			} else {
+				o.Kind = OpPause
+			}
+			paused[t.Name] = !paused[t.Name]
+		default:
+			if !t.Failback {
+				o.Kind = OpTemplate
+				version[t.Name]++
+				o.Version = version[t.Name] + 1
+			} else {
+				o.Kind = OpFailback
+			}
+		}
+		o.ID = len(s.Ops) + 1
+		s.Ops = append(s.Ops, o)
+	}
+	// Whatever is paused at the end is resumed, at the end of the fault
+	// phase, so that every FleetSet can converge.
+	for _, t := range c.FleetSets {
+		if paused[t.Name] {
+			s.Ops = append(s.Ops, Op{ID: len(s.Ops) + 1, Kind: OpResume, FleetSet: t.Name, At: c.Duration})
+		}
+	}
+	return s
+}
+
+// maxConcurrent returns the most faults active at once.
+func maxConcurrent(fs []Fault) int {
+	most := 0
+	for _, f := range fs {
+		n := 0
+		for _, g := range fs {
+			if g.At <= f.At && f.At < g.end() {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
+}
