@@ -239,3 +239,87 @@ func TestRolesAcrossTheFleet(t *testing.T) {
 		t.Error(v)
 	}
 }
+
+// TestSwitchoverBestEffort: a leader that never hands its role over is
+// updated anyway once switchover.deadlineSeconds has passed (BestEffort),
+// after every follower of the fleet, with a SwitchoverSkipped event.
+func TestSwitchoverBestEffort(t *testing.T) {
+	f := theFleet
+	ns := f.newNamespace(t, "e2e-switchover")
+	fs := f.newFleetSet(ns, "db", 4)
+	fs.Spec.Roles = []fleetv1.Role{{Name: "primary", IsLeader: true}, {Name: "replica"}}
+	fs.Spec.Switchover = &fleetv1.Switchover{Policy: fleetv1.SwitchoverBestEffort, DeadlineSeconds: 5}
+	f.createFleetSet(t, fs)
+	ins := f.waitReady(t, ns, "db", 4)
+	leader := ins[0] // the lowest ordinal leads, and never lets go
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { // the workload: labels every instance, the leader's pod name keeps the lead
+		defer close(done)
+		for tick := time.NewTicker(500 * time.Millisecond); ctx.Err() == nil; <-tick.C {
+			cur, err := f.instances(ctx, ns, "db")
+			if err != nil {
+				continue
+			}
+			for _, in := range cur {
+				want := "replica"
+				if in.pod == leader.pod {
+					want = "primary"
+				}
+				if role, _, err := roleOf(ctx, f.member(in.cluster), ns, in.pod); err == nil && role != want {
+					_ = setRole(ctx, f.member(in.cluster), ns, in.pod, want)
+				}
+			}
+		}
+	}()
+	defer func() { cancel(); <-done }()
+	eventually(t, waitTimeout, "status.leader "+leader.pod, func(ctx context.Context) (bool, string, error) {
+		got, err := f.getFleetSet(ctx, ns, "db")
+		return err == nil && got.Status.Leader != nil && got.Status.Leader.Name == leader.pod, "", err
+	})
+
+	uids := podUIDs(ins)
+	f.updateFleetSet(t, ns, "db", func(fs *fleetv1.FleetSet) {
+		fs.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "VERSION", Value: "2"}}
+	})
+	var early []string
+	eventually(t, 3*waitTimeout, "every instance replaced, the leader last, the rollout complete", func(ctx context.Context) (bool, string, error) {
+		cur, err := f.instances(ctx, ns, "db")
+		if err != nil {
+			return false, "", err
+		}
+		followersLeft, leaderReplaced := 0, false
+		for _, in := range cur {
+			replaced := in.uid != uids[in.cluster+"/"+in.pod]
+			switch {
+			case in.pod == leader.pod:
+				leaderReplaced = replaced
+			case !replaced:
+				followersLeft++
+			}
+		}
+		if leaderReplaced && followersLeft > 0 {
+			early = append(early, podSummary(cur))
+		}
+		got, err := f.getFleetSet(ctx, ns, "db")
+		if err != nil {
+			return false, "", err
+		}
+		return leaderReplaced && followersLeft == 0 && len(cur) == 4 && got.Status.CurrentRevision == got.Status.UpdateRevision,
+			rolloutSummary(got) + " " + podSummary(cur), nil
+	})
+	for _, e := range early {
+		t.Errorf("the leader was replaced before every follower: %s", e)
+	}
+	var events corev1.EventList
+	if err := f.hub.List(t.Context(), &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	skipped := false
+	for _, e := range events.Items {
+		skipped = skipped || (e.InvolvedObject.Name == "db" && e.Reason == fleetv1.ReasonSwitchoverSkipped && strings.Contains(e.Message, leader.pod))
+	}
+	if !skipped {
+		t.Errorf("no %s event naming %s", fleetv1.ReasonSwitchoverSkipped, leader.pod)
+	}
+}
