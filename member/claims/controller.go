@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/member/internal/placementqueue"
 )
 
 // Event reasons, on the SubsetPlacement.
@@ -181,32 +182,12 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 
 // next handles one key; false once the queue is shut down.
 func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	if err := c.Sync(ctx, key); err != nil {
-		klog.FromContext(ctx).Error(err, "Claim expansion failed; retrying", "placement", key)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
+	return placementqueue.ProcessNext(ctx, c.queue, c.Sync, "Claim expansion failed")
 }
 
 // enqueueAll adds every placement with claimStorage.
 func (c *Controller) enqueueAll(ctx context.Context) {
-	var list fleetv1.SubsetPlacementList
-	if err := c.Placements.List(ctx, &list); err != nil {
-		klog.FromContext(ctx).Error(err, "Listing SubsetPlacements")
-		return
-	}
-	for i := range list.Items {
-		if len(list.Items[i].Spec.ClaimStorage) > 0 {
-			c.queue.Add(client.ObjectKeyFromObject(&list.Items[i]))
-		}
-	}
+	placementqueue.EnqueueMatching(ctx, c.Placements, c.queue, func(sp *fleetv1.SubsetPlacement) bool { return len(sp.Spec.ClaimStorage) > 0 })
 }
 
 // PlacementHandler enqueues the placement of every SubsetPlacement event.

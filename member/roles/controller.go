@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/member/internal/placementqueue"
 )
 
 // Event reasons, on pods.
@@ -222,18 +223,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 
 // next handles one placement; false once the queue is shut down.
 func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	if err := c.Sync(ctx, key); err != nil {
-		klog.FromContext(ctx).Error(err, "Writing the roles of a placement failed; retrying", "placement", key)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
+	return placementqueue.ProcessNext(ctx, c.queue, c.Sync, "Writing the roles of a placement failed")
 }
 
 // enqueueAll adds every placement with roles or a status, and the running

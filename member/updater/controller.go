@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/member/internal/placementqueue"
 )
 
 // Event reasons.
@@ -215,32 +216,14 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	wait.UntilWithContext(ctx, c.enqueueAll, c.Resync)
 }
 
+// next handles one key; false once the queue is shut down.
 func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	if err := c.Sync(ctx, key); err != nil {
-		klog.FromContext(ctx).Error(err, "Role-ordered update failed; retrying", "placement", key)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
+	return placementqueue.ProcessNext(ctx, c.queue, c.Sync, "Role-ordered update failed")
 }
 
+// enqueueAll adds every placement with spec.update.
 func (c *Controller) enqueueAll(ctx context.Context) {
-	var list fleetv1.SubsetPlacementList
-	if err := c.Placements.List(ctx, &list); err != nil {
-		klog.FromContext(ctx).Error(err, "Listing SubsetPlacements")
-		return
-	}
-	for i := range list.Items {
-		if list.Items[i].Spec.Update != nil {
-			c.queue.Add(client.ObjectKeyFromObject(&list.Items[i]))
-		}
-	}
+	placementqueue.EnqueueMatching(ctx, c.Placements, c.queue, func(sp *fleetv1.SubsetPlacement) bool { return sp.Spec.Update != nil })
 }
 
 // Sync takes the placement key one step further: it deletes the outdated
