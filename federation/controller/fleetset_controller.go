@@ -83,6 +83,11 @@ type FleetSetReconciler struct {
 	// higher generation had its spec changed by someone else, and is
 	// restored (editedByOthers). Unknown after a restart: trusted then.
 	writtenGenerations sync.Map
+	// dependencyCopies holds, by "<Kind>/<namespace>/<name>", the last
+	// content read of each ConfigMap or Secret a FleetSet delivers
+	// (client.Object, read-only), reused while its resourceVersion holds
+	// (readDependency).
+	dependencyCopies sync.Map
 }
 
 // SetupWithManager watches FleetSets (spec and annotation changes: the

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -164,22 +165,37 @@ func overridesTemplate(s *fleetv1.Subset) bool {
 	return len(s.ImageRegistryRewrites) > 0 || len(s.ContainerResources) > 0 || len(s.Tolerations) > 0 || s.Patch != nil
 }
 
-// readDependency reads a referenced ConfigMap or Secret live from the hub
-// (the hub caches only their metadata); nil when it does not exist.
+// readDependency returns a referenced ConfigMap or Secret of the hub; nil
+// when it does not exist. The hub caches only their metadata: when the
+// cached resourceVersion is the one of the copy last read (dependencyCopies),
+// that copy is returned; otherwise the object is read live once and
+// remembered, so a reconcile reads an object's content only after it
+// changed.
 func (r *FleetSetReconciler) readDependency(ctx context.Context, namespace string, ref manifestwork.DependencyRef) (runtime.Object, error) {
+	key := types.NamespacedName{Namespace: namespace, Name: ref.Name}
+	memo := ref.Kind + "/" + key.String()
 	var obj client.Object = &corev1.ConfigMap{}
 	if ref.Kind == manifestwork.KindSecret {
 		obj = &corev1.Secret{}
+	}
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(ref.Kind))
+	if err := r.Get(ctx, key, meta); err == nil {
+		if c, ok := r.dependencyCopies.Load(memo); ok && c.(client.Object).GetResourceVersion() == meta.ResourceVersion {
+			return c.(client.Object), nil
+		}
 	}
 	reader := client.Reader(r.Client)
 	if r.APIReader != nil {
 		reader = r.APIReader
 	}
-	switch err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, obj); {
+	switch err := reader.Get(ctx, key, obj); {
 	case apierrors.IsNotFound(err):
+		r.dependencyCopies.Delete(memo)
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("reading %s %s/%s: %w", ref.Kind, namespace, ref.Name, err)
+		return nil, fmt.Errorf("reading %s %s: %w", ref.Kind, key, err)
 	}
+	r.dependencyCopies.Store(memo, obj)
 	return obj, nil
 }
