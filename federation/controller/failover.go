@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,8 +55,11 @@ func terminationGrace(fs *fleetv1.FleetSet) time.Duration {
 
 // planFailover runs the failover planner (package failover) over the plan's
 // subsets and applies its decision in place: each subset's cluster (where it
-// runs now), epoch and fencing; a relocated subset is spread only (the hub
-// does not know the fallback cluster's domains). It records which subsets
+// runs now), epoch and fencing. A relocated subset keeps its domains, so
+// that every ordinal keeps its zone, when a subset homed in the fallback
+// cluster names each of them; otherwise it is spread only there (the hub
+// knows no other domains of that cluster) and its FailedOver problem says
+// so. It records which subsets
 // run nowhere (failing back) and their phases, in planned's order, and the
 // failover problems, step events and when to plan again. Errors are reads
 // of ManagedClusters or works.
@@ -107,11 +111,16 @@ func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planne
 		}
 	}
 	now := st.now.Time
+	homes := slices.Clone(planned)    // each subset at its spec cluster
+	spreadOnly := map[string]string{} // subset → why it runs without its domains
 	for i, d := range failover.Plan(spec, subsets, clusters, now) {
 		p, s := &planned[i], subsets[i]
 		p.Cluster, p.Epoch = d.Cluster, d.Epoch
 		if d.Cluster != s.Home {
-			p.Domains = nil
+			var missing string
+			if p.Domains, missing = plan.RelocatedDomains(homes, homes[i], d.Cluster); missing != "" {
+				spreadOnly[p.Name] = fmt.Sprintf("spread over %s's nodes without its domains: no subset of cluster %s names domain %s", d.Cluster, d.Cluster, missing)
+			}
 		}
 		if spec.Relocate {
 			p.Fencing = &fleetv1.PlacementFencing{GraceSeconds: fs.Spec.Failover.FenceGraceSeconds, Epoch: d.Epoch}
@@ -121,8 +130,11 @@ func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planne
 		case fleetv1.SubsetFailingOver:
 			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonFailingOver, Subset: p.Name, Cluster: d.Cluster, Message: d.Waiting})
 		case fleetv1.SubsetFailedOver:
-			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonFailedOver, Subset: p.Name, Cluster: d.Cluster,
-				Message: fmt.Sprintf("relocated from home cluster %s, epoch %d", s.Home, d.Epoch)})
+			msg := fmt.Sprintf("relocated from home cluster %s, epoch %d", s.Home, d.Epoch)
+			if why := spreadOnly[p.Name]; why != "" {
+				msg += "; " + why
+			}
+			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonFailedOver, Subset: p.Name, Cluster: d.Cluster, Message: msg})
 		case fleetv1.SubsetMoving:
 			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonMoving, Subset: p.Name, Cluster: d.Cluster, Message: d.Waiting})
 		case fleetv1.SubsetFailingBack:

@@ -295,6 +295,22 @@ func TestFailover(t *testing.T) {
 	if sp.Spec.Fencing == nil || sp.Spec.Fencing.Epoch != 1 || sp.Spec.Fencing.GraceSeconds != 1 {
 		t.Errorf("relocated SubsetPlacement db-east fencing = %+v, want epoch 1, grace 1", sp.Spec.Fencing)
 	}
+	// West's own subset names zone-a, zone-b and zone-c, so east keeps its
+	// domains there: every ordinal keeps its zone.
+	shares := func(ds []fleetv1.DomainShare) string {
+		var out []string
+		for _, d := range ds {
+			share := ""
+			if d.Replicas != nil {
+				share = d.Replicas.String()
+			}
+			out = append(out, d.Name+"="+share)
+		}
+		return strings.Join(out, ",")
+	}
+	if got, want := shares(sp.Spec.Domains), shares(fs.Spec.Topology.Subsets[0].Domains); got != want {
+		t.Errorf("relocated SubsetPlacement db-east domains = %q, want east's own %q", got, want)
+	}
 	// The hub writes status after the works, in the same reconcile.
 	var ss fleetv1.SubsetStatus
 	eventually(t, 10*time.Second, "status.subsets[east] FailedOver", func() (bool, error) {

@@ -181,3 +181,27 @@ func For(fs *fleetv1.FleetSet, previous map[string]int32) ([]Subset, []Problem, 
 	}
 	return out, problems, nil
 }
+
+// RelocatedDomains returns the domains subset s keeps while it runs in
+// cluster, a cluster other than its home (failover relocation): its own,
+// so that every ordinal keeps its zone, when the subsets homed in cluster
+// (subsets as For returns them, each at its spec cluster) name every one
+// of them; otherwise nil (the fallback cluster's domains are unknown, so
+// the subset is spread only there) and the first of s's domains that none
+// of them names.
+func RelocatedDomains(subsets []Subset, s Subset, cluster string) ([]Domain, string) {
+	known := map[string]bool{}
+	for _, o := range subsets {
+		if o.Cluster == cluster {
+			for _, d := range o.Domains {
+				known[d.Name] = true
+			}
+		}
+	}
+	for _, d := range s.Domains {
+		if !known[d.Name] {
+			return nil, d.Name
+		}
+	}
+	return s.Domains, ""
+}

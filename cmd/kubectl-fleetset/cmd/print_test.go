@@ -18,10 +18,11 @@ import (
 var now = time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
 
 // failedOver is the sample at 9 replicas after east was lost: subset east
-// runs on west (epoch 1), the hub no longer renews east's lease.
+// runs on west (epoch 1) in its own domains (west's subset names them), the
+// hub no longer renews east's lease.
 func failedOver() *Status {
 	fs := withStatus(sample(9),
-		fleetv1.SubsetStatus{Name: "east", Cluster: "west", OrdinalStart: 0, Replicas: 5, Partition: 2, Epoch: 1,
+		fleetv1.SubsetStatus{Name: "east", Cluster: "west", OrdinalStart: 0, Replicas: 5, Partition: 2, Epoch: 1, Domains: domains(2, 2, 1),
 			Failover: fleetv1.SubsetFailedOver, ReadyReplicas: 5, UpdatedReplicas: 3, FleetRevision: "5d1c0a9b7e"},
 		fleetv1.SubsetStatus{Name: "west", Cluster: "west", OrdinalStart: 1000, Replicas: 4, Domains: domains(2, 1, 1),
 			ReadyReplicas: 4, UpdatedReplicas: 4, FleetRevision: "5d1c0a9b7e"})
@@ -47,7 +48,7 @@ func TestPrint(t *testing.T) {
 		want string
 	}{
 		{
-			name: "failed over, no members: fallback cluster shown as home→fallback, spread only",
+			name: "failed over, no members: fallback cluster shown as home→fallback, in its own domains",
 			st:   failedOver,
 			want: `Name:       mydb
 Namespace:  default
@@ -59,7 +60,7 @@ Conditions:
   Degraded      True    FailedOver   subset east on cluster west: relocated from home cluster east, epoch 1
 
 SUBSET   CLUSTER     ORDINALS      REPLICAS   DOMAINS                      READY   UPDATED   PARTITION   REVISION     ROLLOUT   EPOCH   FAILOVER     LEASE
-east     east→west   [0,5)         5          spread                       5       3         2           5d1c0a9b7e   -         1       FailedOver   4s
+east     east→west   [0,5)         5          zone-a:2 zone-b:2 zone-c:1   5       3         2           5d1c0a9b7e   -         1       FailedOver   4s
 west     west        [1000,1004)   4          zone-a:2 zone-b:1 zone-c:1   4       4         0           5d1c0a9b7e   -         0       -            4s
 `,
 		},
@@ -85,7 +86,7 @@ Conditions:
   Degraded      True    FailedOver   subset east on cluster west: relocated from home cluster east, epoch 1
 
 SUBSET   CLUSTER     ORDINALS      REPLICAS   DOMAINS                      READY   UPDATED   PARTITION   REVISION     ROLLOUT   EPOCH   FAILOVER     LEASE
-east     east→west   [0,5)         5          spread                       5       3         2           5d1c0a9b7e   -         1       FailedOver   4s
+east     east→west   [0,5)         5          zone-a:2 zone-b:2 zone-c:1   5       3         2           5d1c0a9b7e   -         1       FailedOver   4s
 west     west        [1000,1004)   4          zone-a:2 zone-b:1 zone-c:1   4       4         0           5d1c0a9b7e   -         0       -            4s
 
 FENCING   HEARTBEAT       STATE       WHY
@@ -100,7 +101,7 @@ west      3s              InContact   reached the hub 0s ago
 				st := failedOver()
 				st.Subsets[0].Cluster = "east" // failing over: still on its home cluster
 				st.Subsets[0].Failover = fleetv1.SubsetFailingOver
-				st.Subsets[0].Domains = domains(2, 2, 1)
+				st.Subsets[0].Domains, st.Subsets[0].DomainsComputed = domains(2, 2, 1), false
 				st.Subsets = append(st.Subsets, SubsetRow{Name: "south", Home: "south", Cluster: "south", OrdinalStart: 2000, Domains: domains(0), DomainsComputed: true},
 					SubsetRow{Name: "north", Home: "north", Cluster: "north", OrdinalStart: 3000})
 				st.HubLeases["east"] = LeaseState{RenewTime: now.Add(-90 * time.Second), Duration: 15 * time.Second}
@@ -172,7 +173,7 @@ Conditions:
   Degraded      True    FailedOver   subset east on cluster west: relocated from home cluster east, epoch 1
 
 SUBSET   CLUSTER     ORDINALS      REPLICAS   DOMAINS                      READY   UPDATED   PARTITION   REVISION     ROLLOUT   EPOCH   FAILOVER     LEASE
-east     east→west   [0,5)         5          spread                       5       3         2           5d1c0a9b7e   -         1       FailedOver   4s
+east     east→west   [0,5)         5          zone-a:2 zone-b:2 zone-c:1   5       3         2           5d1c0a9b7e   -         1       FailedOver   4s
 west     west        [1000,1004)   4          zone-a:2 zone-b:1 zone-c:1   4       4         0           5d1c0a9b7e   -         0       -            4s
 
 CLUSTER   ZONE     NODE       POD              ORDINAL   READY   ROLE

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -58,8 +59,8 @@ type SubsetRow struct {
 	// lowest instances stay on the old revision.
 	Replicas, Partition int32
 	// Domains are the desired replicas of each domain, in spec order; empty
-	// when the subset is spread only (no domains in the spec, or relocated:
-	// the hub does not pin a subset to the fallback cluster's domains).
+	// when the subset is spread only (no domains in the spec, or relocated
+	// to a cluster where the hub knows none of them: plan.RelocatedDomains).
 	Domains []fleetv1.DomainStatus
 	// DomainsComputed is true when Domains were not in the status and were
 	// computed here with the hub's own division (federation/plan.For).
@@ -137,7 +138,7 @@ type PodRow struct {
 // SubsetRows returns the subset rows of fs, one per spec subset in spec
 // order, then one per status subset no longer in the spec. Each row takes
 // the status's values; where the status has no per-domain counts for a
-// subset at home (or no entry for the subset at all), they are computed with
+// subset (or no entry for the subset at all), they are computed with
 // plan.For, the hub's own division, from the status's ordinal starts, and
 // the row says so. If plan.For refuses the spec, only the status is used.
 func SubsetRows(fs *fleetv1.FleetSet) []SubsetRow {
@@ -148,7 +149,9 @@ func SubsetRows(fs *fleetv1.FleetSet) []SubsetRow {
 		previous[ss.Name] = ss.OrdinalStart
 	}
 	planned := map[string]plan.Subset{}
+	var plans []plan.Subset
 	if subsets, _, err := plan.For(fs, previous); err == nil {
+		plans = subsets
 		for _, p := range subsets {
 			planned[p.Name] = p
 		}
@@ -164,10 +167,14 @@ func SubsetRows(fs *fleetv1.FleetSet) []SubsetRow {
 		} else if havePlan {
 			r.OrdinalStart, r.Replicas, r.Partition = p.OrdinalStart, p.Replicas, p.Partition
 		}
-		// A relocated subset is spread only: the hub gives the fallback
-		// cluster no domains, so there is nothing to compute.
-		if len(r.Domains) == 0 && havePlan && r.Cluster == r.Home {
-			for _, d := range p.Domains {
+		// A relocated subset keeps its domains only where the hub knows
+		// them (plan.RelocatedDomains).
+		if len(r.Domains) == 0 && havePlan {
+			domains := p.Domains
+			if r.Cluster != r.Home {
+				domains, _ = plan.RelocatedDomains(plans, p, r.Cluster)
+			}
+			for _, d := range domains {
 				r.Domains = append(r.Domains, fleetv1.DomainStatus{Name: d.Name, Replicas: d.Replicas})
 			}
 			r.DomainsComputed = len(r.Domains) > 0
@@ -188,8 +195,8 @@ func SubsetRows(fs *fleetv1.FleetSet) []SubsetRow {
 // view the hub delivers lists them (manifestwork.Instances over plan.For,
 // from the status's ordinal starts): pod name, the cluster its subset runs
 // in now (status.subsets[].cluster), the domain its ordinal belongs to
-// (none once relocated: the hub pins no domain on the fallback cluster) and
-// its DNS name. nil when the fleet has more than
+// (none for a subset relocated to a cluster where the hub knows none of its
+// domains: plan.RelocatedDomains) and its DNS name. nil when the fleet has more than
 // v1alpha1.MaxFleetViewInstances replicas; the error is plan.For's.
 func Instances(fs *fleetv1.FleetSet) ([]fleetv1.FleetViewInstance, error) {
 	previous := make(map[string]int32, len(fs.Status.Subsets))
@@ -201,9 +208,11 @@ func Instances(fs *fleetv1.FleetSet) ([]fleetv1.FleetViewInstance, error) {
 	if err != nil {
 		return nil, err
 	}
+	homes := slices.Clone(subsets)
 	for i := range subsets {
 		if c := current[subsets[i].Name]; c != "" && c != subsets[i].Cluster {
-			subsets[i].Cluster, subsets[i].Domains = c, nil
+			subsets[i].Cluster = c
+			subsets[i].Domains, _ = plan.RelocatedDomains(homes, homes[i], c)
 		}
 	}
 	return manifestwork.Instances(fs, subsets)

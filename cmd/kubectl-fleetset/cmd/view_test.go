@@ -105,14 +105,14 @@ func TestSubsetRows(t *testing.T) {
 			},
 		},
 		{
-			name: "replicas 9, east failed over to west: fallback cluster, spread only, epoch 1",
+			name: "replicas 9, east failed over to west: fallback cluster, its own domains (west names them), epoch 1",
 			fs: withStatus(sample(9),
 				fleetv1.SubsetStatus{Name: "east", Cluster: "west", OrdinalStart: 0, Replicas: 5, Partition: 2, Epoch: 1,
 					Failover: fleetv1.SubsetFailedOver, ReadyReplicas: 5, UpdatedReplicas: 3},
 				fleetv1.SubsetStatus{Name: "west", Cluster: "west", OrdinalStart: 1000, Replicas: 4, Domains: domains(2, 1, 1), ReadyReplicas: 4, UpdatedReplicas: 4}),
 			want: []SubsetRow{
 				{Name: "east", Home: "east", Cluster: "west", OrdinalStart: 0, Replicas: 5, Partition: 2, Reported: true,
-					Ready: 5, Updated: 3, Epoch: 1, Failover: fleetv1.SubsetFailedOver},
+					Domains: domains(2, 2, 1), DomainsComputed: true, Ready: 5, Updated: 3, Epoch: 1, Failover: fleetv1.SubsetFailedOver},
 				{Name: "west", Home: "west", Cluster: "west", OrdinalStart: 1000, Replicas: 4, Domains: domains(2, 1, 1), Reported: true, Ready: 4, Updated: 4},
 			},
 		},
@@ -229,8 +229,10 @@ func TestPodRowsSorted(t *testing.T) {
 }
 
 // TestInstances: the instances are the fleet view's (pod, cluster, domain,
-// DNS name, by ordinal); a relocated subset's run in its fallback cluster
-// with no domain; a fleet over the fleet view's bound lists none and says so.
+// DNS name, by ordinal); a relocated subset's run in its fallback cluster,
+// in their own domains where the fallback's subsets name them all and with
+// no domain otherwise; a fleet over the fleet view's bound lists none and
+// says so.
 func TestInstances(t *testing.T) {
 	fs := withStatus(sample(9),
 		fleetv1.SubsetStatus{Name: "east", Cluster: "west", OrdinalStart: 0, Replicas: 5},
@@ -247,11 +249,11 @@ func TestInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `INSTANCE         CLUSTER   DOMAIN   DNS
-mydb-east-0      west      -        mydb-east-0.mydb.default.svc
-mydb-east-1      west      -        mydb-east-1.mydb.default.svc
-mydb-east-2      west      -        mydb-east-2.mydb.default.svc
-mydb-east-3      west      -        mydb-east-3.mydb.default.svc
-mydb-east-4      west      -        mydb-east-4.mydb.default.svc
+mydb-east-0      west      zone-a   mydb-east-0.mydb.default.svc
+mydb-east-1      west      zone-b   mydb-east-1.mydb.default.svc
+mydb-east-2      west      zone-c   mydb-east-2.mydb.default.svc
+mydb-east-3      west      zone-a   mydb-east-3.mydb.default.svc
+mydb-east-4      west      zone-b   mydb-east-4.mydb.default.svc
 mydb-west-1000   west      zone-a   mydb-west-1000.mydb.default.svc
 mydb-west-1001   west      zone-b   mydb-west-1001.mydb.default.svc
 mydb-west-1002   west      zone-c   mydb-west-1002.mydb.default.svc
@@ -259,6 +261,18 @@ mydb-west-1003   west      zone-a   mydb-west-1003.mydb.default.svc
 `
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("instance table (-want,+got):\n%s", diff)
+	}
+
+	// West names only zone-a and zone-b: east, relocated there, is spread
+	// only (no domain), west keeps its own.
+	fs.Spec.Topology.Subsets[1].Domains = fs.Spec.Topology.Subsets[1].Domains[:2]
+	if got, err = Instances(fs); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range got {
+		if want := in.Subset == "west"; (in.Domain != "") != want {
+			t.Errorf("instance %s in cluster %s: domain %q; want one: %v", in.Name, in.Cluster, in.Domain, want)
+		}
 	}
 
 	big := sample(fleetv1.MaxFleetViewInstances + 1)
