@@ -146,6 +146,7 @@ test: verify test-unit test-integration e2e chaos-short ## Unit, integration, e2
 .PHONY: test-unit
 test-unit: ## Unit tests: pure logic and plugins in the real framework.
 	$(GO) test $(GOTESTFLAGS) ./...
+	$(GO) test $(GOTESTFLAGS) -tags fleetset_unsafe_nofence ./federation/failover/
 	cd e2e/tools && $(OCM_GOENV) $(GO) test $(GOTESTFLAGS) ./...
 	cd e2e/tools/ocimage && $(GO) test $(GOTESTFLAGS) ./...
 	cd e2e/tools/provisioner && $(GO) test $(GOTESTFLAGS) ./...
@@ -302,19 +303,34 @@ CHAOS_MAX_FAULTS ?= 2
 CHAOS_CONVERGE_BOUND ?= 5m
 CHAOS_FLEET_MEMBERS ?= east west north
 CHAOS_SHORT_SEED ?= 26
+CHAOS_REPORT_DIR ?= $(LOCALBIN)/chaos
+# chaos-unsafe's seed draws a 84-second cut of west 34 s in, alone among
+# the member faults: long enough for a hub that does not wait for the fence
+# to relocate web (toleration 20 s) while west still runs it (fenceGrace 40 s).
+CHAOS_UNSAFE_SEED ?= 786
 CHAOS_TIMEOUT ?= 120m
 
 .PHONY: chaos
 chaos: fleet-binaries ## Seeded fault injection on the local fleet (CHAOS_SEED, CHAOS_MINUTES=20, CHAOS_MAX_FAULTS=2); report in bin/chaos/<seed>/.
 	FLEET_MEMBERS="$(CHAOS_FLEET_MEMBERS)" e2e/fleet/fleet-up.sh
-	@rc=0; $(FLEET_KUBECONFIGS) FLEET_DIR=$(FLEET_DIR) CHAOS_AGENT=$(CURDIR)/e2e/fleet/agent.sh CHAOS_REPORT_DIR=$(LOCALBIN)/chaos \
-	  CHAOS_SEED=$(CHAOS_SEED) CHAOS_MINUTES=$(CHAOS_MINUTES) CHAOS_MAX_FAULTS=$(CHAOS_MAX_FAULTS) CHAOS_CONVERGE_BOUND=$(CHAOS_CONVERGE_BOUND) \
+	@rc=0; $(FLEET_KUBECONFIGS) FLEET_DIR=$(FLEET_DIR) CHAOS_AGENT=$(CURDIR)/e2e/fleet/agent.sh CHAOS_REPORT_DIR=$(CHAOS_REPORT_DIR) \
+	  CHAOS_EXPECT=$(CHAOS_EXPECT) CHAOS_SEED=$(CHAOS_SEED) CHAOS_MINUTES=$(CHAOS_MINUTES) CHAOS_MAX_FAULTS=$(CHAOS_MAX_FAULTS) CHAOS_CONVERGE_BOUND=$(CHAOS_CONVERGE_BOUND) \
 	  $(GO) test -tags chaos -count=1 -timeout $(CHAOS_TIMEOUT) -run '^TestChaos$$' -v ./e2e/chaos/ || rc=$$?; \
 	e2e/fleet/fleet-down.sh; exit $$rc
 
 .PHONY: chaos-short
 chaos-short: ## The CI chaos run: 3 minutes, fixed seed (CHAOS_SHORT_SEED).
 	$(MAKE) chaos CHAOS_SEED=$(CHAOS_SHORT_SEED) CHAOS_MINUTES=3
+
+# The checkers checked end to end: the same run against a fleetset-hub
+# built with -tags fleetset_unsafe_nofence (federation/failover: relocates
+# once the toleration is over, without waiting for the member's fence) must
+# report dual-running. The broken build goes to bin/unsafe/, never bin/.
+.PHONY: chaos-unsafe
+chaos-unsafe: ## Chaos against a hub broken on purpose (no fence wait): passes only if the run reports dual-running.
+	$(GO) build -tags fleetset_unsafe_nofence -o $(LOCALBIN)/unsafe/fleetset-hub ./cmd/hub
+	FLEET_HUB_BIN=$(LOCALBIN)/unsafe/fleetset-hub $(MAKE) chaos CHAOS_SEED=$(CHAOS_UNSAFE_SEED) CHAOS_MINUTES=3 \
+	  CHAOS_EXPECT=dual-running CHAOS_REPORT_DIR=$(LOCALBIN)/chaos/unsafe
 
 .PHONY: e2e-run
 e2e-run: ## e2e suite against the running local fleet, which it leaves up (E2E_ARGS='-run TestX').

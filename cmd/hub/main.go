@@ -21,6 +21,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/controller"
+	"github.com/fleetset/fleetset/federation/failover"
 )
 
 // version is fleetset's version, set when linking:
@@ -118,6 +119,9 @@ func run() error {
 		return nil
 	}); err != nil {
 		return err
+	}
+	if failover.UnsafeNoFence {
+		logger.Info("WARNING: UNSAFE TEST BUILD (-tags fleetset_unsafe_nofence): lost clusters' subsets are relocated without waiting for their fence, so one identity can run in two clusters; never run this build outside the chaos run")
 	}
 	logger.Info("Starting", "version", version, "hubIdentity", hubIdentity, "leaseDuration", leaseDuration, "leaderElect", leaderElect)
 	return mgr.Start(ctx)

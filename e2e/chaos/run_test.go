@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,6 +49,19 @@ func TestChaos(t *testing.T) {
 	maxFaults, err := strconv.Atoi(envOr("CHAOS_MAX_FAULTS", "2"))
 	if err != nil || maxFaults < 1 {
 		t.Fatalf("CHAOS_MAX_FAULTS: %q", os.Getenv("CHAOS_MAX_FAULTS"))
+	}
+	// CHAOS_EXPECT (comma-separated invariants, make chaos-unsafe): the
+	// fleet runs a build broken on purpose, and the run must find a
+	// violation of each.
+	var expect []Invariant
+	for _, e := range strings.Split(os.Getenv("CHAOS_EXPECT"), ",") {
+		if e = strings.TrimSpace(e); e == "" {
+			continue
+		}
+		if !slices.Contains(Invariants, Invariant(e)) {
+			t.Fatalf("CHAOS_EXPECT: %q is not one of %v", e, Invariants)
+		}
+		expect = append(expect, Invariant(e))
 	}
 	opts := DefaultOptions
 	if d, err := time.ParseDuration(os.Getenv("CHAOS_CONVERGE_BOUND")); err == nil {
@@ -211,8 +225,25 @@ func TestChaos(t *testing.T) {
 	}
 	t.Logf("report: %s/report.md; %d samples, %d faults (%v), %d operations (%v), %d violations, convergence %v",
 		reportDir, sum.Samples, sum.Faults, sum.FaultsByKind, sum.Ops, sum.OpsByKind, len(sum.Violations), sum.ConvergenceSec)
-	for _, v := range res.Violations {
-		t.Errorf("VIOLATION %s", v)
+	if len(expect) == 0 {
+		for _, v := range res.Violations {
+			t.Errorf("VIOLATION %s", v)
+		}
+	} else {
+		// A broken build (make chaos-unsafe): the run passes only if it
+		// caught each expected invariant broken.
+		found := map[Invariant]int{}
+		for _, v := range res.Violations {
+			found[v.Invariant]++
+			t.Logf("VIOLATION (expected from the broken build: %v) %s", expect, v)
+		}
+		for _, inv := range expect {
+			if found[inv] == 0 {
+				t.Errorf("CHAOS_EXPECT=%s: the run found no %s violation in %d samples; the checker missed the broken build", os.Getenv("CHAOS_EXPECT"), inv, sum.Samples)
+			} else {
+				t.Logf("CHAOS_EXPECT: caught %d %s violations, as expected from the broken build", found[inv], inv)
+			}
+		}
 	}
 	// Leave the fleet clean for whatever runs next on it.
 	cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -625,11 +656,15 @@ func dbFleetSet(ns string, members []string) *fleetv1.FleetSet {
 	return fs
 }
 
-// web: Relocate (toleration 20 s), failback Manual (the failback
-// annotation), even shares, maxUnavailable 40%, two subsets at once.
+// web: Relocate (toleration 20 s, fenceGraceSeconds 40), failback Manual
+// (the failback annotation), even shares, maxUnavailable 40%, two subsets
+// at once. db's relocation waits for its toleration; web's, for its
+// member's fence: a cut member keeps web's pods about a minute, well past
+// the toleration, so a hub that relocated without waiting for the fence
+// (make chaos-unsafe) would run them in two clusters.
 func webFleetSet(ns string, members []string) *fleetv1.FleetSet {
 	fs := newFleetSet(ns, "web", 5, members, nil, nil)
-	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](20), Failback: fleetv1.FailbackManual}
+	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](20), Failback: fleetv1.FailbackManual, FenceGraceSeconds: 40}
 	fs.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromString("40%"))
 	fs.Spec.UpdateStrategy.RollingUpdate.MaxConcurrentSubsets = ptr.To[int32](2)
 	return fs

@@ -500,15 +500,19 @@ done
 log "fleetset add-on Available on $FLEET_MEMBERS ($((SECONDS - T0))s)"
 
 # ---------------------------------------------------------------- fleetset-hub
-if [[ -x $LOCALBIN/fleetset-hub ]]; then
-  start_proc hub fleetset-hub "$LOCALBIN/fleetset-hub" --kubeconfig "$(kubeconfig hub)" \
+# FLEET_HUB_BIN runs another fleetset-hub build (make chaos-unsafe: one
+# built to relocate without waiting for the fence).
+FLEET_HUB_BIN=${FLEET_HUB_BIN:-$LOCALBIN/fleetset-hub}
+if [[ -x $FLEET_HUB_BIN ]]; then
+  [[ $FLEET_HUB_BIN == "$LOCALBIN/fleetset-hub" ]] || log "fleetset-hub from $FLEET_HUB_BIN"
+  start_proc hub fleetset-hub "$FLEET_HUB_BIN" --kubeconfig "$(kubeconfig hub)" \
     --metrics-bind-address "127.0.0.1:$(port hub $SLOT_HUB_METRICS)" \
     --health-probe-bind-address "127.0.0.1:$(port hub $SLOT_HUB_HEALTH)" \
     --leader-elect=false --lease-duration "${FLEET_RESYNC_LEASE_SECONDS}s" --hub-identity fleetset-hub-local
   wait_for "$STEP_TIMEOUT" "fleetset-hub /readyz" curl -sf "http://127.0.0.1:$(port hub $SLOT_HUB_HEALTH)/readyz" ||
     die "fleetset-hub not ready; see .fleet/hub/logs/fleetset-hub.log"
 else
-  log "WARNING: $LOCALBIN/fleetset-hub not built: the fleet runs without it"
+  log "WARNING: $FLEET_HUB_BIN not built: the fleet runs without it"
 fi
 
 date -Is >"$FLEET_DIR/up"

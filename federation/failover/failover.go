@@ -178,7 +178,7 @@ func Plan(spec Spec, subsets []Subset, clusters map[string]Cluster, now time.Tim
 				d.Held, d.Retry = true, now.Add(HoldRetry)
 				break
 			}
-			if !confirmed && ready.Before(cur.Fenced) {
+			if !confirmed && ready.Before(cur.Fenced) && !UnsafeNoFence {
 				ready = cur.Fenced
 			}
 			if now.Before(ready) {

@@ -1,3 +1,5 @@
+//go:build !fleetset_unsafe_nofence
+
 package failover
 
 import (
