@@ -141,7 +141,7 @@ verify: generate manifests ## gofmt, go vet, and generated files up to date.
 ##@ Test
 
 .PHONY: test
-test: verify test-unit test-integration e2e chaos-short ## Unit, integration, e2e (local fleet) tests and a 3-minute chaos run: the README's test command.
+test: verify test-unit test-integration e2e chaos-short chaos-unsafe ## Unit, integration, e2e (local fleet) tests, a 3-minute chaos run and the same against a hub broken on purpose: the README's test command.
 
 .PHONY: test-unit
 test-unit: ## Unit tests: pure logic and plugins in the real framework.
