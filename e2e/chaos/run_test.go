@@ -161,7 +161,8 @@ func TestChaos(t *testing.T) {
 			defer faults.Done()
 			time.Sleep(time.Until(start.Add(f.At)))
 			injected := time.Now()
-			err := inject(run, f)
+			injectCalls, healCalls := f.Actions()
+			err := act(run, injectCalls)
 			mu.Lock()
 			h.Faults[i] = FaultRecord{Fault: f, Injected: injected}
 			if err != nil {
@@ -169,7 +170,7 @@ func TestChaos(t *testing.T) {
 			}
 			mu.Unlock()
 			time.Sleep(time.Until(injected.Add(f.Hold)))
-			herr := heal(run, f)
+			herr := act(run, healCalls)
 			mu.Lock()
 			h.Faults[i].Healed = time.Now()
 			if herr != nil {
@@ -264,54 +265,16 @@ func errSuffix(errs ...error) string {
 	return " ERROR: " + strings.Join(s, "; ")
 }
 
-func inject(run func(...string) error, f Fault) error {
-	switch f.Kind {
-	case HubKill:
-		return run("kill", "hub", "fleetset-hub")
-	case HubPause:
-		return run("pause", "hub", "fleetset-hub")
-	case HubAPIServer:
-		return run("stop", "hub", "kube-apiserver")
-	case MemberCut:
-		return run("cut", f.Cluster)
-	case MemberOCM:
-		e1 := run("stop", f.Cluster, "registration-agent")
-		e2 := run("stop", f.Cluster, "work-agent")
-		if e1 != nil {
-			return e1
+// act runs calls through run (agent.sh) in order, all of them, and returns
+// the first error.
+func act(run func(...string) error, calls [][]string) error {
+	var first error
+	for _, c := range calls {
+		if err := run(c...); err != nil && first == nil {
+			first = err
 		}
-		return e2
-	case MemberScheduler:
-		return run("kill", f.Cluster, "fleetset-scheduler")
-	case MemberKCM:
-		return run("kill", f.Cluster, "kube-controller-manager")
 	}
-	return fmt.Errorf("unknown fault kind %s", f.Kind)
-}
-
-func heal(run func(...string) error, f Fault) error {
-	switch f.Kind {
-	case HubKill:
-		return run("start", "hub", "fleetset-hub")
-	case HubPause:
-		return run("resume", "hub", "fleetset-hub")
-	case HubAPIServer:
-		return run("start", "hub", "kube-apiserver")
-	case MemberCut:
-		return run("heal", f.Cluster)
-	case MemberOCM:
-		e1 := run("start", f.Cluster, "registration-agent")
-		e2 := run("start", f.Cluster, "work-agent")
-		if e1 != nil {
-			return e1
-		}
-		return e2
-	case MemberScheduler:
-		return run("start", f.Cluster, "fleetset-scheduler")
-	case MemberKCM:
-		return run("start", f.Cluster, "kube-controller-manager")
-	}
-	return fmt.Errorf("unknown fault kind %s", f.Kind)
+	return first
 }
 
 // operate applies o to the FleetSet, retrying conflicts and a hub that is

@@ -88,6 +88,30 @@ func (f Fault) target() string {
 	return string(f.Kind)
 }
 
+// Actions returns the e2e/fleet/agent.sh calls that inject f and those that
+// undo it, each call its arguments; nil for an unknown kind.
+func (f Fault) Actions() (inject, heal [][]string) {
+	c := f.Cluster
+	switch f.Kind {
+	case HubKill:
+		return [][]string{{"kill", "hub", "fleetset-hub"}}, [][]string{{"start", "hub", "fleetset-hub"}}
+	case HubPause:
+		return [][]string{{"pause", "hub", "fleetset-hub"}}, [][]string{{"resume", "hub", "fleetset-hub"}}
+	case HubAPIServer:
+		return [][]string{{"stop", "hub", "kube-apiserver"}}, [][]string{{"start", "hub", "kube-apiserver"}}
+	case MemberCut:
+		return [][]string{{"cut", c}}, [][]string{{"heal", c}}
+	case MemberOCM:
+		return [][]string{{"stop", c, "registration-agent"}, {"stop", c, "work-agent"}},
+			[][]string{{"start", c, "registration-agent"}, {"start", c, "work-agent"}}
+	case MemberScheduler:
+		return [][]string{{"kill", c, "fleetset-scheduler"}}, [][]string{{"start", c, "fleetset-scheduler"}}
+	case MemberKCM:
+		return [][]string{{"kill", c, "kube-controller-manager"}}, [][]string{{"start", c, "kube-controller-manager"}}
+	}
+	return nil, nil
+}
+
 // conflicts reports whether a and b may not overlap in time: the same
 // target, or a member's fleetset component down while that member is lost
 // to the hub (cut or its OCM agents stopped). That pair is the gap

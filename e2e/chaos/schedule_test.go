@@ -70,3 +70,30 @@ func TestDrawRespectsLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestFaultActions: every fault kind has agent.sh calls to inject and undo
+// it, aimed at the fault's cluster, and undoing starts what injecting
+// stopped.
+func TestFaultActions(t *testing.T) {
+	undo := map[string]string{"kill": "start", "stop": "start", "pause": "resume", "cut": "heal"}
+	for _, k := range FaultKinds {
+		f := Fault{Kind: k, Cluster: "hub"}
+		if k.memberScoped() {
+			f.Cluster = "west"
+		}
+		inject, heal := f.Actions()
+		if len(inject) == 0 || len(inject) != len(heal) {
+			t.Errorf("%s: %d inject and %d heal calls", k, len(inject), len(heal))
+			continue
+		}
+		for i := range inject {
+			in, h := inject[i], heal[i]
+			if in[1] != f.Cluster || !reflect.DeepEqual(in[1:], h[1:]) || undo[in[0]] != h[0] {
+				t.Errorf("%s: inject %v, heal %v: want heal to undo inject on cluster %s", k, in, h, f.Cluster)
+			}
+		}
+	}
+	if in, h := (Fault{Kind: "unknown"}).Actions(); in != nil || h != nil {
+		t.Errorf("unknown kind: %v %v, want none", in, h)
+	}
+}
