@@ -3,7 +3,6 @@
 package roles_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -20,7 +19,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -31,7 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/yaml"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/internal/testing/controlplane"
@@ -89,7 +86,7 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	for _, f := range []string{"rbac.yaml", "admission.yaml"} {
-		if err := applyManifest(ctx, filepath.Join(controlplane.RepoRoot(), "manifests", "scheduler", f)); err != nil {
+		if err := controlplane.ApplyManifest(ctx, cl, filepath.Join(controlplane.RepoRoot(), "manifests", "scheduler", f)); err != nil {
 			return 0, err
 		}
 	}
@@ -118,28 +115,6 @@ func run(m *testing.M) (int, error) {
 	}
 	factory.Start(ctx.Done())
 	return m.Run(), nil
-}
-
-// applyManifest creates every object of a multi-document YAML file,
-// leaving existing ones as they are.
-func applyManifest(ctx context.Context, path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	for _, doc := range bytes.Split(data, []byte("\n---\n")) {
-		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(doc, &obj.Object); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if len(obj.Object) == 0 {
-			continue
-		}
-		if err := cl.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("%s: creating %s %s: %w", path, obj.GetKind(), obj.GetName(), err)
-		}
-	}
-	return nil
 }
 
 func newNamespace(t *testing.T, prefix string) string {

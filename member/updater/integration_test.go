@@ -3,11 +3,9 @@
 package updater_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -20,22 +18,18 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/yaml"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/internal/testing/controlplane"
@@ -100,7 +94,7 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
-	stop, err := startControllerManager(env.Config, dir)
+	stop, err := controlplane.StartControllerManager(env.Config, dir, "statefulset-controller", "garbage-collector-controller")
 	if err != nil {
 		return 0, err
 	}
@@ -112,7 +106,7 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	for _, f := range []string{"rbac.yaml", "admission.yaml"} {
-		if err := applyManifest(ctx, filepath.Join(controlplane.RepoRoot(), "manifests", "scheduler", f)); err != nil {
+		if err := controlplane.ApplyManifest(ctx, cl, filepath.Join(controlplane.RepoRoot(), "manifests", "scheduler", f)); err != nil {
 			return 0, err
 		}
 	}
@@ -137,73 +131,6 @@ func run(m *testing.M) (int, error) {
 	}
 	factory.Start(ctx.Done())
 	return m.Run(), nil
-}
-
-// startControllerManager runs bin/kube-controller-manager with only the
-// StatefulSet controller and the garbage collector, as the envtest admin.
-func startControllerManager(cfg *rest.Config, dir string) (func(), error) {
-	bin := filepath.Join(controlplane.BinDir(), "kube-controller-manager")
-	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("kube-controller-manager not in %s (make test-binaries, or set KUBEBUILDER_ASSETS): %w", controlplane.BinDir(), err)
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["a"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "a"}
-	kc.CurrentContext = "c"
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		return nil, err
-	}
-	logPath := filepath.Join(dir, "kube-controller-manager.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", "0",
-		"--controllers", "statefulset-controller,garbage-collector-controller")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	return func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		logf.Close()
-		if os.Getenv("UPDATER_KCM_LOG") != "" {
-			b, _ := os.ReadFile(logPath)
-			fmt.Fprintf(os.Stderr, "--- kube-controller-manager log:\n%s\n", b)
-		}
-	}, nil
-}
-
-// applyManifest creates every object of a multi-document YAML file,
-// leaving existing ones as they are.
-func applyManifest(ctx context.Context, path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	for _, doc := range bytes.Split(data, []byte("\n---\n")) {
-		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(doc, &obj.Object); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if len(obj.Object) == 0 {
-			continue
-		}
-		if err := cl.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("%s: creating %s %s: %w", path, obj.GetKind(), obj.GetName(), err)
-		}
-	}
-	return nil
 }
 
 func eventually(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
