@@ -182,7 +182,12 @@ func fencedFailover(t *testing.T, f *fleet, c fenceCase) {
 	victim, other := f.members[0], f.members[1]
 	subset := fs.Spec.Topology.Subsets[0].Name // the victim's subset
 	f.createFleetSet(t, fs)
-	f.waitReady(t, ns, "db", 4)
+	zoneBefore := map[string]string{} // pod → zone, the victim's subset
+	for _, in := range f.waitReady(t, ns, "db", 4) {
+		if in.subset == subset {
+			zoneBefore[in.pod] = in.zone
+		}
+	}
 	before, err := f.runningOrdinals(t.Context(), ns, "db")
 	if err != nil {
 		t.Fatal(err)
@@ -235,6 +240,17 @@ func fencedFailover(t *testing.T, f *fleet, c fenceCase) {
 		return true, "", nil
 	})
 	relocated := time.Since(cut)
+	// Every member names the same zones, so the relocated subset keeps its
+	// domains: each instance runs in the zone it ran in at home.
+	ins, err := f.instances(t.Context(), ns, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range ins {
+		if z, ok := zoneBefore[in.pod]; ok && in.cluster == other.name && in.zone != z {
+			t.Errorf("relocated %s runs in %s zone %s, ran in zone %s at home: an ordinal must keep its zone", in.pod, other.name, in.zone, z)
+		}
+	}
 	var ss fleetv1.SubsetStatus
 	eventually(t, 30*time.Second, "status.subsets["+subset+"] FailedOver", func(ctx context.Context) (bool, string, error) {
 		got, err := f.getFleetSet(ctx, ns, "db")
