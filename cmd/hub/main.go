@@ -5,12 +5,16 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"net/http"
 	"os"
 	"time"
 
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -91,6 +95,14 @@ func run() error {
 	}
 	cfg.QPS, cfg.Burst = float32(kubeAPIQPS), kubeAPIBurst
 	cfg.UserAgent = "fleetset-hub"
+	ctx := ctrl.SetupSignalHandler()
+	// The manager reads the API's discovery when it is created and fails if
+	// the hub's kube-apiserver does not answer: wait for it first, as
+	// kube-controller-manager does, rather than exit (found by the chaos
+	// run: a hub restarted while the hub's apiserver was stopped exited).
+	if err := waitForAPIServer(ctx, cfg, apiServerRetry, logger); err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         controller.CacheOptions(),
@@ -105,7 +117,6 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	ctx := ctrl.SetupSignalHandler()
 	if err := controller.Setup(ctx, mgr, controller.Options{HubIdentity: hubIdentity, LeaseDuration: leaseDuration, RelocationMargin: relocationMargin, MaxParallelWrites: maxParallelWrites, MaxUnobservedWrites: maxUnobserved}); err != nil {
 		return err
 	}
@@ -125,6 +136,36 @@ func run() error {
 	}
 	logger.Info("Starting", "version", version, "hubIdentity", hubIdentity, "leaseDuration", leaseDuration, "leaderElect", leaderElect)
 	return mgr.Start(ctx)
+}
+
+// apiServerRetry is how often waitForAPIServer asks: after 1 s, then
+// doubling, at most every 15 s.
+var apiServerRetry = [2]time.Duration{time.Second, 15 * time.Second}
+
+// waitForAPIServer returns once the kube-apiserver of cfg answers GET
+// /version (discovery, open to every caller), asking again after retry[0],
+// doubling up to retry[1], and logging each failure; it returns an error
+// naming the host if ctx ends first, and a client construction error at
+// once.
+func waitForAPIServer(ctx context.Context, cfg *rest.Config, retry [2]time.Duration, logger logr.Logger) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("discovery client: %w", err)
+	}
+	start, delay := time.Now(), retry[0]
+	for {
+		_, err := dc.ServerVersion()
+		if err == nil {
+			return nil
+		}
+		logger.Info("Waiting for the hub's kube-apiserver", "host", cfg.Host, "waited", time.Since(start).Round(time.Second).String(), "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the hub's kube-apiserver at %s: %w (last error: %v)", cfg.Host, ctx.Err(), err)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, retry[1])
+	}
 }
 
 // metricsOptions returns the /metrics server options: plain HTTP on addr, or,
