@@ -126,6 +126,13 @@ func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planne
 			p.Fencing = &fleetv1.PlacementFencing{GraceSeconds: fs.Spec.Failover.FenceGraceSeconds, Epoch: d.Epoch}
 		}
 		out[i] = subsetFailover{undelivered: !d.Deliver, failoverPhase: d.Phase}
+		if !d.Deliver && d.Phase == fleetv1.SubsetFailingBack {
+			// Failing back: scaled to 0 in the fallback cluster, so that it
+			// returns home only once the fallback reports its pods gone,
+			// not merely its ManifestWork applied (the work agent reports
+			// Applied before the removed StatefulSet's pods have stopped).
+			out[i] = subsetFailover{draining: true, failoverPhase: d.Phase}
+		}
 		switch d.Phase {
 		case fleetv1.SubsetFailingOver:
 			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonFailingOver, Subset: p.Name, Cluster: d.Cluster, Message: d.Waiting})
@@ -199,8 +206,17 @@ func (r *FleetSetReconciler) failoverCluster(ctx context.Context, st *state, c s
 	out.Removed = !ok || (w.DeletionTimestamp.IsZero() && manifestwork.AppliedAtGeneration(w))
 	if ok && out.Removed {
 		for _, s := range subsets {
-			if (s.Phase == fleetv1.SubsetFailingBack || s.Phase == fleetv1.SubsetMoving) && manifestwork.HoldsStatefulSet(w, manifestwork.StatefulSetName(st.fs.Name, s.Name)) {
+			sts := manifestwork.StatefulSetName(st.fs.Name, s.Name)
+			switch {
+			case s.Phase == fleetv1.SubsetFailingBack && manifestwork.HoldsStatefulSet(w, sts):
+				// Delivered with replicas 0 (draining): removed once c
+				// reports that none of its pods is left.
+				out.Removed = manifestwork.Drained(w, sts)
+			case s.Phase == fleetv1.SubsetMoving && manifestwork.HoldsStatefulSet(w, sts):
 				out.Removed = false
+			}
+			if !out.Removed {
+				break
 			}
 		}
 	}

@@ -47,6 +47,32 @@ func markApplied(t testing.TB, cluster, ns, name string) {
 	}
 }
 
+// setFeedback writes, as the work agent would, the statusFeedback of
+// StatefulSet sts into FleetSet ns/name's work in cluster: its
+// metadata.generation, status.observedGeneration and status.replicas.
+func setFeedback(t testing.TB, cluster, ns, name, sts string, gen, observed, replicas int64) {
+	t.Helper()
+	v := func(n string, i int64) workv1.FeedbackValue {
+		return workv1.FeedbackValue{Name: n, Value: workv1.FieldValue{Type: workv1.Integer, Integer: ptr.To(i)}}
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		w := &workv1.ManifestWork{}
+		if err := k8sClient.Get(t.Context(), client.ObjectKey{Namespace: cluster, Name: manifestwork.WorkName(ns, name)}, w); err != nil {
+			return err
+		}
+		w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
+			ResourceMeta: workv1.ManifestResourceMeta{Group: "apps", Version: "v1", Kind: "StatefulSet", Resource: "statefulsets", Name: sts, Namespace: ns},
+			StatusFeedbacks: workv1.StatusFeedbackResult{Values: []workv1.FeedbackValue{
+				v(manifestwork.FeedbackGeneration, gen), v(manifestwork.FeedbackObservedGeneration, observed), v(manifestwork.FeedbackReplicas, replicas)}},
+			Conditions: []metav1.Condition{{Type: workv1.ManifestApplied, Status: metav1.ConditionTrue, Reason: "Applied", LastTransitionTime: metav1.Now()}},
+		}}
+		return k8sClient.Status().Update(t.Context(), w)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // beatTimeout is the members' heartbeat timeout in these tests.
 const beatTimeout = 3 * time.Second
 
@@ -345,17 +371,31 @@ func TestFailover(t *testing.T) {
 	updateFleetSet(t, "failover", "db", func(fs *fleetv1.FleetSet) {
 		fs.Annotations = map[string]string{fleetv1.AnnotationFailback: "now"}
 	})
-	eventually(t, 10*time.Second, "east removed from west first (FailingBack)", func() (bool, error) {
+	// Failing back: west keeps db-east at replicas 0 until it reports its
+	// pods gone; Applied alone (the work agent reports it before a removed
+	// StatefulSet's pods have stopped) brings nothing home.
+	eventually(t, 10*time.Second, "east drained in west first (FailingBack)", func() (bool, error) {
 		ws := works(t, "failover", "db")
 		ss := getFleetSet(t, "failover", "db").Status.Subsets[0]
-		return ws["fo-west"] != nil && !manifestwork.HoldsStatefulSet(ws["fo-west"], "db-east") && ws["fo-east"] == nil &&
-			ss.Failover == fleetv1.SubsetFailingBack, nil
+		if ws["fo-west"] == nil || ws["fo-east"] != nil || ss.Failover != fleetv1.SubsetFailingBack {
+			return false, nil
+		}
+		var sts appsv1.StatefulSet
+		manifest(t, ws["fo-west"], "StatefulSet", "db-east", &sts)
+		return ptr.Deref(sts.Spec.Replicas, -1) == 0, nil
 	})
-	time.Sleep(time.Second)
-	if ws := works(t, "failover", "db"); ws["fo-east"] != nil {
-		t.Fatalf("east delivered home before west applied its removal")
-	}
 	markApplied(t, "fo-west", "failover", "db")
+	setFeedback(t, "fo-west", "failover", "db", "db-east", 5, 4, 2) // the replicas-0 spec not yet observed
+	time.Sleep(2 * time.Second)
+	if ws := works(t, "failover", "db"); ws["fo-east"] != nil {
+		t.Fatalf("east delivered home before west reported db-east drained (work applied, status of an older spec)")
+	}
+	setFeedback(t, "fo-west", "failover", "db", "db-east", 5, 5, 1) // one pod still terminating
+	time.Sleep(2 * time.Second)
+	if ws := works(t, "failover", "db"); ws["fo-east"] != nil {
+		t.Fatalf("east delivered home while west still counts a db-east pod")
+	}
+	setFeedback(t, "fo-west", "failover", "db", "db-east", 5, 5, 0)
 	eventually(t, 10*time.Second, "east home with epoch 2", func() (bool, error) {
 		ws := works(t, "failover", "db")
 		got := getFleetSet(t, "failover", "db")

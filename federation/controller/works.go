@@ -103,6 +103,13 @@ func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types
 		if sp.undelivered {
 			continue
 		}
+		if sp.draining {
+			p := sp.planned
+			p.Replicas, p.Partition = 0, 0
+			delivered = append(delivered, p)
+			named[p.Cluster] = true
+			continue
+		}
 		delivered = append(delivered, sp.planned)
 		named[sp.planned.Cluster] = true
 	}

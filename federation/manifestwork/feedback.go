@@ -167,6 +167,44 @@ func HoldsStatefulSet(w *workv1.ManifestWork, name string) bool {
 	return false
 }
 
+// Drained reports whether the StatefulSet name that w holds runs no pod in
+// its member cluster, as far as the hub can know: w holds it with
+// spec.replicas 0, the work agent has applied w at its generation
+// (AppliedAtGeneration), and the agent fed back the StatefulSet's status
+// of its current spec (StatefulSetFeedback.Current) with status.replicas 0.
+// The StatefulSet controller counts every pod it created in
+// status.replicas, terminating ones included, so 0 means they are gone.
+// False when w does not hold name.
+func Drained(w *workv1.ManifestWork, name string) bool {
+	if !AppliedAtGeneration(w) {
+		return false
+	}
+	held := false
+	for _, m := range w.Spec.Workload.Manifests {
+		var sts struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+			Spec struct {
+				Replicas *int32 `json:"replicas"`
+			} `json:"spec"`
+		}
+		if json.Unmarshal(m.Raw, &sts) != nil || sts.Kind != "StatefulSet" || sts.Metadata.Name != name {
+			continue
+		}
+		if sts.Spec.Replicas == nil || *sts.Spec.Replicas != 0 {
+			return false
+		}
+		held = true
+	}
+	if !held {
+		return false
+	}
+	f, ok := Feedback(w)[name]
+	return ok && f.Malformed == "" && f.Current() && f.Replicas == 0
+}
+
 // ApplyFailures returns, for each manifest of w the work agent reports not
 // applied (its condition Applied False), "<Kind> <namespace>/<name>: <the
 // agent's message>", in the order of w's status: the object and the reason
