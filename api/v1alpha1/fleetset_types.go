@@ -583,12 +583,13 @@ const (
 	// SubsetFailedOver: the subset runs on a fallback cluster
 	// (status.subsets[].cluster).
 	SubsetFailedOver SubsetFailoverPhase = "FailedOver"
-	// SubsetFailingBack: the subset is being removed from the fallback
-	// cluster; it is delivered home once that removal is applied.
+	// SubsetFailingBack: the subset is being drained in the fallback
+	// cluster (its StatefulSet there at replicas 0); it is delivered home
+	// once that cluster feeds back that none of its pods is left.
 	SubsetFailingBack SubsetFailoverPhase = "FailingBack"
 	// SubsetMoving: spec.topology.subsets[].cluster was edited; the subset
-	// is delivered nowhere until its old cluster (status.subsets[].cluster)
-	// has removed it, then to the new cluster with epoch + 1.
+	// is drained in its old cluster (status.subsets[].cluster) the same
+	// way, then delivered to the new cluster with epoch + 1.
 	SubsetMoving SubsetFailoverPhase = "Moving"
 )
 

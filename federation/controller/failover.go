@@ -126,11 +126,12 @@ func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planne
 			p.Fencing = &fleetv1.PlacementFencing{GraceSeconds: fs.Spec.Failover.FenceGraceSeconds, Epoch: d.Epoch}
 		}
 		out[i] = subsetFailover{undelivered: !d.Deliver, failoverPhase: d.Phase}
-		if !d.Deliver && d.Phase == fleetv1.SubsetFailingBack {
-			// Failing back: scaled to 0 in the fallback cluster, so that it
-			// returns home only once the fallback reports its pods gone,
-			// not merely its ManifestWork applied (the work agent reports
-			// Applied before the removed StatefulSet's pods have stopped).
+		if !d.Deliver && (d.Phase == fleetv1.SubsetFailingBack || d.Phase == fleetv1.SubsetMoving) {
+			// Failing back, or moving by a spec edit: scaled to 0 where it
+			// runs now, so that it reaches its next cluster only once this
+			// one reports its pods gone, not merely its ManifestWork
+			// applied (the work agent reports Applied before a removed
+			// StatefulSet's pods have stopped).
 			out[i] = subsetFailover{draining: true, failoverPhase: d.Phase}
 		}
 		switch d.Phase {
@@ -207,13 +208,10 @@ func (r *FleetSetReconciler) failoverCluster(ctx context.Context, st *state, c s
 	if ok && out.Removed {
 		for _, s := range subsets {
 			sts := manifestwork.StatefulSetName(st.fs.Name, s.Name)
-			switch {
-			case s.Phase == fleetv1.SubsetFailingBack && manifestwork.HoldsStatefulSet(w, sts):
+			if (s.Phase == fleetv1.SubsetFailingBack || s.Phase == fleetv1.SubsetMoving) && manifestwork.HoldsStatefulSet(w, sts) {
 				// Delivered with replicas 0 (draining): removed once c
 				// reports that none of its pods is left.
 				out.Removed = manifestwork.Drained(w, sts)
-			case s.Phase == fleetv1.SubsetMoving && manifestwork.HoldsStatefulSet(w, sts):
-				out.Removed = false
 			}
 			if !out.Removed {
 				break

@@ -5,7 +5,6 @@ package controller
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -71,6 +70,25 @@ func setFeedback(t testing.TB, cluster, ns, name, sts string, gen, observed, rep
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// drainAsAgent plays the work agent and the member's StatefulSet
+// controller for a subset leaving cluster: once FleetSet ns/name's work
+// there holds StatefulSet sts at replicas 0 (the hub's drain), it marks the
+// work Applied and feeds back status.replicas 0 for the current spec.
+func drainAsAgent(t testing.TB, cluster, ns, name, sts string) {
+	t.Helper()
+	eventually(t, 20*time.Second, sts+" drained to replicas 0 in "+cluster, func() (bool, error) {
+		w := works(t, ns, name)[cluster]
+		if w == nil || !manifestwork.HoldsStatefulSet(w, sts) {
+			return false, nil
+		}
+		var got appsv1.StatefulSet
+		manifest(t, w, "StatefulSet", sts, &got)
+		return ptr.Deref(got.Spec.Replicas, -1) == 0, nil
+	})
+	markApplied(t, cluster, ns, name)
+	setFeedback(t, cluster, ns, name, sts, 1, 1, 0)
 }
 
 // beatTimeout is the members' heartbeat timeout in these tests.
@@ -444,11 +462,12 @@ func taint(t testing.TB, name, key string) {
 }
 
 // TestSpecMoveIsTwoPhase edits a subset's cluster (no failover policy): the
-// subset is first removed from its old cluster — delivered nowhere, status
-// Moving, Degraded Moving — and reaches the new cluster, with epoch 1, only
-// once the old cluster's work is gone (the test holds it with the work
-// agent's finalizer, as a member that has not yet removed the StatefulSet
-// would).
+// subset is first drained in its old cluster — its StatefulSet there at
+// replicas 0, status Moving, Degraded Moving, nothing in the new cluster —
+// and reaches the new cluster, with epoch 1, only once the old cluster's
+// work agent has applied the drain and fed back status.replicas 0 for the
+// StatefulSet's current spec; Applied alone, or a count of pods still
+// terminating, moves nothing.
 func TestSpecMoveIsTwoPhase(t *testing.T) {
 	for _, c := range []string{"mv-east", "mv-west", "mv-north"} {
 		createCluster(t, c, true)
@@ -465,46 +484,38 @@ func TestSpecMoveIsTwoPhase(t *testing.T) {
 		st := getFleetSet(t, "move", "db").Status.Subsets
 		return ws["mv-east"] != nil && ws["mv-west"] != nil && len(st) == 2 && st[0].Cluster == "mv-east", nil
 	})
-	// The work agent's finalizer on east's work: its removal takes until the
-	// member has deleted what it applied.
-	const finalizer = "cluster.open-cluster-management.io/manifest-work-cleanup"
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		w := works(t, "move", "db")["mv-east"]
-		w.Finalizers = append(w.Finalizers, finalizer)
-		return k8sClient.Update(t.Context(), w)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	updateFleetSet(t, "move", "db", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[0].Cluster = "mv-north" })
-	eventually(t, 10*time.Second, "subset east Moving, delivered nowhere", func() (bool, error) {
+	eventually(t, 10*time.Second, "subset east Moving, drained in mv-east", func() (bool, error) {
 		got := getFleetSet(t, "move", "db")
 		c := condition(got, fleetv1.ConditionDegraded)
+		w := works(t, "move", "db")["mv-east"]
+		if w == nil || !manifestwork.HoldsStatefulSet(w, "db-east") {
+			return false, nil
+		}
+		var sts appsv1.StatefulSet
+		manifest(t, w, "StatefulSet", "db-east", &sts)
 		return got.Status.Subsets[0].Failover == fleetv1.SubsetMoving && c.Reason == fleetv1.ReasonMoving &&
-			strings.Contains(c.Message, "moving from mv-east to mv-north"), nil
+			strings.Contains(c.Message, "moving from mv-east to mv-north") && ptr.Deref(sts.Spec.Replicas, -1) == 0, nil
 	})
-	time.Sleep(2 * time.Second)
-	if w := works(t, "move", "db")["mv-north"]; w != nil && manifestwork.HoldsStatefulSet(w, "db-east") {
-		t.Fatal("db-east delivered to mv-north while mv-east still holds it")
-	}
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		w := &workv1.ManifestWork{}
-		if err := k8sClient.Get(t.Context(), client.ObjectKey{Namespace: "mv-east", Name: manifestwork.WorkName("move", "db")}, w); err != nil {
-			return err
+	notYet := func(why string) {
+		t.Helper()
+		time.Sleep(2 * time.Second)
+		if w := works(t, "move", "db")["mv-north"]; w != nil && manifestwork.HoldsStatefulSet(w, "db-east") {
+			t.Fatalf("db-east delivered to mv-north while %s", why)
 		}
-		if w.DeletionTimestamp.IsZero() {
-			return fmt.Errorf("mv-east's work is not being deleted")
-		}
-		w.Finalizers = nil
-		return k8sClient.Update(t.Context(), w)
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "db-east on mv-north with epoch 1", func() (bool, error) {
+	notYet("mv-east has not applied the drain")
+	markApplied(t, "mv-east", "move", "db")
+	setFeedback(t, "mv-east", "move", "db", "db-east", 2, 1, 3)
+	notYet("mv-east's status is of an older spec")
+	setFeedback(t, "mv-east", "move", "db", "db-east", 2, 2, 1)
+	notYet("mv-east still counts a db-east pod")
+	setFeedback(t, "mv-east", "move", "db", "db-east", 2, 2, 0)
+	eventually(t, 10*time.Second, "db-east on mv-north with epoch 1, gone from mv-east", func() (bool, error) {
 		ws := works(t, "move", "db")
 		ss := getFleetSet(t, "move", "db").Status.Subsets[0]
-		return ws["mv-north"] != nil && manifestwork.HoldsStatefulSet(ws["mv-north"], "db-east") && ss.Cluster == "mv-north" && ss.Epoch == 1 && ss.Failover == "", nil
+		return ws["mv-north"] != nil && manifestwork.HoldsStatefulSet(ws["mv-north"], "db-east") && ss.Cluster == "mv-north" && ss.Epoch == 1 && ss.Failover == "" &&
+			ws["mv-east"] == nil, nil
 	})
 	if !hasEvent(t, "move", "db", EventMoved) {
 		t.Errorf("no %s event", EventMoved)

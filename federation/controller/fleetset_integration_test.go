@@ -240,6 +240,7 @@ func TestDelivery(t *testing.T) {
 	// Move subset west to a third cluster: its work in d-west is deleted.
 	createCluster(t, "d-north", true)
 	updateFleetSet(t, "delivery", "mydb", func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[1].Cluster = "d-north" })
+	drainAsAgent(t, "d-west", "delivery", "mydb", "mydb-west")
 	eventually(t, 20*time.Second, "work moved from d-west to d-north", func() (bool, error) {
 		ws := works(t, "delivery", "mydb")
 		return len(ws) == 2 && ws["d-north"] != nil && ws["d-west"] == nil, nil

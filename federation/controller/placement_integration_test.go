@@ -93,6 +93,7 @@ func TestPlacementRef(t *testing.T) {
 	// subset keeps its name and block and moves to the least hosted cluster
 	// (pl-east and pl-north host one each: the first by name).
 	decide(t, "placed", "db-clusters", "pl-east", "pl-north")
+	drainAsAgent(t, "pl-west", "placed", "db", "db-pl-west")
 	eventually(t, 20*time.Second, "subset pl-west on pl-east, its ordinal block kept", func() (bool, error) {
 		for _, s := range getFleetSet(t, "placed", "db").Status.Subsets {
 			if s.Name == "pl-west" {

@@ -76,12 +76,11 @@ type subsetPlan struct {
 
 // subsetFailover is a subset's failover decision.
 type subsetFailover struct {
-	// undelivered is true while a subset is delivered nowhere (moving from
-	// a cluster that has not removed it yet).
+	// undelivered is true while a subset is delivered nowhere.
 	undelivered bool
-	// draining is true while a failing-back subset is delivered to its
-	// fallback cluster with replicas 0, until that cluster reports it runs
-	// none of its pods (manifestwork.Drained).
+	// draining is true while a failing-back or moving subset is delivered
+	// to the cluster it leaves with replicas 0, until that cluster reports
+	// it runs none of its pods (manifestwork.Drained).
 	draining bool
 	// failoverPhase is the subset's failover phase ("" at home).
 	failoverPhase fleetv1.SubsetFailoverPhase

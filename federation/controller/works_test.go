@@ -1,10 +1,12 @@
 package controller
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,7 +39,9 @@ func TestChooseWrites(t *testing.T) {
 	westMissing := west
 	westMissing.clusterExists, westMissing.clusterAvailable = false, false
 	westUndelivered := west
-	westUndelivered.undelivered, westUndelivered.failoverPhase = true, fleetv1.SubsetFailingBack
+	westUndelivered.undelivered, westUndelivered.failoverPhase = true, fleetv1.SubsetMoving
+	westDraining := west
+	westDraining.draining, westDraining.failoverPhase = true, fleetv1.SubsetFailingBack
 	westScaled := subset("west", "west", 4)
 
 	// rendered returns the work the hub renders in cluster for subsets, as
@@ -102,7 +106,10 @@ func TestChooseWrites(t *testing.T) {
 		{name: "a cluster not found: its work neither written nor deleted", fs: fs, subsets: []subsetPlan{east, westMissing},
 			existing: []*workv1.ManifestWork{stale("east"), stale("west")},
 			want:     []string{"update east"}},
-		{name: "a subset delivered nowhere (failing back): its only cluster's work deleted", fs: fs, subsets: []subsetPlan{east, westUndelivered},
+		{name: "a subset draining (failing back): kept in its cluster's work, at replicas 0", fs: fs, subsets: []subsetPlan{east, westDraining},
+			existing: []*workv1.ManifestWork{rendered("east", east, west), rendered("west", east, west)},
+			want:     []string{"update east", "update west"}},
+		{name: "a subset delivered nowhere: its only cluster's work deleted", fs: fs, subsets: []subsetPlan{east, westUndelivered},
 			existing: []*workv1.ManifestWork{rendered("east", east, west), rendered("west", east, west)},
 			want:     []string{"update east", "delete west/db.mydb"}},
 		{name: "a work of another name in a used cluster: left alone", fs: fs, subsets: []subsetPlan{east},
@@ -142,6 +149,28 @@ func TestChooseWrites(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, ops); diff != "" {
 				t.Errorf("chosen writes (-want,+got):\n%s", diff)
+			}
+			for _, sp := range tc.subsets {
+				if !sp.draining {
+					continue
+				}
+				for _, ww := range got.apply {
+					if ww.desired.Namespace != sp.planned.Cluster {
+						continue
+					}
+					sts := manifestwork.StatefulSetName("mydb", sp.planned.Name)
+					var got appsv1.StatefulSet
+					found := false
+					for _, m := range ww.desired.Spec.Workload.Manifests {
+						if json.Unmarshal(m.Raw, &got) == nil && got.Kind == "StatefulSet" && got.Name == sts {
+							found = true
+							break
+						}
+					}
+					if !found || got.Spec.Replicas == nil || *got.Spec.Replicas != 0 {
+						t.Errorf("draining subset %s: StatefulSet %s in %s found %v, replicas %v; want it at 0", sp.planned.Name, sts, sp.planned.Cluster, found, got.Spec.Replicas)
+					}
+				}
 			}
 		})
 	}

@@ -133,8 +133,9 @@ func fenceDone(spec Spec, c Cluster, now time.Time) bool {
 // is never held. A relocated subset whose home is Available (for
 // the toleration, with Automatic; on request, with Manual) and has applied
 // the hub's latest ManifestWork (its stale copy is gone) is FailingBack:
-// delivered nowhere until its fallback cluster has removed it (or is itself
-// fenced), then delivered home with epoch + 1. Without Relocate every subset
+// not delivered to run (Deliver false) until its fallback cluster has
+// removed it (Removed: for the controller, drained to 0 pods; or the
+// cluster is itself fenced), then delivered home with epoch + 1. Without Relocate every subset
 // stays at its spec cluster.
 func Plan(spec Spec, subsets []Subset, clusters map[string]Cluster, now time.Time) []Decision {
 	out := make([]Decision, len(subsets))
@@ -234,8 +235,9 @@ func Plan(spec Spec, subsets []Subset, clusters map[string]Cluster, now time.Tim
 }
 
 // move plans a subset whose spec cluster was edited (phase Moving, Current
-// the old cluster): delivered nowhere until the old cluster has removed it
-// (applied the hub's latest work, or the work is gone), is gone or
+// the old cluster): not delivered to run (Deliver false) until the old
+// cluster has removed it (Removed: for the controller, drained to 0 pods,
+// or its work gone), is gone or
 // confirmed out of service, or — for a failover-protected FleetSet — has
 // certainly fenced itself; then delivered to its new cluster with epoch + 1,
 // so a member that fenced it at the old epoch runs it again only on the
