@@ -103,7 +103,7 @@ func run() error {
 	if err := waitForAPIServer(ctx, cfg, apiServerRetry, logger); err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgrOptions := ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         controller.CacheOptions(),
 		Metrics:                       metricsOptions(metricsAddr, metricsSecure, metricsCertDir),
@@ -113,9 +113,26 @@ func run() error {
 		LeaderElectionNamespace:       leaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
 		Controller:                    config.Controller{MaxConcurrentReconciles: maxConcurrentRecs},
-	})
-	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
+	}
+	// The apiserver may stop again between /readyz and the manager's first
+	// discovery: a few more tries before giving up.
+	var mgr ctrl.Manager
+	for attempt := 1; ; attempt++ {
+		if mgr, err = ctrl.NewManager(cfg, mgrOptions); err == nil {
+			break
+		}
+		if attempt == 5 || ctx.Err() != nil {
+			return fmt.Errorf("creating manager: %w", err)
+		}
+		logger.Info("Creating the manager failed; waiting for the hub's kube-apiserver again", "attempt", attempt, "error", err.Error())
+		if err := waitForAPIServer(ctx, cfg, apiServerRetry, logger); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(apiServerRetry[0] << attempt):
+		}
 	}
 	if err := controller.Setup(ctx, mgr, controller.Options{HubIdentity: hubIdentity, LeaseDuration: leaseDuration, RelocationMargin: relocationMargin, MaxParallelWrites: maxParallelWrites, MaxUnobservedWrites: maxUnobserved}); err != nil {
 		return err
@@ -143,10 +160,12 @@ func run() error {
 var apiServerRetry = [2]time.Duration{time.Second, 15 * time.Second}
 
 // waitForAPIServer returns once the kube-apiserver of cfg answers GET
-// /version (discovery, open to every caller), asking again after retry[0],
-// doubling up to retry[1], and logging each failure; it returns an error
-// naming the host if ctx ends first, and a client construction error at
-// once.
+// /readyz with 200 (open to every caller, as /version is; /version alone
+// answers before the custom resources' discovery is served, and the
+// manager then fails on ManifestWork's REST mapping), asking again after
+// retry[0], doubling up to retry[1], and logging each failure; it returns
+// an error naming the host if ctx ends first, and a client construction
+// error at once.
 func waitForAPIServer(ctx context.Context, cfg *rest.Config, retry [2]time.Duration, logger logr.Logger) error {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -154,7 +173,7 @@ func waitForAPIServer(ctx context.Context, cfg *rest.Config, retry [2]time.Durat
 	}
 	start, delay := time.Now(), retry[0]
 	for {
-		_, err := dc.ServerVersion()
+		_, err := dc.RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		if err == nil {
 			return nil
 		}

@@ -18,20 +18,21 @@ import (
 func TestWaitForAPIServer(t *testing.T) {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/version" || calls.Add(1) <= 3 {
-			http.Error(w, "apiserver starting", http.StatusServiceUnavailable)
+		if r.URL.Path != "/readyz" || calls.Add(1) <= 3 {
+			// What a starting kube-apiserver's /readyz says while its
+			// custom resources are not served yet.
+			http.Error(w, "[-]poststarthook/crd-informer-synced failed: reason withheld\nreadyz check failed", http.StatusInternalServerError)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"major":"1","minor":"34","gitVersion":"v1.34.4"}`))
+		_, _ = w.Write([]byte("ok"))
 	}))
 	defer srv.Close()
 	fast := [2]time.Duration{10 * time.Millisecond, 50 * time.Millisecond}
 	if err := waitForAPIServer(t.Context(), &rest.Config{Host: srv.URL}, fast, testr.New(t)); err != nil {
-		t.Fatalf("waitForAPIServer: %v, want nil once /version answers", err)
+		t.Fatalf("waitForAPIServer: %v, want nil once /readyz answers ok", err)
 	}
 	if n := calls.Load(); n != 4 {
-		t.Errorf("/version asked %d times, want 4 (three refusals, then an answer)", n)
+		t.Errorf("/readyz asked %d times, want 4 (three refusals, then ok)", n)
 	}
 
 	// Nothing answers: it waits until the context ends.
