@@ -153,18 +153,28 @@ func OrdinalStarts(w *workv1.ManifestWork) map[string]int32 {
 // HoldsStatefulSet reports whether w's spec delivers the StatefulSet named
 // name.
 func HoldsStatefulSet(w *workv1.ManifestWork, name string) bool {
+	_, ok := heldStatefulSet(w, name)
+	return ok
+}
+
+// heldStatefulSet returns the spec.replicas (nil: unset) of the first
+// StatefulSet named name in w's spec, and whether w holds one.
+func heldStatefulSet(w *workv1.ManifestWork, name string) (*int32, bool) {
 	for _, m := range w.Spec.Workload.Manifests {
-		var meta struct {
+		var sts struct {
 			Kind     string `json:"kind"`
 			Metadata struct {
 				Name string `json:"name"`
 			} `json:"metadata"`
+			Spec struct {
+				Replicas *int32 `json:"replicas"`
+			} `json:"spec"`
 		}
-		if json.Unmarshal(m.Raw, &meta) == nil && meta.Kind == "StatefulSet" && meta.Metadata.Name == name {
-			return true
+		if json.Unmarshal(m.Raw, &sts) == nil && sts.Kind == "StatefulSet" && sts.Metadata.Name == name {
+			return sts.Spec.Replicas, true
 		}
 	}
-	return false
+	return nil, false
 }
 
 // Drained reports whether the StatefulSet name that w holds runs no pod in
@@ -179,26 +189,7 @@ func Drained(w *workv1.ManifestWork, name string) bool {
 	if !AppliedAtGeneration(w) {
 		return false
 	}
-	held := false
-	for _, m := range w.Spec.Workload.Manifests {
-		var sts struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
-			Spec struct {
-				Replicas *int32 `json:"replicas"`
-			} `json:"spec"`
-		}
-		if json.Unmarshal(m.Raw, &sts) != nil || sts.Kind != "StatefulSet" || sts.Metadata.Name != name {
-			continue
-		}
-		if sts.Spec.Replicas == nil || *sts.Spec.Replicas != 0 {
-			return false
-		}
-		held = true
-	}
-	if !held {
+	if replicas, held := heldStatefulSet(w, name); !held || replicas == nil || *replicas != 0 {
 		return false
 	}
 	f, ok := Feedback(w)[name]
