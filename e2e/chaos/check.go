@@ -135,7 +135,7 @@ func CheckDualRunning(h *History) []Violation {
 			for _, p := range s.Members[m].Pods {
 				if p.Running() {
 					k := p.Namespace + "/" + p.Name
-					where[k] = append(where[k], m+" (uid "+p.UID+")")
+					where[k] = append(where[k], m+" (uid "+p.UID+placementEpoch(s.Members[m], p)+")")
 				}
 			}
 		}
@@ -154,6 +154,22 @@ func CheckDualRunning(h *History) []Violation {
 		open = now
 	}
 	return out
+}
+
+// placementEpoch describes the fencing epoch of pod p's SubsetPlacement in
+// member mo, and the member's fence record, as ", epoch N[, fenced at M]";
+// "" when the sample holds no such placement or it is not fenced.
+func placementEpoch(mo MemberObs, p PodObs) string {
+	for _, pl := range mo.Placements {
+		if pl.Namespace == p.Namespace && pl.Set == p.Set && pl.Subset == p.Subset {
+			out := fmt.Sprintf(", epoch %d", pl.Epoch)
+			if pl.FencedEpoch != nil {
+				out += fmt.Sprintf(", fenced at %d", *pl.FencedEpoch)
+			}
+			return out
+		}
+	}
+	return ""
 }
 
 // fleetSetOfClaim returns namespace/fleetset for a claim name made from one
@@ -321,7 +337,9 @@ func CheckZones(h *History) []Violation {
 }
 
 // CheckRollout: while a FleetSet rolls out a new revision, the instances
-// made unavailable — desired by its subsets, Available in an earlier
+// made unavailable — desired by its subsets (status.subsets, and by the
+// member's StatefulSet where the sample holds it: a scale-down reaches the
+// member before the hub's status shows it), Available in an earlier
 // sample, not Available now — number at most maxUnavailable, once those
 // of subsets whose cluster (where status puts it, or its home) is disturbed
 // by a fault are counted apart. The hub's last answer stands for the
@@ -371,7 +389,14 @@ func CheckRollout(h *History, o Options, r *Result) []Violation {
 			var rollout, fault []string
 			for _, ss := range fs.Subsets {
 				disturbed := h.disturbed(ss.Cluster, s.T, o.Recovery) || h.disturbed(ss.Home, s.T, o.Recovery)
-				for i := int32(0); i < ss.Replicas; i++ {
+				desired := ss.Replicas
+				if r, ok := stsReplicas(s, ss.Cluster, fs.Namespace, fs.Name+"-"+ss.Name); ok {
+					// Scaled down in the member before the hub's status
+					// caught up: the instances above are scaled away, not
+					// made unavailable.
+					desired = min(desired, r)
+				}
+				for i := int32(0); i < desired; i++ {
 					pod := fmt.Sprintf("%s/%s-%s-%d", fs.Namespace, fs.Name, ss.Name, ss.OrdinalStart+i)
 					if !wasAvailable[pod] || avail[pod] {
 						continue
@@ -406,6 +431,17 @@ func CheckRollout(h *History, o Options, r *Result) []Violation {
 		}
 	}
 	return out
+}
+
+// stsReplicas returns spec.replicas of StatefulSet namespace/name in
+// cluster at sample s, and whether the sample holds it.
+func stsReplicas(s Sample, cluster, namespace, name string) (int32, bool) {
+	for _, sts := range s.Members[cluster].StatefulSets {
+		if sts.Namespace == namespace && sts.Name == name {
+			return sts.Replicas, true
+		}
+	}
+	return 0, false
 }
 
 func prefixed(p string, xs []string) []string {

@@ -36,12 +36,13 @@ type world struct {
 	fs      FleetSetObs
 	pods    map[string][]PodObs // member → pods
 	pvcs    map[string][]PVCObs
+	sts     map[string]int32 // member → spec.replicas of its StatefulSet
 	hubDown bool
 }
 
 func newWorld(t *testing.T, perSubset int32) *world {
 	w := &world{t: t, h: &History{Start: t0, FleetSets: []FleetSetInfo{{Namespace: "ns", Name: "db", Claims: []string{"data"}}}},
-		pods: map[string][]PodObs{}, pvcs: map[string][]PVCObs{}}
+		pods: map[string][]PodObs{}, pvcs: map[string][]PVCObs{}, sts: map[string]int32{}}
 	w.fs = FleetSetObs{Namespace: "ns", Name: "db", Generation: 1, ObservedGeneration: 1, Replicas: 2 * perSubset,
 		ReadyReplicas: 2 * perSubset, UpdatedReplicas: 2 * perSubset, UpdateRevision: "r1", CurrentRevision: "r1", MaxUnavailable: 1,
 		Relocate: true, FailbackAutomatic: true}
@@ -56,6 +57,7 @@ func newWorld(t *testing.T, perSubset int32) *world {
 			w.pvcs[m] = append(w.pvcs[m], PVCObs{Namespace: "ns", Name: "data-" + name, UID: "c-" + name})
 		}
 		w.fs.Subsets = append(w.fs.Subsets, ss)
+		w.sts[m] = perSubset
 	}
 	return w
 }
@@ -77,6 +79,7 @@ func (w *world) sample(n int) {
 		mo := MemberObs{Pods: append([]PodObs(nil), w.pods[m]...), PVCs: append([]PVCObs(nil), w.pvcs[m]...)}
 		mo.Placements = append(mo.Placements, PlacementObs{Namespace: "ns", Name: "db-" + m, Set: "db", Subset: m,
 			OrdinalStart: w.fs.Subsets[map[string]int{"east": 0, "west": 1}[m]].OrdinalStart, Domains: zones})
+		mo.StatefulSets = []StatefulSetObs{{Namespace: "ns", Name: "db-" + m, Replicas: w.sts[m]}}
 		s.Members[m] = mo
 	}
 	if !w.hubDown {
@@ -277,6 +280,38 @@ func TestRolloutUnavailabilityCaught(t *testing.T) {
 	if !strings.Contains(v.Detail, "2 instances unavailable") {
 		t.Errorf("violation %s", v)
 	}
+}
+
+// A scale-down during a rollout, before the hub's status shows it: the
+// member's StatefulSet drops to 2 and its two highest instances go; they
+// were scaled away, not made unavailable (seed 60's 60-minute replay
+// reported this as a violation before the checker read the StatefulSets).
+func TestScaleDownDuringRolloutIsNotUnavailability(t *testing.T) {
+	w := newWorld(t, 4)
+	w.run(0, 10)
+	w.fs.UpdateRevision, w.fs.UpdatedReplicas = "r2", 0
+	w.fs.Generation, w.fs.Replicas = 2, 4 // status (subsets of 4) not yet of generation 2
+	w.sts["east"] = 2
+	w.pods["east"] = w.pods["east"][:2]
+	w.run(10, 15)
+	w.fs.ObservedGeneration, w.fs.Subsets[0].Replicas = 2, 2
+	w.fs.UpdatedReplicas, w.fs.CurrentRevision, w.fs.ReadyReplicas = 6, "r2", 6
+	w.run(15, 30)
+	r := Check(w.h, testOpts)
+	for _, v := range r.Violations {
+		t.Errorf("unexpected %s", v)
+	}
+	if r.PeakRolloutUnavailable["ns/db"] != 0 {
+		t.Errorf("peak rollout unavailability %d, want 0", r.PeakRolloutUnavailable["ns/db"])
+	}
+	// The same two instances gone while the member's StatefulSet still
+	// wants them are a rollout's doing.
+	w = newWorld(t, 4)
+	w.run(0, 10)
+	w.fs.UpdateRevision, w.fs.UpdatedReplicas = "r2", 0
+	w.pods["east"] = w.pods["east"][:2]
+	w.run(10, 15)
+	only(t, Check(w.h, testOpts), RolloutUnav)
 }
 
 func TestRolloutUnavailabilityOfFaultsCountedApart(t *testing.T) {

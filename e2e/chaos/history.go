@@ -68,6 +68,18 @@ type MemberObs struct {
 	Pods       []PodObs       `json:"pods,omitempty"`
 	PVCs       []PVCObs       `json:"pvcs,omitempty"`
 	Placements []PlacementObs `json:"placements,omitempty"`
+	// StatefulSets are the FleetSets' StatefulSets (one per subset the
+	// member runs).
+	StatefulSets []StatefulSetObs `json:"statefulSets,omitempty"`
+}
+
+// StatefulSetObs is one StatefulSet of a FleetSet in a member: how many
+// instances the member is told to run (spec.replicas, from
+// spec.ordinals.start on).
+type StatefulSetObs struct {
+	Namespace string `json:"ns"`
+	Name      string `json:"name"`
+	Replicas  int32  `json:"replicas"`
 }
 
 // PodObs is one pod of a FleetSet in a member.
@@ -112,6 +124,10 @@ type PlacementObs struct {
 	Subset       string        `json:"subset"`
 	OrdinalStart int32         `json:"ordinalStart"`
 	Domains      []DomainShare `json:"domains,omitempty"`
+	// Epoch is spec.fencing.epoch; FencedEpoch the member's fence record
+	// (annotation fleetset.io/fenced-epoch), nil when not fenced.
+	Epoch       int64  `json:"epoch,omitempty"`
+	FencedEpoch *int64 `json:"fencedEpoch,omitempty"`
 }
 
 // DomainShare is a domain and its share as the placement states it: an
@@ -160,6 +176,8 @@ type SubsetObs struct {
 	OrdinalStart int32          `json:"ordinalStart"`
 	Replicas     int32          `json:"replicas"`
 	Domains      map[string]int `json:"domains,omitempty"`
+	// Epoch is status.subsets[].epoch, the fencing token of its grant.
+	Epoch int64 `json:"epoch,omitempty"`
 }
 
 func (fs FleetSetObs) key() string { return fs.Namespace + "/" + fs.Name }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -224,6 +225,15 @@ func TestChaos(t *testing.T) {
 	if err := Write(reportDir, h, sum); err != nil {
 		t.Errorf("writing the report: %v", err)
 	}
+	if len(res.Violations) > 0 {
+		// Keep the fleet's logs with the report: the next run on this
+		// machine overwrites them, and a violation is explained by them.
+		if err := archiveLogs(fleetDir, filepath.Join(reportDir, "logs.tar.gz")); err != nil {
+			t.Logf("archiving the fleet's logs: %v", err)
+		} else {
+			t.Logf("the fleet's logs: %s/logs.tar.gz", reportDir)
+		}
+	}
 	t.Logf("report: %s/report.md; %d samples, %d faults (%v), %d operations (%v), %d violations, convergence %v",
 		reportDir, sum.Samples, sum.Faults, sum.FaultsByKind, sum.Ops, sum.OpsByKind, len(sum.Violations), sum.ConvergenceSec)
 	if len(expect) == 0 {
@@ -250,6 +260,27 @@ func TestChaos(t *testing.T) {
 	cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_ = hub.DeleteAllOf(cctx, &fleetv1.FleetSet{}, client.InNamespace(ns))
+}
+
+// archiveLogs writes the logs of every cluster of the fleet in fleetDir
+// (<cluster>/logs/) to the gzipped tar file out.
+func archiveLogs(fleetDir, out string) error {
+	dirs, err := filepath.Glob(filepath.Join(fleetDir, "*", "logs"))
+	if err != nil || len(dirs) == 0 {
+		return fmt.Errorf("no logs under %s: %v", fleetDir, err)
+	}
+	args := []string{"-czf", out, "-C", fleetDir}
+	for _, d := range dirs {
+		rel, err := filepath.Rel(fleetDir, d)
+		if err != nil {
+			return err
+		}
+		args = append(args, rel)
+	}
+	if b, err := exec.Command("tar", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("tar: %v: %s", err, b)
+	}
+	return nil
 }
 
 func errSuffix(errs ...error) string {
@@ -353,11 +384,12 @@ func observeMember(ctx context.Context, c client.Client, ns string) MemberObs {
 	var nodes corev1.NodeList
 	var pvcs corev1.PersistentVolumeClaimList
 	var sps fleetv1.SubsetPlacementList
+	var stss appsv1.StatefulSetList
 	for _, l := range []struct {
 		list client.ObjectList
 		opts []client.ListOption
 	}{{&pods, []client.ListOption{client.InNamespace(ns)}}, {&nodes, nil}, {&pvcs, []client.ListOption{client.InNamespace(ns)}},
-		{&sps, []client.ListOption{client.InNamespace(ns)}}} {
+		{&sps, []client.ListOption{client.InNamespace(ns)}}, {&stss, []client.ListOption{client.InNamespace(ns)}}} {
 		if err := c.List(ctx, l.list, l.opts...); err != nil {
 			return MemberObs{Err: err.Error()}
 		}
@@ -388,6 +420,12 @@ func observeMember(ctx context.Context, c client.Client, ns string) MemberObs {
 	for _, sp := range sps.Items {
 		po := PlacementObs{Namespace: sp.Namespace, Name: sp.Name, Set: sp.Labels[fleetv1.LabelSet], Subset: sp.Labels[fleetv1.LabelSubset],
 			OrdinalStart: sp.Spec.OrdinalStart}
+		if f := sp.Spec.Fencing; f != nil {
+			po.Epoch = f.Epoch
+		}
+		if e, err := strconv.ParseInt(sp.Annotations[fleetv1.AnnotationFencedEpoch], 10, 64); err == nil {
+			po.FencedEpoch = &e
+		}
 		for _, d := range sp.Spec.Domains {
 			ds := DomainShare{Name: d.Name}
 			if d.Replicas != nil {
@@ -396,6 +434,9 @@ func observeMember(ctx context.Context, c client.Client, ns string) MemberObs {
 			po.Domains = append(po.Domains, ds)
 		}
 		mo.Placements = append(mo.Placements, po)
+	}
+	for _, sts := range stss.Items {
+		mo.StatefulSets = append(mo.StatefulSets, StatefulSetObs{Namespace: sts.Namespace, Name: sts.Name, Replicas: ptr.Deref(sts.Spec.Replicas, 1)})
 	}
 	return mo
 }
@@ -445,7 +486,7 @@ func observeHub(ctx context.Context, hub client.Client, ns string, fsets []*flee
 		}
 		for _, ss := range fs.Status.Subsets {
 			so := SubsetObs{Name: ss.Name, Home: home[ss.Name], Cluster: ss.Cluster, Failover: string(ss.Failover),
-				OrdinalStart: ss.OrdinalStart, Replicas: ss.Replicas}
+				OrdinalStart: ss.OrdinalStart, Replicas: ss.Replicas, Epoch: ss.Epoch}
 			if len(ss.Domains) > 0 {
 				so.Domains = map[string]int{}
 				for _, d := range ss.Domains {

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -50,9 +52,12 @@ const maxConditionMessage = 32768
 // FleetSetReconciler delivers a FleetSet as one ManifestWork per member
 // cluster and folds the work agents' statusFeedback into FleetSet.status.
 //
-// Every read goes through Client, the manager's cache; no reconcile reads
-// the apiserver directly. expectations keep those reads from being older
-// than the reconciler's own writes.
+// Reads go through Client, the manager's cache; expectations keep them
+// from being older than the reconciler's own writes. Three reads are live
+// (APIReader): a lost member's heartbeat Lease before a relocation, a
+// delivered ConfigMap's or Secret's content, and the FleetSet's metadata
+// before a reconcile writes ManifestWorks (current), so that no work is
+// written from a FleetSet older than the apiserver's.
 type FleetSetReconciler struct {
 	client.Client
 	Recorder record.EventRecorder
@@ -62,8 +67,9 @@ type FleetSetReconciler struct {
 	// Heartbeats is the hub's view of the members' heartbeats; nil: none
 	// observed, so no relocation is ever due (only confirmed ones).
 	Heartbeats *heartbeat.Observer
-	// APIReader reads a lost member's heartbeat Lease live before a
-	// relocation; nil: through Client.
+	// APIReader reads live: a lost member's heartbeat Lease before a
+	// relocation (nil: through Client), and the FleetSet's metadata before
+	// ManifestWorks are written (nil: not checked).
 	APIReader client.Reader
 	// Clock reads the time of failover decisions; nil: the real clock.
 	Clock clock.Clock
@@ -228,7 +234,12 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		if err := planRollout(st); err != nil {
 			st.invalidSpec(err)
 		}
-		if err := r.writeWorks(ctx, st); err != nil {
+		if err := r.writeWorks(ctx, st); errors.Is(err, errStaleFleetSet) {
+			// Planned from an older FleetSet than the apiserver's: plan
+			// again once the cache has it (its event requeues sooner).
+			log.FromContext(ctx).V(1).Info("Cached FleetSet is older than the apiserver's; wrote nothing, retrying")
+			return ctrl.Result{RequeueAfter: cacheWaitDelay}, nil
+		} else if err != nil {
 			return ctrl.Result{}, err
 		}
 		foldSubsets(st, status)

@@ -30,6 +30,12 @@ var (
 		Name: "fleetset_hub_degraded_reports_total",
 		Help: "FleetSets reported Degraded (condition turned True, or its reason or message changed), by reason.",
 	}, []string{"reason"})
+	// staleReads counts reconciles that were about to write ManifestWorks
+	// from a cached FleetSet older than the apiserver's, and wrote nothing.
+	staleReads = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fleetset_hub_stale_fleetset_reads_total",
+		Help: "Reconciles that found, before writing ManifestWorks, that the cached FleetSet was older than the apiserver's, and wrote nothing (retried once the cache catches up).",
+	})
 	// relocationHolds counts relocations that were due and held.
 	relocationHolds = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "fleetset_hub_relocation_holds_total",
@@ -38,5 +44,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(workWrites, leaseRenewals, relocations, relocationHolds, degradedReports)
+	metrics.Registry.MustRegister(workWrites, leaseRenewals, relocations, relocationHolds, degradedReports, staleReads)
 }

@@ -160,12 +160,22 @@ func deletable(works map[types.NamespacedName]*workv1.ManifestWork, kept map[str
 // written is recorded in st and attached to the subsets' plans. Write
 // failures become ApplyFailed problems; a conflict (or a create of a work
 // that exists) is returned, to retry with fresh objects, once every write
-// has been made.
+// has been made. Before it writes anything it checks that st.fs is the
+// apiserver's current FleetSet (current); when it is not, it writes
+// nothing and returns errStaleFleetSet.
 func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 	changes, err := chooseWrites(st.fs, st.subsets, st.existingWorks, r.editedByOthers)
 	if err != nil {
 		st.invalidSpec(err)
 		return nil
+	}
+	if len(changes.apply)+len(changes.remove) > 0 {
+		switch ok, err := r.current(ctx, st.fs); {
+		case err != nil:
+			return err
+		case !ok:
+			return errStaleFleetSet
+		}
 	}
 	applied, deleted := r.writeAll(ctx, st.fs, changes, EventWorksApplied)
 	var retry error
