@@ -60,7 +60,7 @@ func terminationGrace(fs *fleetv1.FleetSet) time.Duration {
 // cluster names each of them; otherwise it is spread only there (the hub
 // knows no other domains of that cluster) and its FailedOver problem says
 // so. It records which subsets
-// run nowhere (failing back) and their phases, in planned's order, and the
+// drain (failing back or moving) and their phases, in planned's order, and the
 // failover problems, step events and when to plan again. Errors are reads
 // of ManagedClusters or works.
 func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planned []plan.Subset) ([]subsetFailover, error) {
@@ -125,15 +125,12 @@ func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planne
 		if spec.Relocate {
 			p.Fencing = &fleetv1.PlacementFencing{GraceSeconds: fs.Spec.Failover.FenceGraceSeconds, Epoch: d.Epoch}
 		}
-		out[i] = subsetFailover{undelivered: !d.Deliver, failoverPhase: d.Phase}
-		if !d.Deliver && (d.Phase == fleetv1.SubsetFailingBack || d.Phase == fleetv1.SubsetMoving) {
-			// Failing back, or moving by a spec edit: scaled to 0 where it
-			// runs now, so that it reaches its next cluster only once this
-			// one reports its pods gone, not merely its ManifestWork
-			// applied (the work agent reports Applied before a removed
-			// StatefulSet's pods have stopped).
-			out[i] = subsetFailover{draining: true, failoverPhase: d.Phase}
-		}
+		// Not delivered to run (failing back, or moving by a spec edit):
+		// scaled to 0 where it runs now, so that it reaches its next
+		// cluster only once this one reports its pods gone, not merely its
+		// ManifestWork applied (the work agent reports Applied before a
+		// removed StatefulSet's pods have stopped).
+		out[i] = subsetFailover{draining: !d.Deliver, failoverPhase: d.Phase}
 		switch d.Phase {
 		case fleetv1.SubsetFailingOver:
 			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonFailingOver, Subset: p.Name, Cluster: d.Cluster, Message: d.Waiting})

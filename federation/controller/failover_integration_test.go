@@ -150,6 +150,30 @@ func memberBeat(t testing.TB, cluster string) (stop func() time.Time) {
 	return stop
 }
 
+// beatingPair creates Available ManagedClusters <prefix>-east and
+// <prefix>-west, each with a member heartbeat, and namespace ns. It returns
+// the function that stops east's heartbeat (and returns when it last beat).
+func beatingPair(t *testing.T, prefix, ns string) (stopEast func() time.Time) {
+	t.Helper()
+	createCluster(t, prefix+"-east", true)
+	createCluster(t, prefix+"-west", true)
+	createNamespace(t, ns)
+	stopEast = memberBeat(t, prefix+"-east")
+	memberBeat(t, prefix+"-west")
+	return stopEast
+}
+
+// pairFleetSet is sampleFleetSet ns/db with its subsets east and west on
+// <prefix>-east and <prefix>-west, terminationGracePeriodSeconds grace and
+// failover f.
+func pairFleetSet(ns, prefix string, grace int64, f fleetv1.Failover) *fleetv1.FleetSet {
+	fs := sampleFleetSet(ns, "db")
+	fs.Spec.Topology.Subsets[0].Cluster, fs.Spec.Topology.Subsets[1].Cluster = prefix+"-east", prefix+"-west"
+	fs.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To(grace)
+	fs.Spec.Failover = &f
+	return fs
+}
+
 // threeClusterFleetSet is sampleFleetSet over clusters a, b and c, one
 // subset each, failover Relocate with toleration 0.
 func threeClusterFleetSet(ns, name, a, b, c string) *fleetv1.FleetSet {
@@ -241,15 +265,8 @@ func TestRelocationHeld(t *testing.T) {
 // lost, with its last heartbeat long past, relocates nothing until it has
 // itself watched for the member's whole fence deadline.
 func TestHubRestartObservesBeforeRelocating(t *testing.T) {
-	createCluster(t, "hr-east", true)
-	createCluster(t, "hr-west", true)
-	createNamespace(t, "hubrestart")
-	stopEast := memberBeat(t, "hr-east")
-	memberBeat(t, "hr-west")
-	fs := sampleFleetSet("hubrestart", "db")
-	fs.Spec.Topology.Subsets[0].Cluster, fs.Spec.Topology.Subsets[1].Cluster = "hr-east", "hr-west"
-	fs.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](2)
-	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](0)}
+	stopEast := beatingPair(t, "hr", "hubrestart")
+	fs := pairFleetSet("hubrestart", "hr", 2, fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](0)})
 	if err := k8sClient.Create(t.Context(), fs); err != nil {
 		t.Fatal(err)
 	}
@@ -278,18 +295,11 @@ func TestHubRestartObservesBeforeRelocating(t *testing.T) {
 // SubsetPlacement, the fleet view and events following. The members'
 // heartbeats are the real member heartbeat writing to the hub's apiserver.
 func TestFailover(t *testing.T) {
-	createCluster(t, "fo-east", true)
-	createCluster(t, "fo-west", true)
-	createNamespace(t, "failover")
-	stopEast := memberBeat(t, "fo-east")
-	memberBeat(t, "fo-west")
+	stopEast := beatingPair(t, "fo", "failover")
 	const margin = time.Second
 	startHubWith(t, Options{HubIdentity: "test-hub", LeaseDuration: 3 * time.Second, RelocationMargin: margin})
 
-	fs := sampleFleetSet("failover", "db")
-	fs.Spec.Topology.Subsets[0].Cluster, fs.Spec.Topology.Subsets[1].Cluster = "fo-east", "fo-west"
-	fs.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](2)
-	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](2), FenceGraceSeconds: 1}
+	fs := pairFleetSet("failover", "fo", 2, fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](2), FenceGraceSeconds: 1})
 	if err := k8sClient.Create(t.Context(), fs); err != nil {
 		t.Fatal(err)
 	}

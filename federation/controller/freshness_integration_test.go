@@ -68,17 +68,10 @@ func cachedClient(t *testing.T) client.Client {
 // exactly that, silently: the status it plans equals the stale one, so no
 // status write conflicts to tell it.
 func TestStaleFleetSetWritesNothing(t *testing.T) {
-	createCluster(t, "sf-east", true)
-	createCluster(t, "sf-west", true)
-	createNamespace(t, "stale")
-	stopEast := memberBeat(t, "sf-east")
-	memberBeat(t, "sf-west")
+	stopEast := beatingPair(t, "sf", "stale")
 	h := startHubWith(t, Options{HubIdentity: "test-hub", LeaseDuration: 3 * time.Second, RelocationMargin: time.Second})
 
-	fs := sampleFleetSet("stale", "db")
-	fs.Spec.Topology.Subsets[0].Cluster, fs.Spec.Topology.Subsets[1].Cluster = "sf-east", "sf-west"
-	fs.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
-	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](1)}
+	fs := pairFleetSet("stale", "sf", 0, fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](1)})
 	if err := k8sClient.Create(t.Context(), fs); err != nil {
 		t.Fatal(err)
 	}

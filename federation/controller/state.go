@@ -76,8 +76,6 @@ type subsetPlan struct {
 
 // subsetFailover is a subset's failover decision.
 type subsetFailover struct {
-	// undelivered is true while a subset is delivered nowhere.
-	undelivered bool
 	// draining is true while a failing-back or moving subset is delivered
 	// to the cluster it leaves with replicas 0, until that cluster reports
 	// it runs none of its pods (manifestwork.Drained).

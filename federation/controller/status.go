@@ -80,7 +80,7 @@ func foldRoles(st *state, status *fleetv1.FleetSetStatus) {
 	var leaders []fleetv1.LeaderStatus
 	reported := true
 	for _, sp := range st.subsets {
-		if sp.undelivered || sp.draining || sp.planned.Replicas == 0 {
+		if sp.draining || sp.planned.Replicas == 0 {
 			continue
 		}
 		if sp.roles == nil {

@@ -85,8 +85,8 @@ type workChanges struct {
 
 // chooseWrites decides, without writing, what a reconcile writes of fs's
 // ManifestWorks, given its subsets' plans and its existing works: one work
-// rendered per cluster that a subset is delivered to (all but the
-// undelivered), to apply where none exists or the existing one is not
+// rendered per cluster that a subset is delivered to (a draining subset at
+// replicas 0 and partition 0), to apply where none exists or the existing one is not
 // manifestwork.UpToDate or edited (nil: never) says someone else changed
 // its spec, except in clusters whose ManagedCluster is not
 // found (their works are left as they are); and the existing works in
@@ -99,9 +99,6 @@ func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types
 	for _, sp := range subsets {
 		if !sp.clusterExists {
 			missing[sp.planned.Cluster] = true
-		}
-		if sp.undelivered {
-			continue
 		}
 		if sp.draining {
 			p := sp.planned

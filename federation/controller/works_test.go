@@ -38,8 +38,6 @@ func TestChooseWrites(t *testing.T) {
 	east, west := subset("east", "east", 3), subset("west", "west", 3)
 	westMissing := west
 	westMissing.clusterExists, westMissing.clusterAvailable = false, false
-	westUndelivered := west
-	westUndelivered.undelivered, westUndelivered.failoverPhase = true, fleetv1.SubsetMoving
 	westDraining := west
 	westDraining.draining, westDraining.failoverPhase = true, fleetv1.SubsetFailingBack
 	westScaled := subset("west", "west", 4)
@@ -109,9 +107,6 @@ func TestChooseWrites(t *testing.T) {
 		{name: "a subset draining (failing back): kept in its cluster's work, at replicas 0", fs: fs, subsets: []subsetPlan{east, westDraining},
 			existing: []*workv1.ManifestWork{rendered("east", east, west), rendered("west", east, west)},
 			want:     []string{"update east", "update west"}},
-		{name: "a subset delivered nowhere: its only cluster's work deleted", fs: fs, subsets: []subsetPlan{east, westUndelivered},
-			existing: []*workv1.ManifestWork{rendered("east", east, west), rendered("west", east, west)},
-			want:     []string{"update east", "delete west/db.mydb"}},
 		{name: "a work of another name in a used cluster: left alone", fs: fs, subsets: []subsetPlan{east},
 			existing: []*workv1.ManifestWork{foreign},
 			want:     []string{"create east"}},
