@@ -137,6 +137,11 @@ verify: generate manifests ## gofmt, go vet, and generated files up to date.
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed: $$bad" >&2; exit 1; fi
 	$(GO) vet ./...
 	@git diff --exit-code -- api plugins/apis manifests/crds manifests/hub/role.yaml manifests/addon || { echo "generated files are stale: run make generate manifests" >&2; exit 1; }
+	@# No build outputs in git: no tracked file over 1 MiB, no tracked executable but a script (#!).
+	@bad=$$(git ls-files -z | xargs -0 -r stat -c '%s %n' 2>/dev/null | awk '$$1 > 1048576 {print $$2}'); \
+	  if [ -n "$$bad" ]; then echo "tracked files over 1 MiB (build outputs belong in bin/): $$bad" >&2; exit 1; fi
+	@bad=$$(git ls-files -s | awk '$$1 == "100755" {print $$4}' | while read -r f; do if [ -f "$$f" ] && [ "$$(head -c 2 "$$f")" != '#!' ]; then echo "$$f"; fi; done); \
+	  if [ -n "$$bad" ]; then echo "tracked executables that are not scripts: $$bad" >&2; exit 1; fi
 
 ##@ Test
 
