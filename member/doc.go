@@ -36,6 +36,15 @@
 // measures expiry on its own observed, monotonic time, never on a remote
 // timestamp; medik8s self-node-remediation fences only when its peers
 // confirm that it, not the control plane, is cut off; the node lifecycle
-// controller stops evicting when most nodes are lost at once. Agent (this
-// package) wires them together for fleetset-scheduler.
+// controller stops evicting when most nodes are lost at once.
+//
+// Component (component.go) wires them together for fleetset-scheduler:
+// cmd/scheduler builds it from the --member-* flags and hands it to the
+// plugin registry; the SubsetPlacement plugin starts it over the
+// scheduler's pod informer, clientset and SubsetPlacement cache. With two
+// scheduler replicas, heartbeat, peer endpoint and fencing run in each (each
+// must know whether it may schedule, and a fence must never wait for an
+// election); the claims, roles and updater controllers run only in the
+// holder of the Lease fleetset-member-controllers, over one StatefulSet
+// informer and one event broadcaster (member/internal/wiring).
 package member

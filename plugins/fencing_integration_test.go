@@ -41,8 +41,8 @@ import (
 )
 
 // The member component under test: the scheduler's, started by the
-// SubsetPlacement plugin (TestMain sets member.Flags before the scheduler
-// starts). The test's apiserver is both its hub and its cluster; its hub
+// SubsetPlacement plugin (TestMain builds it before the scheduler starts
+// and hands it to the registry). The test's apiserver is both its hub and its cluster; its hub
 // traffic goes through memberLink, which the tests cut and heal. Its one
 // peer, "west", is the real member heartbeat and peer endpoint
 // (member/contact, member/peers) reaching the hub through westLink.
@@ -53,6 +53,9 @@ const (
 )
 
 var memberLink, westLink *netcut.Proxy
+
+// memberComponent is the scheduler's member component (setUpMember).
+var memberComponent *member.Component
 
 // kubeconfigVia writes a kubeconfig for the apiserver of cfg whose server is
 // the proxy p, and returns its path.
@@ -94,7 +97,10 @@ func setUpMember(ctx context.Context, cfg *rest.Config) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	member.Flags = member.Config{Cluster: memberCluster, HubKubeconfig: kubeconfig, HeartbeatTimeout: memberTimeout}
+	memberCfg := member.DefaultConfig()
+	memberCfg.Cluster, memberCfg.HubKubeconfig, memberCfg.HeartbeatTimeout = memberCluster, kubeconfig, memberTimeout
+	memberCfg.ClaimExpansion, memberCfg.Roles, memberCfg.RoleUpdates = false, false, false // tested in member/
+	memberComponent = member.New(&memberCfg)
 
 	// The peer west: its heartbeat through westLink, its endpoint on loopback.
 	westCfg := rest.CopyConfig(cfg)

@@ -77,7 +77,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	// The shipped fleetset profile plus the default profile, for comparison.
-	if err := controlplane.StartScheduler(ctx, env.Config, plugins.Registry(), controlplane.SchedulerConfigFile(), controlplane.DefaultProfileConfigFile()); err != nil {
+	if err := controlplane.StartScheduler(ctx, env.Config, plugins.Registry(memberComponent), controlplane.SchedulerConfigFile(), controlplane.DefaultProfileConfigFile()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -22,7 +22,7 @@ import (
 // its first profile.
 func ordinalSpreadArgs(t *testing.T, file string) *config.OrdinalSpreadArgs {
 	t.Helper()
-	_ = plugins.Registry() // registers the args types
+	_ = plugins.Registry(nil) // registers the args types
 	cfg, err := options.LoadConfigFromFile(klog.Background(), file)
 	if err != nil {
 		t.Fatalf("loading %s: %v", file, err)

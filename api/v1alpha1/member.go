@@ -52,6 +52,11 @@ const (
 	// leaseDurationSeconds, by the member cluster's clock) means the member
 	// has not reached the hub for its heartbeat timeout.
 	MemberLeaseName = "fleetset-member"
+	// MemberControllersLeaseName is the leader-election Lease, in
+	// ResyncLeaseNamespace of the member cluster, of the member component's
+	// controllers (claims, roles, updater): with several fleetset-scheduler
+	// replicas, only its holder runs them.
+	MemberControllersLeaseName = "fleetset-member-controllers"
 	// LabelHeartbeat marks heartbeat Leases on the hub (value "true"); the
 	// hub watches only those.
 	LabelHeartbeat = "fleetset.io/member-heartbeat"

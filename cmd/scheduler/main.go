@@ -2,9 +2,11 @@
 // (SubsetPlacement, OrdinalSpread) registered out of tree, as
 // sigs.k8s.io/scheduler-plugins builds its scheduler. It takes every
 // kube-scheduler flag; its profile comes from --config (see
-// manifests/scheduler/config.yaml). It also runs fleetset's member component
-// (package member: heartbeat to the hub, peer checks, fencing), configured by
-// the --member-* flags.
+// manifests/scheduler/config.yaml). It also owns fleetset's member component
+// (package member: heartbeat to the hub, peer checks, fencing, and the
+// claims, roles and updater controllers), configured by the --member-*
+// flags and started by the SubsetPlacement plugin once the scheduler's
+// informers exist.
 package main
 
 import (
@@ -24,12 +26,14 @@ import (
 )
 
 func main() {
-	command := app.NewSchedulerCommand(plugins.Options()...)
+	cfg := member.DefaultConfig()
+	component := member.New(&cfg)
+	command := app.NewSchedulerCommand(plugins.Options(component)...)
 	command.Use = "fleetset-scheduler"
 	// The member flags are parsed with kube-scheduler's, and printed after
 	// them in --help and usage.
 	mfs := pflag.NewFlagSet("member", pflag.ContinueOnError)
-	member.AddFlags(mfs)
+	cfg.AddFlags(mfs)
 	command.Flags().AddFlagSet(mfs)
 	help, usage := command.HelpFunc(), command.UsageFunc()
 	command.SetHelpFunc(func(c *cobra.Command, args []string) {

@@ -16,23 +16,20 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/member/internal/placementqueue"
+	"github.com/fleetset/fleetset/member/internal/wiring"
 )
 
 // Event reasons, on the SubsetPlacement.
@@ -99,72 +96,25 @@ func New(placements client.Reader, statefulSets appslisters.StatefulSetLister, c
 	}
 }
 
-// informerSource is what a controller-runtime cache offers: the informer of
-// a kind.
-type informerSource interface {
-	GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error)
-}
-
-// Start runs a Controller until ctx is done, over cs and placements (the
-// scheduler's SubsetPlacement cache: when it is a controller-runtime cache,
-// its informer's events wake the controller; resyncs do in any case). It
-// watches the StatefulSets labelled fleetset.io/set with an informer of its
-// own, and records events through the events.k8s.io API. It returns once the
-// informers are set up; the controller starts when they have synced.
-func Start(ctx context.Context, cs kubernetes.Interface, placements client.Reader, resync time.Duration) error {
+// Run runs a Controller over d until ctx is done: it registers its handlers
+// on d's StatefulSet informer and placement cache, waits for their caches
+// and runs two workers. Errors are a handler that cannot be registered, or
+// caches that never synced before ctx ended.
+func Run(ctx context.Context, d wiring.Deps, resync time.Duration) error {
 	logger := klog.FromContext(ctx).WithName("claims")
 	ctx = klog.NewContext(ctx, logger)
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+	c := New(d.Placements, d.StatefulSets.Lister(), d.Client, d.Recorder, resync)
+	var hs wiring.Handlers
+	if err := hs.Add(d.StatefulSets.Informer(), c.StatefulSetHandler()); err != nil {
 		return err
 	}
-	if err := fleetv1.AddToScheme(scheme); err != nil {
+	if err := hs.AddPlacements(ctx, d.Placements, c.PlacementHandler()); err != nil {
 		return err
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = fleetv1.LabelSet }),
-		informers.WithTransform(stripManagedFields))
-	sts := factory.Apps().V1().StatefulSets()
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
-	c := New(placements, sts.Lister(), cs, broadcaster.NewRecorder(scheme, "fleetset-member"), resync)
-	reg, err := sts.Informer().AddEventHandler(c.StatefulSetHandler())
-	if err != nil {
-		return err
-	}
-	synced := []toolscache.InformerSynced{reg.HasSynced}
-	if src, ok := placements.(informerSource); ok {
-		inf, err := src.GetInformer(ctx, &fleetv1.SubsetPlacement{})
-		if err != nil {
-			return fmt.Errorf("SubsetPlacement informer: %w", err)
-		}
-		preg, err := inf.AddEventHandler(c.PlacementHandler())
-		if err != nil {
-			return err
-		}
-		synced = append(synced, preg.HasSynced)
-	}
-	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
-		return err
-	}
-	factory.Start(ctx.Done())
-	go func() {
-		defer broadcaster.Shutdown()
-		if !toolscache.WaitForNamedCacheSync("fleetset-member-claims", ctx.Done(), synced...) {
-			return
-		}
+	return hs.Run(ctx, "fleetset-member-claims", func(ctx context.Context) {
 		logger.Info("Claim expansion controller started", "resync", c.Resync)
 		c.Run(ctx, 2)
-	}()
-	return nil
-}
-
-// stripManagedFields drops what the controller never reads from cached
-// StatefulSets.
-func stripManagedFields(obj interface{}) (interface{}, error) {
-	if a, ok := obj.(metav1.Object); ok {
-		a.SetManagedFields(nil)
-	}
-	return obj, nil
+	})
 }
 
 // Run runs workers until ctx is done, and enqueues every placement with
@@ -260,7 +210,7 @@ func (c *Controller) Sync(ctx context.Context, key types.NamespacedName) error {
 			shrink = append(shrink, fmt.Sprintf("%s %s→%s", t.Name, have.String(), want.String()))
 		}
 	}
-	if why := notOwned(sp, sts); why != "" {
+	if why := wiring.NotOwned(sp, sts); why != "" {
 		if len(grow)+len(shrink) > 0 {
 			c.warn(ctx, sp, ReasonNotOwned, "Check", fmt.Sprintf(
 				"StatefulSet %s/%s is not this placement's (%s): its claim templates (%s) are left as they are",
@@ -291,26 +241,6 @@ func (c *Controller) Sync(ctx context.Context, key types.NamespacedName) error {
 		c.markDone(key, st)
 	}
 	return nil
-}
-
-// notOwned says why sts is not the StatefulSet of sp, "" when it is: both
-// carry fleetset.io/set with the same value and, when both carry
-// fleetset.io/owner-uid, the same UID.
-func notOwned(sp *fleetv1.SubsetPlacement, sts *appsv1.StatefulSet) string {
-	set, pset := sts.Labels[fleetv1.LabelSet], sp.Labels[fleetv1.LabelSet]
-	switch {
-	case set == "":
-		return "the StatefulSet has no label " + fleetv1.LabelSet
-	case pset == "":
-		return "the placement has no label " + fleetv1.LabelSet
-	case set != pset:
-		return fmt.Sprintf("label %s %q, the placement's %q", fleetv1.LabelSet, set, pset)
-	}
-	uid, puid := sts.Labels[fleetv1.LabelOwnerUID], sp.Labels[fleetv1.LabelOwnerUID]
-	if uid != "" && puid != "" && uid != puid {
-		return fmt.Sprintf("label %s %q, the placement's %q", fleetv1.LabelOwnerUID, uid, puid)
-	}
-	return ""
 }
 
 // need is a claim to expand.

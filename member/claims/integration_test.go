@@ -30,6 +30,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/internal/testing/controlplane"
+	"github.com/fleetset/fleetset/member"
 	"github.com/fleetset/fleetset/member/claims"
 )
 
@@ -53,7 +54,8 @@ var owner = map[string]string{fleetv1.LabelSet: "db", fleetv1.LabelSubset: "east
 // (its StatefulSet controller and garbage collector), applies the shipped
 // RBAC and admission policies of manifests/scheduler, and runs the claims
 // Controller as fleetset-scheduler's ServiceAccount, as the scheduler does
-// (claims.Start over a controller-runtime SubsetPlacement cache).
+// (the member component, with only this controller, over a
+// controller-runtime SubsetPlacement cache).
 func TestMain(m *testing.M) {
 	klog.InitFlags(nil)
 	ctrllog.SetLogger(klog.Background())
@@ -114,7 +116,10 @@ func run(m *testing.M) (int, error) {
 	if !placements.WaitForCacheSync(ctx) {
 		return 0, fmt.Errorf("SubsetPlacement cache did not sync as %s", scheduler)
 	}
-	if err := claims.Start(ctx, schedCS, placements, 2*time.Second); err != nil {
+	// The claim expansion controller alone, as the member component runs it.
+	cfg := member.DefaultConfig()
+	cfg.Roles, cfg.RoleUpdates, cfg.ClaimResync = false, false, 2*time.Second
+	if _, err := member.New(&cfg).Start(ctx, member.Host{Client: schedCS, Placements: placements}); err != nil {
 		return 0, err
 	}
 	return m.Run(), nil

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -69,7 +70,11 @@ func (h *Heartbeat) Beat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, h.Period)
 	defer cancel()
 	sent := h.Clock.Now()
-	err := renew(ctx, h.Hub.Leases(h.Cluster), fleetv1.HeartbeatLeaseName, h.lease(sent))
+	// Every scheduler replica beats on the same Lease: a race with another
+	// replica's write is retried, not counted as lost contact.
+	err := retry.OnError(retry.DefaultRetry, raced, func() error {
+		return renew(ctx, h.Hub.Leases(h.Cluster), fleetv1.HeartbeatLeaseName, h.lease(sent))
+	})
 	h.Monitor.Attempt(sent, err)
 	if err != nil {
 		heartbeatFailures.Inc()
@@ -81,7 +86,9 @@ func (h *Heartbeat) Beat(ctx context.Context) error {
 	l := h.lease(sent)
 	l.Labels = nil
 	l.Annotations = nil
-	if err := renew(ctx, h.Local.Leases(fleetv1.ResyncLeaseNamespace), fleetv1.MemberLeaseName, l); err != nil {
+	if err := retry.OnError(retry.DefaultRetry, raced, func() error {
+		return renew(ctx, h.Local.Leases(fleetv1.ResyncLeaseNamespace), fleetv1.MemberLeaseName, l.DeepCopy())
+	}); err != nil {
 		return fmt.Errorf("renewing the member's record Lease %s/%s: %w", fleetv1.ResyncLeaseNamespace, fleetv1.MemberLeaseName, err)
 	}
 	return nil
@@ -164,4 +171,10 @@ func (h *Heartbeat) restore(ctx context.Context, logger klog.Logger) {
 	age := h.Clock.Since(l.Spec.RenewTime.Time)
 	h.Monitor.Restore(age)
 	logger.V(2).Info("Restored last contact with the hub", "age", age.Round(time.Second))
+}
+
+// raced reports whether err is another writer's create or update of the
+// same Lease winning the race.
+func raced(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
 }

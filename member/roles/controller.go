@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/client-go/informers"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	"net"
 	"net/http"
 	"slices"
@@ -14,26 +11,26 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/member/internal/placementqueue"
+	"github.com/fleetset/fleetset/member/internal/wiring"
 )
 
 // Event reasons, on pods.
@@ -126,79 +123,43 @@ func NewHTTPClient() *http.Client {
 	}
 }
 
-// informerSource is what a controller-runtime cache offers: the informer of
-// a kind.
-type informerSource interface {
-	GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error)
-}
-
-// Start runs a Controller until ctx is done, over the scheduler's pod
-// informer, its clientset (pod label patches, events through the
-// events.k8s.io API), its SubsetPlacement cache placements (when it is a
-// controller-runtime cache, its informer's events wake the controller) and
-// its SubsetPlacement writer, which must also write the status subresource
-// (a controller-runtime client). It returns once the handlers are added; the
-// controller starts when the informers have synced (the pod informer's
-// factory is started by its owner).
-func Start(ctx context.Context, cs kubernetes.Interface, pods coreinformers.PodInformer, placements client.Reader, writer client.Writer) error {
-	sw, ok := writer.(client.StatusClient)
-	if !ok || writer == nil {
-		return fmt.Errorf("the SubsetPlacement writer %T cannot write the status subresource", writer)
+// Run runs a Controller over d until ctx is done: it registers its handlers
+// on d's pod and StatefulSet informers (a new update revision makes the
+// leader outdated without any pod event) and placement cache, waits for
+// their caches and runs two status workers. d.Writer must also write the
+// status subresource (a controller-runtime client). Errors are such a
+// writer missing, a handler that cannot be registered, or caches that never
+// synced before ctx ended.
+func Run(ctx context.Context, d wiring.Deps) error {
+	sw, ok := d.Writer.(client.StatusClient)
+	if !ok || d.Writer == nil {
+		return fmt.Errorf("the SubsetPlacement writer %T cannot write the status subresource", d.Writer)
 	}
 	logger := klog.FromContext(ctx).WithName("roles")
 	ctx = klog.NewContext(ctx, logger)
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+	c := New(d.Placements, d.Pods.Lister(), d.Client, sw.Status(), d.Recorder)
+	c.StatefulSets = d.StatefulSets.Lister()
+	var hs wiring.Handlers
+	if err := hs.Add(d.Pods.Informer(), c.PodHandler()); err != nil {
 		return err
 	}
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
-	c := New(placements, pods.Lister(), cs, sw.Status(), broadcaster.NewRecorder(scheme, "fleetset-member"))
-	reg, err := pods.Informer().AddEventHandler(c.PodHandler())
-	if err != nil {
-		return err
-	}
-	// The StatefulSets' update revision: a new one makes the leader
-	// outdated without any pod event.
-	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = fleetv1.LabelSet }))
-	sts := factory.Apps().V1().StatefulSets()
-	c.StatefulSets = sts.Lister()
-	sreg, err := sts.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	if err := hs.Add(d.StatefulSets.Informer(), toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) { c.enqueueObject(obj) },
 		UpdateFunc: func(o, n interface{}) {
 			if a, b := o.(*appsv1.StatefulSet), n.(*appsv1.StatefulSet); a.Status.UpdateRevision != b.Status.UpdateRevision {
 				c.enqueueObject(n)
 			}
 		},
-	})
-	if err != nil {
+	}); err != nil {
 		return err
 	}
-	factory.Start(ctx.Done())
-	synced := []toolscache.InformerSynced{reg.HasSynced, sreg.HasSynced}
-	if src, ok := placements.(informerSource); ok {
-		inf, err := src.GetInformer(ctx, &fleetv1.SubsetPlacement{})
-		if err != nil {
-			return fmt.Errorf("SubsetPlacement informer: %w", err)
-		}
-		preg, err := inf.AddEventHandler(c.PlacementHandler())
-		if err != nil {
-			return err
-		}
-		synced = append(synced, preg.HasSynced)
-	}
-	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+	if err := hs.AddPlacements(ctx, d.Placements, c.PlacementHandler()); err != nil {
 		return err
 	}
-	go func() {
-		defer broadcaster.Shutdown()
-		if !toolscache.WaitForNamedCacheSync("fleetset-member-roles", ctx.Done(), synced...) {
-			return
-		}
+	return hs.Run(ctx, "fleetset-member-roles", func(ctx context.Context) {
 		logger.Info("Role controller started", "probeWorkers", c.Workers, "resync", c.Resync)
 		c.Run(ctx, 2)
-	}()
-	return nil
+	})
 }
 
 // Run runs status workers and c.Workers probe workers until ctx is done,

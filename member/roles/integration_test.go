@@ -32,6 +32,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/internal/testing/controlplane"
+	"github.com/fleetset/fleetset/member"
 	"github.com/fleetset/fleetset/member/roles"
 )
 
@@ -52,7 +53,8 @@ var dbRoles = []fleetv1.Role{
 // TestMain starts etcd and kube-apiserver, applies the shipped RBAC and
 // admission policies of manifests/scheduler, and runs the role controller
 // as fleetset-scheduler's ServiceAccount, as the scheduler does
-// (roles.Start over a pod informer, a controller-runtime SubsetPlacement
+// (the member component, with only this controller, under leader
+// election, over a pod informer, a controller-runtime SubsetPlacement
 // cache and a controller-runtime client). There is no kubelet: the tests
 // set the pods' status themselves, each pod's IP a loopback address of its
 // own where a real HTTP role server listens.
@@ -110,11 +112,33 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	factory := informers.NewSharedInformerFactory(schedCS, 0)
-	if err := roles.Start(ctx, schedCS, factory.Core().V1().Pods(), placements, writer); err != nil {
+	pods := factory.Core().V1().Pods()
+	pods.Informer()
+	factory.Start(ctx.Done())
+	host = member.Host{Client: schedCS, Pods: pods, Placements: placements, Writer: writer}
+	ctxA, cancelA := context.WithCancel(ctx)
+	stopReplicaA = cancelA
+	if _, err := startReplica(ctxA, "replica-a"); err != nil {
 		return 0, err
 	}
-	factory.Start(ctx.Done())
 	return m.Run(), nil
+}
+
+// host is what the test's scheduler lends the member component;
+// stopReplicaA stops the replica TestMain started.
+var (
+	host         member.Host
+	stopReplicaA context.CancelFunc
+)
+
+// startReplica starts, until ctx ends, one scheduler replica's member
+// component running the role controller alone, under leader election as
+// identity.
+func startReplica(ctx context.Context, identity string) (member.Gate, error) {
+	cfg := member.DefaultConfig()
+	cfg.ClaimExpansion, cfg.RoleUpdates = false, false
+	cfg.Identity, cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod = identity, 4*time.Second, 3*time.Second, 500*time.Millisecond
+	return member.New(&cfg).Start(ctx, host)
 }
 
 func newNamespace(t *testing.T, prefix string) string {
@@ -447,4 +471,59 @@ func TestLabelContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 3*time.Second, statusIs(t, ns, "db", "", ""))
+}
+
+// holder returns the holder of the member controllers' Lease.
+func holder(t *testing.T) string {
+	t.Helper()
+	l, err := cs.CoordinationV1().Leases(fleetv1.ResyncLeaseNamespace).Get(context.Background(), fleetv1.MemberControllersLeaseName, metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// TestOneReplicaRunsTheControllers starts a second scheduler replica's
+// member component beside TestMain's: the first keeps the Lease and the
+// second runs no controller; when the first stops, the second takes the
+// Lease and its role controller follows the workload's labels. It runs
+// last: it stops TestMain's replica.
+func TestOneReplicaRunsTheControllers(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "replicas")
+	createPlacement(t, ns, "db", &fleetv1.PlacementRoles{Roles: dbRoles})
+	createPod(t, ns, "db", 0, "127.0.0.1", nil)
+	createPod(t, ns, "db", 1, "127.0.0.1", nil)
+	label := func(pod, role string) {
+		t.Helper()
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, fleetv1.LabelRole, role)
+		if _, err := cs.CoreV1().Pods(ns).Patch(ctx, pod, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctxB, stopB := context.WithCancel(ctx)
+	defer stopB()
+	if _, err := startReplica(ctxB, "replica-b"); err != nil {
+		t.Fatal(err)
+	}
+	label("db-0", "primary")
+	waitFor(t, 5*time.Second, statusIs(t, ns, "db", "db-0=primary", "db-0"))
+	// Four retry periods of replica b: it has not taken the Lease.
+	time.Sleep(2 * time.Second)
+	if h := holder(t); h != "replica-a" {
+		t.Fatalf("Lease %s held by %q with both replicas up, want replica-a (which started first)", fleetv1.MemberControllersLeaseName, h)
+	}
+
+	stopReplicaA()
+	start := time.Now()
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return holder(t) == "replica-b", nil
+	}); err != nil {
+		t.Fatalf("replica-b did not take the Lease within 10s of replica-a stopping (holder %q)", holder(t))
+	}
+	t.Logf("replica-b took the Lease %s after replica-a stopped", time.Since(start).Round(10*time.Millisecond))
+	label("db-0", "replica")
+	label("db-1", "primary")
+	took := waitFor(t, 5*time.Second, statusIs(t, ns, "db", "db-0=replica,db-1=primary", "db-1"))
+	t.Logf("replica-b's role controller followed a switchover %s after it", took.Round(10*time.Millisecond))
 }

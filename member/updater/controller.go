@@ -13,13 +13,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
-	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -27,11 +23,11 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/member/internal/placementqueue"
+	"github.com/fleetset/fleetset/member/internal/wiring"
 )
 
 // Event reasons.
@@ -95,99 +91,51 @@ func New(placements client.Reader, statefulSets appslisters.StatefulSetLister, p
 	}
 }
 
-// informerSource is what a controller-runtime cache offers: the informer of
-// a kind.
-type informerSource interface {
-	GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error)
-}
-
-// Start runs a Controller until ctx is done, over the scheduler's clientset
-// (pod deletes and patches, events through the events.k8s.io API), its pod
-// informer (started by its owner) and its SubsetPlacement cache placements
-// (when it is a controller-runtime cache, its informer's events wake the
-// controller; resyncs do in any case). It watches the StatefulSets labelled
-// fleetset.io/set with an informer of its own. It returns once the handlers
-// are added; the controller starts when the informers have synced.
-func Start(ctx context.Context, cs kubernetes.Interface, pods coreinformers.PodInformer, placements client.Reader) error {
+// Run runs a Controller over d until ctx is done: it registers its handlers
+// on d's StatefulSet and pod informers and placement cache, waits for their
+// caches and runs two workers. Errors are a handler that cannot be
+// registered, or caches that never synced before ctx ended.
+func Run(ctx context.Context, d wiring.Deps) error {
 	logger := klog.FromContext(ctx).WithName("updater")
 	ctx = klog.NewContext(ctx, logger)
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+	c := New(d.Placements, d.StatefulSets.Lister(), d.Pods.Lister(), d.Client, d.Recorder)
+	var hs wiring.Handlers
+	if err := hs.Add(d.StatefulSets.Informer(), c.handler(objectKey)); err != nil {
 		return err
 	}
-	if err := fleetv1.AddToScheme(scheme); err != nil {
+	if err := hs.Add(d.Pods.Informer(), c.handler(podStatefulSetKey)); err != nil {
 		return err
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = fleetv1.LabelSet }),
-		informers.WithTransform(stripManagedFields))
-	sts := factory.Apps().V1().StatefulSets()
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
-	c := New(placements, sts.Lister(), pods.Lister(), cs, broadcaster.NewRecorder(scheme, "fleetset-member"))
-	sreg, err := sts.Informer().AddEventHandler(c.handler(func(obj interface{}) (types.NamespacedName, bool) {
-		o, ok := obj.(metav1.Object)
-		if !ok {
-			return types.NamespacedName{}, false
-		}
-		return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}, true
-	}))
-	if err != nil {
+	if err := hs.AddPlacements(ctx, d.Placements, c.handler(objectKey)); err != nil {
 		return err
 	}
-	preg, err := pods.Informer().AddEventHandler(c.handler(func(obj interface{}) (types.NamespacedName, bool) {
-		p, ok := obj.(*v1.Pod)
-		if !ok || p.Labels[fleetv1.LabelSet] == "" {
-			return types.NamespacedName{}, false
-		}
-		ref := metav1.GetControllerOf(p)
-		if ref == nil || ref.Kind != "StatefulSet" {
-			return types.NamespacedName{}, false
-		}
-		return types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}, true
-	}))
-	if err != nil {
-		return err
-	}
-	synced := []toolscache.InformerSynced{sreg.HasSynced, preg.HasSynced}
-	if src, ok := placements.(informerSource); ok {
-		inf, err := src.GetInformer(ctx, &fleetv1.SubsetPlacement{})
-		if err != nil {
-			return fmt.Errorf("SubsetPlacement informer: %w", err)
-		}
-		reg, err := inf.AddEventHandler(c.handler(func(obj interface{}) (types.NamespacedName, bool) {
-			o, ok := obj.(metav1.Object)
-			if !ok {
-				return types.NamespacedName{}, false
-			}
-			return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}, true
-		}))
-		if err != nil {
-			return err
-		}
-		synced = append(synced, reg.HasSynced)
-	}
-	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
-		return err
-	}
-	factory.Start(ctx.Done())
-	go func() {
-		defer broadcaster.Shutdown()
-		if !toolscache.WaitForNamedCacheSync("fleetset-member-updater", ctx.Done(), synced...) {
-			return
-		}
+	return hs.Run(ctx, "fleetset-member-updater", func(ctx context.Context) {
 		logger.Info("Role-ordered update controller started", "resync", c.Resync)
 		c.Run(ctx, 2)
-	}()
-	return nil
+	})
 }
 
-// stripManagedFields drops what the controller never reads from cached
-// StatefulSets.
-func stripManagedFields(obj interface{}) (interface{}, error) {
-	if a, ok := obj.(metav1.Object); ok {
-		a.SetManagedFields(nil)
+// objectKey is the key of the placement of the same name as obj.
+func objectKey(obj interface{}) (types.NamespacedName, bool) {
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return types.NamespacedName{}, false
 	}
-	return obj, nil
+	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}, true
+}
+
+// podStatefulSetKey is the key of the placement named as the StatefulSet
+// that controls the pod obj, for pods labelled fleetset.io/set.
+func podStatefulSetKey(obj interface{}) (types.NamespacedName, bool) {
+	p, ok := obj.(*v1.Pod)
+	if !ok || p.Labels[fleetv1.LabelSet] == "" {
+		return types.NamespacedName{}, false
+	}
+	ref := metav1.GetControllerOf(p)
+	if ref == nil || ref.Kind != "StatefulSet" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}, true
 }
 
 // handler enqueues the placement key of every event's object.
@@ -254,7 +202,7 @@ func (c *Controller) Sync(ctx context.Context, key types.NamespacedName) error {
 	if sts.DeletionTimestamp != nil {
 		return nil
 	}
-	if why := notOwned(sp, sts); why != "" {
+	if why := wiring.NotOwned(sp, sts); why != "" {
 		c.wait(ctx, key, "StatefulSet "+sts.Name+" is not this placement's: "+why)
 		return nil
 	}
@@ -420,25 +368,6 @@ func (c *Controller) setWaiting(key types.NamespacedName, why string) bool {
 		c.waiting[key] = why
 	}
 	return true
-}
-
-// notOwned says why sts is not the StatefulSet of sp, "" when it is: both
-// carry fleetset.io/set with the same value and the same
-// fleetset.io/owner-uid (or neither carries one).
-func notOwned(sp *fleetv1.SubsetPlacement, sts *appsv1.StatefulSet) string {
-	set, pset := sts.Labels[fleetv1.LabelSet], sp.Labels[fleetv1.LabelSet]
-	switch {
-	case set == "":
-		return "the StatefulSet has no label " + fleetv1.LabelSet
-	case pset == "":
-		return "the placement has no label " + fleetv1.LabelSet
-	case set != pset:
-		return fmt.Sprintf("label %s %q, the placement's %q", fleetv1.LabelSet, set, pset)
-	}
-	if uid, puid := sts.Labels[fleetv1.LabelOwnerUID], sp.Labels[fleetv1.LabelOwnerUID]; uid != puid {
-		return fmt.Sprintf("label %s %q, the placement's %q", fleetv1.LabelOwnerUID, uid, puid)
-	}
-	return ""
 }
 
 // roleOrNone is role, or "none".

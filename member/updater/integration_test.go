@@ -33,6 +33,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/internal/testing/controlplane"
+	"github.com/fleetset/fleetset/member"
 	"github.com/fleetset/fleetset/member/updater"
 )
 
@@ -63,7 +64,8 @@ var roleOf = map[int]string{0: "primary", 1: "learner", 2: "replica"}
 // (its StatefulSet controller and garbage collector), applies the shipped
 // RBAC and admission policies of manifests/scheduler, and runs the updater
 // as fleetset-scheduler's ServiceAccount, as the scheduler does
-// (updater.Start over a pod informer and a controller-runtime
+// (the member component, with only this controller, over a pod
+// informer and a controller-runtime
 // SubsetPlacement cache).
 func TestMain(m *testing.M) {
 	klog.InitFlags(nil)
@@ -125,11 +127,17 @@ func run(m *testing.M) (int, error) {
 	if !placements.WaitForCacheSync(ctx) {
 		return 0, fmt.Errorf("SubsetPlacement cache did not sync as %s", scheduler)
 	}
+	// The role-ordered update controller alone, as the member component
+	// runs it.
 	factory := informers.NewSharedInformerFactory(schedCS, 0)
-	if err := updater.Start(ctx, schedCS, factory.Core().V1().Pods(), placements); err != nil {
+	pods := factory.Core().V1().Pods()
+	pods.Informer()
+	factory.Start(ctx.Done())
+	cfg := member.DefaultConfig()
+	cfg.ClaimExpansion, cfg.Roles = false, false
+	if _, err := member.New(&cfg).Start(ctx, member.Host{Client: schedCS, Pods: pods, Placements: placements}); err != nil {
 		return 0, err
 	}
-	factory.Start(ctx.Done())
 	return m.Run(), nil
 }
 

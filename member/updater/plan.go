@@ -72,25 +72,39 @@ type Plan struct {
 func Compute(in Input) Plan {
 	sts := in.StatefulSet
 	var pl Plan
-	switch {
-	case sts.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType:
-		t := string(sts.Spec.UpdateStrategy.Type)
-		if t == "" {
-			t = string(appsv1.RollingUpdateStatefulSetStrategyType)
-		}
-		pl.Wait = fmt.Sprintf("StatefulSet %s has updateStrategy %s, not OnDelete", sts.Name, t)
-		return pl
-	case sts.Status.ObservedGeneration != sts.Generation:
-		pl.Wait = fmt.Sprintf("StatefulSet %s: status.observedGeneration %d, generation %d", sts.Name, sts.Status.ObservedGeneration, sts.Generation)
-		pl.Settling = true
-		return pl
-	case sts.Status.UpdateRevision == "":
-		pl.Wait = fmt.Sprintf("StatefulSet %s has no status.updateRevision yet", sts.Name)
-		pl.Settling = true
+	if pl.Wait, pl.Settling = unplannable(sts); pl.Wait != "" {
 		return pl
 	}
 	pl.Revision = sts.Status.UpdateRevision
+	followers, leaders := pl.survey(in)
+	order := updateOrder(sts.Name, in.Roles)
+	slices.SortFunc(followers, order)
+	slices.SortFunc(leaders, order)
+	pl.Outdated = append(slices.Clip(followers), leaders...)
+	pl.Budget = int(in.Update.MaxUnavailable) - len(pl.Unavailable)
+	pl.choose(in.Update, followers, leaders)
+	return pl
+}
 
+// unplannable says why sts cannot be planned for yet, and whether that is a
+// passing state (its status not up to date yet); "" when it can be.
+func unplannable(sts *appsv1.StatefulSet) (wait string, settling bool) {
+	switch {
+	case sts.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType:
+		t := cmp.Or(string(sts.Spec.UpdateStrategy.Type), string(appsv1.RollingUpdateStatefulSetStrategyType))
+		return fmt.Sprintf("StatefulSet %s has updateStrategy %s, not OnDelete", sts.Name, t), false
+	case sts.Status.ObservedGeneration != sts.Generation:
+		return fmt.Sprintf("StatefulSet %s: status.observedGeneration %d, generation %d", sts.Name, sts.Status.ObservedGeneration, sts.Generation), true
+	case sts.Status.UpdateRevision == "":
+		return fmt.Sprintf("StatefulSet %s has no status.updateRevision yet", sts.Name), true
+	}
+	return "", false
+}
+
+// survey fills pl.Unavailable from the pods of the StatefulSet's desired
+// ordinals and returns its outdated followers and leaders, unordered.
+func (pl *Plan) survey(in Input) (followers, leaders []*v1.Pod) {
+	sts := in.StatefulSet
 	start, replicas := Ordinals(sts)
 	byOrdinal := map[int]*v1.Pod{}
 	for _, p := range in.Pods {
@@ -104,13 +118,10 @@ func Compute(in Input) Plan {
 		}
 		byOrdinal[n] = p
 	}
-	priority := map[string]int32{}
 	leaderRole := map[string]bool{}
 	for _, r := range in.Roles {
-		priority[r.Name] = r.UpdatePriority
 		leaderRole[r.Name] = r.IsLeader
 	}
-	var followers, leaders []*v1.Pod
 	for n := start; n < start+replicas; n++ {
 		name := sts.Name + "-" + strconv.Itoa(n)
 		p := byOrdinal[n]
@@ -125,8 +136,7 @@ func Compute(in Input) Plan {
 		if why := unavailable(p, sts.Spec.MinReadySeconds, in.Now); why != "" {
 			pl.Unavailable = append(pl.Unavailable, name+" ("+why+")")
 		}
-		hash := p.Labels[appsv1.ControllerRevisionHashLabelKey]
-		if hash == "" || hash == pl.Revision {
+		if hash := p.Labels[appsv1.ControllerRevisionHashLabelKey]; hash == "" || hash == pl.Revision {
 			continue
 		}
 		if leaderRole[p.Labels[fleetv1.LabelRole]] {
@@ -135,19 +145,29 @@ func Compute(in Input) Plan {
 			followers = append(followers, p)
 		}
 	}
-	order := func(a, b *v1.Pod) int {
+	return followers, leaders
+}
+
+// updateOrder orders the pods of StatefulSet name by their role's
+// updatePriority, then the highest ordinal first.
+func updateOrder(name string, roles []fleetv1.Role) func(a, b *v1.Pod) int {
+	priority := map[string]int32{}
+	for _, r := range roles {
+		priority[r.Name] = r.UpdatePriority
+	}
+	return func(a, b *v1.Pod) int {
 		if c := cmp.Compare(priority[a.Labels[fleetv1.LabelRole]], priority[b.Labels[fleetv1.LabelRole]]); c != 0 {
 			return c
 		}
-		na, _ := Ordinal(sts.Name, a.Name)
-		nb, _ := Ordinal(sts.Name, b.Name)
-		return cmp.Compare(nb, na) // highest ordinal first
+		na, _ := Ordinal(name, a.Name)
+		nb, _ := Ordinal(name, b.Name)
+		return cmp.Compare(nb, na)
 	}
-	slices.SortFunc(followers, order)
-	slices.SortFunc(leaders, order)
-	pl.Outdated = append(slices.Clip(followers), leaders...)
-	pl.Budget = int(in.Update.MaxUnavailable) - len(pl.Unavailable)
+}
 
+// choose fills pl.Delete, pl.Switchover and pl.HeldLeaders from the ordered
+// outdated followers and leaders, within pl.Budget.
+func (pl *Plan) choose(update fleetv1.PlacementUpdate, followers, leaders []*v1.Pod) {
 	budget := pl.Budget
 	for _, p := range followers {
 		if budget <= 0 {
@@ -158,17 +178,16 @@ func Compute(in Input) Plan {
 	}
 	for _, p := range leaders {
 		switch {
-		case in.Update.Leader == fleetv1.LeaderUpdateNow && len(followers) == 0 && budget > 0:
+		case update.Leader == fleetv1.LeaderUpdateNow && len(followers) == 0 && budget > 0:
 			pl.Delete = append(pl.Delete, p)
 			budget--
-		case in.Update.Leader == fleetv1.LeaderSwitchover && p.Annotations[fleetv1.AnnotationSwitchoverRequested] == "":
+		case update.Leader == fleetv1.LeaderSwitchover && p.Annotations[fleetv1.AnnotationSwitchoverRequested] == "":
 			pl.Switchover = append(pl.Switchover, p)
 			pl.HeldLeaders = append(pl.HeldLeaders, p)
 		default:
 			pl.HeldLeaders = append(pl.HeldLeaders, p)
 		}
 	}
-	return pl
 }
 
 // unavailable says why p does not count as available ("" when it does): it

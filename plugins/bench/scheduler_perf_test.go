@@ -185,7 +185,7 @@ func benchRegistry() fwkruntime.Registry {
 		return nil
 	}
 	reg := fwkruntime.Registry{}
-	for name, factory := range plugins.Registry() {
+	for name, factory := range plugins.Registry(nil) {
 		reg[name] = func(ctx context.Context, args runtime.Object, h framework.Handle) (framework.Plugin, error) {
 			if h.KubeConfig() == nil {
 				return nil, fmt.Errorf("%s needs the scheduler's kubeconfig", name)

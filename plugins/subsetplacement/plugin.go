@@ -9,9 +9,9 @@
 // For a placement with spec.fencing it also gates scheduling on the member
 // component (package member, contract in api/v1alpha1/member.go): while the
 // member is fenced, or the placement carries a fence the hub has not yet
-// confirmed, its pods are not scheduled. New starts the member component,
-// whose Fencer deletes the running pods of a fenced member after
-// graceSeconds.
+// confirmed, its pods are not scheduled. The Gate comes from the registry
+// (Factory): fleetset-scheduler's starts the member component, whose
+// Fencer deletes the running pods of a fenced member after graceSeconds.
 package subsetplacement
 
 import (
@@ -29,7 +29,9 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	fwkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/util"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/member"
@@ -74,22 +76,35 @@ var _ framework.PreBindPlugin = &SubsetPlacement{}
 // Name returns the plugin name.
 func (pl *SubsetPlacement) Name() string { return Name }
 
+// GateFunc starts the member component over the scheduler's handle h and
+// the plugin's SubsetPlacement cache and writer, and returns its Gate; a nil
+// Gate fences nothing.
+type GateFunc func(ctx context.Context, h framework.Handle, placements client.Reader, writer client.Writer) (member.Gate, error)
+
+// Factory returns the plugin's factory for the scheduler's registry, with
+// the Gate of gates (nil: no member component, nothing is fenced).
+func Factory(gates GateFunc) fwkruntime.PluginFactory {
+	return func(ctx context.Context, args runtime.Object, h framework.Handle) (framework.Plugin, error) {
+		return New(ctx, args, h, gates)
+	}
+}
+
 // New builds the plugin. It takes no args; it reads SubsetPlacements
 // through the informer shared with OrdinalSpread (see
-// ordinaltarget.ForConfig), and starts the process's one member component
-// (member.Start, configured by the --member-* flags) over the scheduler's own
-// pod informer and clientset; it re-queues the pods the member component
-// fenced when its verdict changes. Errors come from building the informers
-// or starting the member component.
-func New(ctx context.Context, _ runtime.Object, h framework.Handle) (framework.Plugin, error) {
+// ordinaltarget.ForHandle), gets its Gate from gates (nil: none) and
+// re-queues the pods the Gate fenced when its verdict changes. Errors come
+// from building the informers or from gates.
+func New(ctx context.Context, _ runtime.Object, h framework.Handle, gates GateFunc) (framework.Plugin, error) {
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
 	r, err := ordinaltarget.ForHandle(ctx, Name, h)
 	if err != nil {
 		return nil, err
 	}
-	gate, err := member.Start(ctx, member.Flags, h.SharedInformerFactory().Core().V1().Pods(), h.ClientSet(), r.Reader(), r.Writer())
-	if err != nil {
-		return nil, fmt.Errorf("%s: member component: %w", Name, err)
+	var gate member.Gate
+	if gates != nil {
+		if gate, err = gates(ctx, h, r.Reader(), r.Writer()); err != nil {
+			return nil, fmt.Errorf("%s: member component: %w", Name, err)
+		}
 	}
 	pl := NewWithResolver(r, gate).withPreBind(h.ClientSet(), h.SharedInformerFactory().Core().V1().Nodes().Lister())
 	pl.activator = h

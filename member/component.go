@@ -1,0 +1,401 @@
+package member
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/member/claims"
+	"github.com/fleetset/fleetset/member/contact"
+	"github.com/fleetset/fleetset/member/fence"
+	"github.com/fleetset/fleetset/member/internal/wiring"
+	"github.com/fleetset/fleetset/member/peers"
+	"github.com/fleetset/fleetset/member/roles"
+	"github.com/fleetset/fleetset/member/updater"
+)
+
+// Config configures the member component of one process.
+type Config struct {
+	// Cluster is the ManagedCluster's name.
+	Cluster string
+	// HubKubeconfig is the path of the kubeconfig with the add-on's hub
+	// credentials; "" disables the member component (no heartbeat, no
+	// fencing: a placement with spec.fencing is scheduled as any other, and
+	// the hub, seeing no heartbeat, never relocates its subset).
+	HubKubeconfig string
+	// HeartbeatTimeout is how long without reaching the hub makes the member
+	// lost; heartbeats are sent every third of it.
+	HeartbeatTimeout time.Duration
+	// PeerBindAddress is where the peer endpoint listens (host:port); ""
+	// serves none.
+	PeerBindAddress string
+	// PeerURL is the URL other members use to reach the peer endpoint; the
+	// heartbeat advertises it.
+	PeerURL string
+	// ClaimExpansion runs the claim expansion controller (package
+	// member/claims), with or without a hub kubeconfig.
+	ClaimExpansion bool
+	// ClaimResync is the time between the claim expansion controller's
+	// passes over every placement with claimStorage.
+	ClaimResync time.Duration
+	// Roles runs the role controller (package member/roles): role probes,
+	// role labels and the roles in SubsetPlacements' status, with or without
+	// a hub kubeconfig.
+	Roles bool
+	// RoleUpdates runs the role-ordered update controller (package
+	// member/updater): it replaces the outdated pods of the StatefulSets of
+	// SubsetPlacements with spec.update, by role, with or without a hub
+	// kubeconfig.
+	RoleUpdates bool
+	// LeaderElect elects, among the scheduler's replicas, the one that runs
+	// the claims, roles and updater controllers (Lease
+	// MemberControllersLeaseName); false runs them in every replica.
+	LeaderElect bool
+	// LeaseDuration, RenewDeadline and RetryPeriod are client-go leader
+	// election's durations for that Lease.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Identity is this process's leader-election identity; "" is
+	// <hostname>_<random UUID>, as kube-scheduler's.
+	Identity string
+}
+
+// DefaultConfig returns the defaults of the --member-* flags.
+func DefaultConfig() Config {
+	return Config{HeartbeatTimeout: fleetv1.DefaultHeartbeatTimeoutSeconds * time.Second, ClaimExpansion: true, ClaimResync: claims.DefaultResync,
+		Roles: true, RoleUpdates: true, LeaderElect: true, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+}
+
+// AddFlags adds the member component's --member-* flags to fs, writing
+// into c.
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.Cluster, "member-cluster-name", c.Cluster, "Name of this member's ManagedCluster on the hub (the add-on's {{CLUSTER_NAME}}).")
+	fs.StringVar(&c.HubKubeconfig, "member-hub-kubeconfig", c.HubKubeconfig, "Kubeconfig with the fleetset add-on's hub credentials (the add-on's {{HUB_KUBECONFIG}}). Empty: no heartbeat and no fencing.")
+	fs.DurationVar(&c.HeartbeatTimeout, "member-heartbeat-timeout", c.HeartbeatTimeout, "Time without reaching the hub after which this member is lost; heartbeats go every third of it.")
+	fs.StringVar(&c.PeerBindAddress, "member-peer-bind-address", c.PeerBindAddress, "host:port of the peer endpoint other members ask whether this one reaches the hub. Empty: none.")
+	fs.StringVar(&c.PeerURL, "member-peer-url", c.PeerURL, "URL at which other members reach the peer endpoint (advertised in the heartbeat).")
+	fs.BoolVar(&c.ClaimExpansion, "member-claim-expansion", c.ClaimExpansion, "Expand the claims of a delivered StatefulSet to its SubsetPlacement's spec.claimStorage and delete the StatefulSet (orphaning its pods) for the work agent to re-create it with the larger claim templates. Runs with or without --member-hub-kubeconfig.")
+	fs.BoolVar(&c.Roles, "member-roles", c.Roles, "Detect the roles of the instances of SubsetPlacements with spec.roles (their role probe, or the label fleetset.io/role their workload sets), label the pods with them and write them into the placements' status. Runs with or without --member-hub-kubeconfig.")
+	fs.BoolVar(&c.RoleUpdates, "member-role-updates", c.RoleUpdates, "In a role-ordered rollout (a SubsetPlacement with spec.update and spec.roles, its StatefulSet on OnDelete), delete the StatefulSet's outdated pods by role, lowest updatePriority first, then the highest ordinal, within spec.update.maxUnavailable, and the leader only as spec.update.leader says (annotating it fleetset.io/switchover-requested for Switchover). Runs with or without --member-hub-kubeconfig.")
+	fs.DurationVar(&c.ClaimResync, "member-claim-resync", c.ClaimResync, "Time between the claim expansion controller's passes over every placement with claimStorage (a refused or pending expansion is retried at that pace).")
+	fs.BoolVar(&c.LeaderElect, "member-leader-elect", c.LeaderElect, "Run the claims, roles and updater controllers only in the replica that holds the Lease fleetset-system/"+fleetv1.MemberControllersLeaseName+". Heartbeat, peer endpoint and fencing run in every replica.")
+	fs.DurationVar(&c.LeaseDuration, "member-leader-elect-lease-duration", c.LeaseDuration, "Leader election lease duration of the member controllers.")
+	fs.DurationVar(&c.RenewDeadline, "member-leader-elect-renew-deadline", c.RenewDeadline, "Leader election renew deadline of the member controllers.")
+	fs.DurationVar(&c.RetryPeriod, "member-leader-elect-retry-period", c.RetryPeriod, "Leader election retry period of the member controllers.")
+}
+
+// validate reports the first bad setting of c, by flag name.
+func (c *Config) validate(host Host) error {
+	if c.Roles {
+		if _, ok := host.Writer.(client.StatusClient); !ok || host.Writer == nil {
+			return fmt.Errorf("--member-roles: the SubsetPlacement writer %T cannot write the status subresource", host.Writer)
+		}
+	}
+	if c.HubKubeconfig == "" {
+		return nil
+	}
+	if c.Cluster == "" {
+		return errors.New("--member-cluster-name is required with --member-hub-kubeconfig")
+	}
+	if c.HeartbeatTimeout < 3*time.Second {
+		return fmt.Errorf("--member-heartbeat-timeout %s is below 3s", c.HeartbeatTimeout)
+	}
+	return nil
+}
+
+// Gate is what the scheduler plugins ask of the member component.
+type Gate interface {
+	// Allows reports whether the pods of sp may be scheduled now, and why not.
+	Allows(sp *fleetv1.SubsetPlacement) (bool, string)
+	// OnChange registers fn to run when Allows may have changed.
+	OnChange(fn func())
+}
+
+// Host is what the scheduler lends the member component: its pod informer
+// (started by the scheduler), its clientset, and the SubsetPlacement cache
+// and writer its plugins share.
+type Host struct {
+	Pods       coreinformers.PodInformer
+	Client     kubernetes.Interface
+	Placements client.Reader
+	Writer     client.Writer
+}
+
+// Component is the member side of one fleetset-scheduler process: heartbeat,
+// peer endpoint and fencing in every replica, and the claims, roles and
+// updater controllers in the elected one. cmd/scheduler builds it; the
+// SubsetPlacement plugin starts it (Start) once the scheduler's informers
+// exist.
+type Component struct {
+	cfg *Config
+
+	mu      sync.Mutex
+	started bool
+	gate    Gate
+	err     error
+}
+
+// New returns a Component configured by *cfg as it is when Start first runs
+// (cmd/scheduler parses the flags in between).
+func New(cfg *Config) *Component { return &Component{cfg: cfg} }
+
+// Start starts the component over host the first time it is called, and
+// returns its Gate: nil when cfg.HubKubeconfig is empty (nothing is fenced;
+// the controllers run all the same unless disabled). Later calls return the
+// first call's result. Errors are a bad configuration (named by flag), a bad
+// hub kubeconfig, or a peer address that cannot be bound.
+func (m *Component) Start(ctx context.Context, host Host) (Gate, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.started {
+		m.started = true
+		m.gate, m.err = m.start(klog.NewContext(ctx, klog.FromContext(ctx).WithName("member")), host)
+	}
+	return m.gate, m.err
+}
+
+func (m *Component) start(ctx context.Context, host Host) (Gate, error) {
+	cfg := *m.cfg
+	if err := cfg.validate(host); err != nil {
+		return nil, err
+	}
+	if err := startControllers(ctx, cfg, host); err != nil {
+		return nil, err
+	}
+	if cfg.HubKubeconfig == "" {
+		klog.FromContext(ctx).Info("No --member-hub-kubeconfig: the member sends no heartbeat and fences nothing; the hub relocates none of its subsets")
+		return nil, nil
+	}
+	return startFencing(ctx, cfg, host)
+}
+
+// startControllers starts the enabled member controllers over one
+// StatefulSet informer and one event broadcaster, under leader election
+// when cfg.LeaderElect.
+func startControllers(ctx context.Context, cfg Config, host Host) error {
+	if !cfg.ClaimExpansion && !cfg.Roles && !cfg.RoleUpdates {
+		return nil
+	}
+	factory := wiring.NewStatefulSetFactory(host.Client)
+	broadcaster, recorder, err := wiring.NewRecorder(host.Client)
+	if err != nil {
+		return err
+	}
+	d := wiring.Deps{Client: host.Client, Pods: host.Pods, StatefulSets: factory.Apps().V1().StatefulSets(),
+		Placements: host.Placements, Writer: host.Writer, Recorder: recorder}
+	d.StatefulSets.Informer() // registered before the factory starts
+	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	go func() {
+		<-ctx.Done()
+		broadcaster.Shutdown()
+	}()
+	run := func(ctx context.Context) { runControllers(ctx, cfg, d) }
+	if !cfg.LeaderElect {
+		go run(ctx)
+		return nil
+	}
+	lec, err := electionConfig(cfg, host.Client)
+	if err != nil {
+		return err
+	}
+	go elect(ctx, lec, run)
+	return nil
+}
+
+// runControllers runs the enabled controllers over d until ctx is done.
+func runControllers(ctx context.Context, cfg Config, d wiring.Deps) {
+	logger := klog.FromContext(ctx)
+	var wg sync.WaitGroup
+	start := func(name string, on bool, run func(context.Context) error) {
+		if !on {
+			return
+		}
+		wg.Go(func() {
+			if err := run(ctx); err != nil && ctx.Err() == nil {
+				logger.Error(err, "Member controller stopped", "controller", name)
+			}
+		})
+	}
+	start("claims", cfg.ClaimExpansion, func(ctx context.Context) error { return claims.Run(ctx, d, cfg.ClaimResync) })
+	start("roles", cfg.Roles, func(ctx context.Context) error { return roles.Run(ctx, d) })
+	start("updater", cfg.RoleUpdates, func(ctx context.Context) error { return updater.Run(ctx, d) })
+	wg.Wait()
+}
+
+// electionConfig is client-go leader election on the Lease
+// MemberControllersLeaseName, with an identity unique to this process.
+func electionConfig(cfg Config, cs kubernetes.Interface) (leaderelection.LeaderElectionConfig, error) {
+	identity := cfg.Identity
+	if identity == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return leaderelection.LeaderElectionConfig{}, err
+		}
+		identity = host + "_" + string(uuid.NewUUID())
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: fleetv1.ResyncLeaseNamespace, Name: fleetv1.MemberControllersLeaseName},
+		Client:     cs.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+	}
+	return leaderelection.LeaderElectionConfig{Lock: lock, Name: fleetv1.MemberControllersLeaseName, ReleaseOnCancel: true,
+		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod}, nil
+}
+
+// elect runs leader terms until ctx is done: run runs while this process
+// holds the Lease, and a term ends only after run has returned (its
+// handlers removed), so two terms never overlap.
+func elect(ctx context.Context, lec leaderelection.LeaderElectionConfig, run func(context.Context)) {
+	logger := klog.FromContext(ctx)
+	identity := lec.Lock.Identity()
+	for ctx.Err() == nil {
+		done := make(chan struct{})
+		lec.Callbacks = leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				defer close(done)
+				logger.Info("Leading the member controllers", "lease", lec.Name, "identity", identity)
+				run(ctx)
+			},
+			OnStoppedLeading: func() {},
+		}
+		le, err := leaderelection.NewLeaderElector(lec)
+		if err != nil {
+			logger.Error(err, "Member controllers' leader election")
+			return
+		}
+		le.Run(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		// Run returns with ctx live only after it held the Lease and lost it.
+		<-done
+		logger.Info("Stopped leading the member controllers", "lease", lec.Name, "identity", identity)
+	}
+}
+
+// startFencing starts the heartbeat, the peer endpoint and the Fencer of
+// cfg over host, and returns the Guard as the Gate.
+func startFencing(ctx context.Context, cfg Config, host Host) (Gate, error) {
+	logger := klog.FromContext(ctx)
+	hubCfg, err := clientcmd.BuildConfigFromFlags("", cfg.HubKubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("hub kubeconfig %s: %w", cfg.HubKubeconfig, err)
+	}
+	hubCfg.Timeout = cfg.HeartbeatTimeout / 3
+	hubCS, err := kubernetes.NewForConfig(hubCfg)
+	if err != nil {
+		return nil, fmt.Errorf("hub client: %w", err)
+	}
+	scheme := runtime.NewScheme()
+	if err := workv1.Install(scheme); err != nil {
+		return nil, err
+	}
+	hubC, err := client.New(hubCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("hub client: %w", err)
+	}
+	clk := clock.RealClock{}
+	period := cfg.HeartbeatTimeout / 3
+	mon := contact.NewMonitor(clk, cfg.HeartbeatTimeout)
+	if err := servePeers(ctx, cfg, mon); err != nil {
+		return nil, err
+	}
+	hc := &http.Client{}
+	g := &fence.Guard{
+		Monitor: mon, Clock: clk, PeerPoll: fleetv1.FenceConfirmation(cfg.HeartbeatTimeout),
+		Peers: func(ctx context.Context) (map[string]string, error) { return peerURLs(ctx, host.Client, cfg.Cluster) },
+		Ask: func(ctx context.Context, p map[string]string) []peers.Result {
+			return peers.Ask(ctx, hc, p, min(2*time.Second, period))
+		},
+	}
+	f := &fence.Fencer{Guard: g, Placements: host.Placements, Writer: host.Writer, Pods: host.Pods.Lister(), Client: host.Client,
+		Confirm: func(ctx context.Context, sp *fleetv1.SubsetPlacement, e int64) (bool, error) {
+			return confirm(ctx, hubC, cfg.Cluster, sp, e)
+		},
+		ConfirmAfter: period, Clock: clk, Interval: time.Second}
+	identity, _ := os.Hostname()
+	hb := &contact.Heartbeat{Cluster: cfg.Cluster, Identity: identity, PeerURL: cfg.PeerURL, Hub: hubCS.CoordinationV1(),
+		Local: host.Client.CoordinationV1(), Monitor: mon, Clock: clk, Period: period,
+		Report: func() (string, string) {
+			v, _ := g.Current()
+			return string(v.State), v.Reason
+		}}
+	go hb.Run(ctx)
+	go f.Run(ctx, host.Pods.Informer().HasSynced)
+	logger.Info("Member component started", "cluster", cfg.Cluster, "heartbeatTimeout", cfg.HeartbeatTimeout, "peerURL", cfg.PeerURL)
+	return g, nil
+}
+
+// servePeers serves the peer endpoint on cfg.PeerBindAddress, if any, until
+// ctx is done.
+func servePeers(ctx context.Context, cfg Config, mon *contact.Monitor) error {
+	if cfg.PeerBindAddress == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", cfg.PeerBindAddress)
+	if err != nil {
+		return fmt.Errorf("peer endpoint: %w", err)
+	}
+	srv := &http.Server{Handler: peers.Handler(cfg.Cluster, mon), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	return nil
+}
+
+// peerURLs reads the peers the hub delivered (v1alpha1.PeersConfigMapName),
+// without this member.
+func peerURLs(ctx context.Context, cs kubernetes.Interface, self string) (map[string]string, error) {
+	cm, err := cs.CoreV1().ConfigMaps(fleetv1.ResyncLeaseNamespace).Get(ctx, fleetv1.PeersConfigMapName, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	if err := json.Unmarshal([]byte(cm.Data[fleetv1.PeersKey]), &out); err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s key %s: %w", fleetv1.ResyncLeaseNamespace, fleetv1.PeersConfigMapName, fleetv1.PeersKey, err)
+	}
+	delete(out, self)
+	return out, nil
+}
+
+// confirm reads the hub's ManifestWork of sp's FleetSet for this cluster and
+// reports whether it still holds sp at epoch or above.
+func confirm(ctx context.Context, hub client.Reader, cluster string, sp *fleetv1.SubsetPlacement, epoch int64) (bool, error) {
+	set := sp.Labels[fleetv1.LabelSet]
+	if set == "" {
+		return false, nil
+	}
+	w := &workv1.ManifestWork{}
+	if err := hub.Get(ctx, types.NamespacedName{Namespace: cluster, Name: fleetv1.ManifestWorkName(sp.Namespace, set)}, w); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return fence.WorkHolds(w, sp.Namespace, sp.Name, epoch), nil
+}
