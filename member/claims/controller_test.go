@@ -207,6 +207,10 @@ func TestNotOwnedUntouched(t *testing.T) {
 		"no labels":   nil,
 		"other owner": {fleetv1.LabelSet: "db", fleetv1.LabelOwnerUID: "other"},
 		"other set":   {fleetv1.LabelSet: "other"},
+		// The placement carries the owner UID, the StatefulSet does not:
+		// someone else's StatefulSet, never expanded nor replaced (the
+		// claims controller used to call it owned; the updater did not).
+		"no owner UID": {fleetv1.LabelSet: "db"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := newRig(t, placement("2Gi"), statefulSet("1Gi", labels), class("fast", true), pvc.DeepCopy())
