@@ -1,7 +1,8 @@
 // Package controlplane starts a real etcd + kube-apiserver for integration
 // tests, with controller-runtime's envtest, from the binaries the Makefile
 // puts in bin/ (kube-apiserver built from the pinned k8s.io/kubernetes module,
-// etcd from Debian's etcd-server). Both listen on 127.0.0.1 only.
+// etcd built from the module pinned in e2e/tools/etcd). Both listen on
+// 127.0.0.1 only.
 package controlplane
 
 import (
