@@ -212,13 +212,17 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 	if err := r.choosePlacementSubsets(ctx, st); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.readClusters(ctx, st); err != nil {
+		return ctrl.Result{}, err
+	}
 	admitted, err := r.admitTenancy(ctx, st)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	planned, ok := planSubsets(st)
+	var rendered []renderedSubset
 	if admitted && ok {
-		if ok, err = r.renderSubsets(ctx, st, planned); err != nil {
+		if rendered, ok, err = r.renderSubsets(ctx, st, planned); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -227,9 +231,7 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.checkClusters(ctx, st, planned, failovers); err != nil {
-			return ctrl.Result{}, err
-		}
+		checkClusters(st, planned, rendered, failovers)
 		st.observeWorks()
 		if err := planRollout(st); err != nil {
 			st.invalidSpec(err)
@@ -258,7 +260,7 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 	for _, e := range events {
 		r.Recorder.Event(fs, e.eventType, e.reason, e.message)
 	}
-	return ctrl.Result{RequeueAfter: minPositive(rolloutRequeue(st, status), st.failoverRequeue)}, nil
+	return ctrl.Result{RequeueAfter: minPositive(st.rollout.requeue, st.failoverRequeue)}, nil
 }
 
 // writeStatus writes status as st.fs's status when it differs, and expects
@@ -277,13 +279,7 @@ func (r *FleetSetReconciler) writeStatus(ctx context.Context, st *state, status 
 		return nil, err
 	}
 	r.expectations.expectWrite(r.owner(fs), kindFleetSet, fs)
-	events := problemEvents(old, status)
-	for _, e := range events {
-		degradedReports.WithLabelValues(e.reason).Inc()
-	}
-	events = append(events, rolloutEvents(old, status)...)
-	events = append(events, switchoverEvents(old, status)...)
-	return append(events, st.failoverEvents...), nil
+	return append(statusEvents(old, status), st.failoverEvents...), nil
 }
 
 // now reads the reconciler's clock (the real one when unset).

@@ -85,8 +85,8 @@ type workChanges struct {
 
 // chooseWrites decides, without writing, what a reconcile writes of fs's
 // ManifestWorks, given its subsets' plans and its existing works: one work
-// rendered per cluster that a subset is delivered to (a draining subset at
-// replicas 0 and partition 0), to apply where none exists or the existing one is not
+// rendered per cluster that a subset is delivered to (subsetPlan.delivered),
+// to apply where none exists or the existing one is not
 // manifestwork.UpToDate or edited (nil: never) says someone else changed
 // its spec, except in clusters whose ManagedCluster is not
 // found (their works are left as they are); and the existing works in
@@ -96,18 +96,12 @@ type workChanges struct {
 func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types.NamespacedName]*workv1.ManifestWork, edited func(*workv1.ManifestWork) bool) (workChanges, error) {
 	var delivered []plan.Subset
 	named, missing := map[string]bool{}, map[string]bool{}
-	for _, sp := range subsets {
+	for i := range subsets {
+		sp := &subsets[i]
 		if !sp.clusterExists {
 			missing[sp.planned.Cluster] = true
 		}
-		if sp.draining {
-			p := sp.planned
-			p.Replicas, p.Partition = 0, 0
-			delivered = append(delivered, p)
-			named[p.Cluster] = true
-			continue
-		}
-		delivered = append(delivered, sp.planned)
+		delivered = append(delivered, sp.delivered())
 		named[sp.planned.Cluster] = true
 	}
 	desired, err := manifestwork.Works(fs, delivered)
@@ -185,8 +179,7 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 		default:
 			for _, sp := range st.subsets {
 				if sp.planned.Cluster == ww.desired.Namespace {
-					st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonApplyFailed, Subset: sp.planned.Name, Cluster: sp.planned.Cluster,
-						Message: err.Error()})
+					st.report(subsetProblem(fleetv1.ReasonApplyFailed, sp.planned.Name, sp.planned.Cluster, err.Error()))
 				}
 			}
 		}
@@ -194,8 +187,7 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 	for i, w := range changes.remove {
 		key := client.ObjectKeyFromObject(w)
 		if err := deleted[i]; err != nil {
-			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonApplyFailed, Cluster: w.Namespace,
-				Message: fmt.Sprintf("deleting ManifestWork %s: %v", key, err)})
+			st.report(clusterProblem(fleetv1.ReasonApplyFailed, w.Namespace, fmt.Sprintf("deleting ManifestWork %s: %v", key, err)))
 			continue
 		}
 		st.recordDeleted(key)

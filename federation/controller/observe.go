@@ -1,0 +1,93 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/types"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/manifestwork"
+)
+
+// The reconcile step that attaches to each subset the FleetSet's
+// ManifestWork in its cluster and what the work agent feeds back of it.
+
+// observeWorks attaches to each subset's plan the FleetSet's ManifestWork
+// in its cluster and the feedback of the subset's StatefulSet there, each
+// work's feedback decoded once; with clusters, only to the subsets in
+// those clusters (whose work this reconcile wrote or deleted).
+func (st *state) observeWorks(clusters ...string) {
+	decoded := map[*workv1.ManifestWork]map[string]manifestwork.StatefulSetFeedback{}
+	if st.feedbackProblems == nil {
+		st.feedbackProblems = map[string]problem{}
+	}
+	for i := range st.subsets {
+		sp := &st.subsets[i]
+		if len(clusters) > 0 && !slices.Contains(clusters, sp.planned.Cluster) {
+			continue
+		}
+		sp.work, sp.feedback, sp.roles = st.existingWorks[st.workKey(sp.planned.Cluster)], nil, nil
+		if sp.work == nil {
+			continue
+		}
+		if len(st.fs.Spec.Roles) > 0 {
+			if r, ok := manifestwork.RoleFeedback(sp.work)[manifestwork.StatefulSetName(st.fs.Name, sp.planned.Name)]; ok {
+				sp.roles = &r
+			}
+		}
+		fb, ok := decoded[sp.work]
+		if !ok {
+			fb = manifestwork.Feedback(sp.work)
+			decoded[sp.work] = fb
+		}
+		name := manifestwork.StatefulSetName(st.fs.Name, sp.planned.Name)
+		f, ok := fb[name]
+		if !ok {
+			continue
+		}
+		// A member's report is checked before anything uses it.
+		if err := f.Validate(max(sp.planned.BlockSize, sp.planned.Replicas)); err != nil {
+			st.feedbackProblems[sp.planned.Name] = subsetProblem(fleetv1.ReasonInvalidFeedback, sp.planned.Name, sp.planned.Cluster,
+				fmt.Sprintf("status fed back for StatefulSet %s ignored: %v", name, err))
+			continue
+		}
+		delete(st.feedbackProblems, sp.planned.Name)
+		f = f.Clamp(sp.planned.Replicas)
+		sp.feedback = &f
+	}
+}
+
+// recordWritten records w as this reconcile wrote it (its status as the
+// cache held it) and attaches it to the subsets in its cluster.
+func (st *state) recordWritten(w *workv1.ManifestWork) {
+	st.existingWorks[client.ObjectKeyFromObject(w)] = w
+	st.observeWorks(w.Namespace)
+}
+
+// recordDeleted records that this reconcile deleted the work at key, and
+// detaches it from the subsets in its cluster.
+func (st *state) recordDeleted(key types.NamespacedName) {
+	delete(st.existingWorks, key)
+	st.observeWorks(key.Namespace)
+}
+
+// feedbackReported reports whether the work agent has fed back the status
+// of status subset ss's StatefulSet: as attached to the subset's plan, or,
+// when the spec could not be planned (status.subsets are then the last
+// reconcile's), from the FleetSet's ManifestWork in ss's cluster.
+func (st *state) feedbackReported(ss fleetv1.SubsetStatus) bool {
+	for _, sp := range st.subsets {
+		if sp.planned.Name == ss.Name {
+			return sp.feedback != nil
+		}
+	}
+	w := st.existingWorks[st.workKey(ss.Cluster)]
+	if w == nil {
+		return false
+	}
+	_, ok := manifestwork.Feedback(w)[manifestwork.StatefulSetName(st.fs.Name, ss.Name)]
+	return ok
+}
