@@ -163,9 +163,8 @@ func (r *ResyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 }
 
 // reconcile deletes the resync work of a cluster that is gone or hosts no
-// subset; otherwise, while the cluster is available, creates the work or
-// renews its Lease when a third of the duration has passed (or its holder or
-// duration differ), and requeues for the next renewal.
+// subset (removeLease); otherwise, while the cluster is available and holds
+// no subset moved away from it, keeps its Lease (renewLease).
 func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *clusterv1.ManagedCluster) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("cluster", cluster)
 	hosted, err := r.hostsSubset(ctx, cluster)
@@ -173,21 +172,7 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 		return ctrl.Result{}, err
 	}
 	if mc == nil || !hosted {
-		work, err := r.resyncWork(ctx, cluster)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if work == nil || !work.DeletionTimestamp.IsZero() {
-			return ctrl.Result{}, nil
-		}
-		if err := r.Delete(ctx, work); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, err
-		}
-		logger.V(2).Info("Deleted resync lease work", "hosted", hosted)
-		if mc != nil {
-			r.Recorder.Event(mc, corev1.EventTypeNormal, EventLeaseDeleted, "No FleetSet uses the cluster: deleted ManifestWork "+fleetv1.ResyncWorkName)
-		}
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.removeLease(ctx, cluster, mc, hosted)
 	}
 	if !isAvailable(mc) {
 		// Not renewing is the signal: the member's Lease expires.
@@ -202,6 +187,30 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 		logger.V(2).Info("Not renewing the resync lease until relocated subsets are removed", "reason", reason)
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
+	return r.renewLease(ctx, cluster, mc)
+}
+
+// removeLease deletes the resync work of cluster (mc nil: gone), unless it
+// is gone or being deleted already.
+func (r *ResyncReconciler) removeLease(ctx context.Context, cluster string, mc *clusterv1.ManagedCluster, hosted bool) error {
+	work, err := r.resyncWork(ctx, cluster)
+	if err != nil || work == nil || !work.DeletionTimestamp.IsZero() {
+		return err
+	}
+	if err := r.Delete(ctx, work); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	log.FromContext(ctx).V(2).Info("Deleted resync lease work", "cluster", cluster, "hosted", hosted)
+	if mc != nil {
+		r.Recorder.Event(mc, corev1.EventTypeNormal, EventLeaseDeleted, "No FleetSet uses the cluster: deleted ManifestWork "+fleetv1.ResyncWorkName)
+	}
+	return nil
+}
+
+// renewLease creates the resync work of cluster, or renews its Lease when a
+// third of the duration has passed (or its holder or duration differ), and
+// requeues for the next renewal.
+func (r *ResyncReconciler) renewLease(ctx context.Context, cluster string, mc *clusterv1.ManagedCluster) (ctrl.Result, error) {
 	work, err := r.resyncWork(ctx, cluster)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -247,7 +256,7 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 		return ctrl.Result{}, fmt.Errorf("renewing resync lease in %s: %w", cluster, err)
 	}
 	leaseRenewals.WithLabelValues(cluster).Inc()
-	logger.V(4).Info("Renewed resync lease", "renewTime", now)
+	log.FromContext(ctx).V(4).Info("Renewed resync lease", "cluster", cluster, "renewTime", now)
 	return ctrl.Result{RequeueAfter: period}, nil
 }
 
@@ -299,12 +308,10 @@ func (r *ResyncReconciler) peers() map[string]string {
 	return r.Peers()
 }
 
-// resyncWork reads the resync work of cluster live from the apiserver
-// (APIReader), or nil when there is none. It is the hub's one read that
-// bypasses the manager's cache, once per renewal: the Lease's renewTime and
-// the work's resourceVersion must be current, and during a burst of
-// ManifestWork writes the cache's watch can lag the apiserver by tens of
-// seconds, which would hold renewals back (and fence the members) or make
+// resyncWork reads the resync work of cluster live (APIReader), or nil when
+// there is none: its renewTime and resourceVersion must be current, and
+// during a burst of ManifestWork writes the cache can lag by tens of
+// seconds, which would hold renewals back (fencing the members) or make
 // them conflict.
 func (r *ResyncReconciler) resyncWork(ctx context.Context, cluster string) (*workv1.ManifestWork, error) {
 	reader := r.APIReader
