@@ -53,11 +53,8 @@ const maxConditionMessage = 32768
 // cluster and folds the work agents' statusFeedback into FleetSet.status.
 //
 // Reads go through Client, the manager's cache; expectations keep them
-// from being older than the reconciler's own writes. Three reads are live
-// (APIReader): a lost member's heartbeat Lease before a relocation, a
-// delivered ConfigMap's or Secret's content, and the FleetSet's metadata
-// before a reconcile writes ManifestWorks (current), so that no work is
-// written from a FleetSet older than the apiserver's.
+// from being older than the reconciler's own writes. APIReader makes the
+// live reads the package doc lists.
 type FleetSetReconciler struct {
 	client.Client
 	Recorder record.EventRecorder
@@ -67,9 +64,8 @@ type FleetSetReconciler struct {
 	// Heartbeats is the hub's view of the members' heartbeats; nil: none
 	// observed, so no relocation is ever due (only confirmed ones).
 	Heartbeats *heartbeat.Observer
-	// APIReader reads live: a lost member's heartbeat Lease before a
-	// relocation (nil: through Client), and the FleetSet's metadata before
-	// ManifestWorks are written (nil: not checked).
+	// APIReader makes the live reads; nil: heartbeat Leases and
+	// dependencies through Client, the FleetSet's freshness not checked.
 	APIReader client.Reader
 	// Clock reads the time of failover decisions; nil: the real clock.
 	Clock clock.Clock
@@ -181,17 +177,19 @@ func (r *FleetSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 
 // reconcile runs the steps of one FleetSet's delivery, each in its own
 // file: finalize a FleetSet being deleted (deletion.go); read its
-// ManifestWorks (state.go); choose the placement's subsets (placement.go)
-// and admit what the FleetSet may reach (tenancy.go); plan the division and
-// the ordinal blocks (planning.go); render each subset's template and
-// dependencies (rendering.go); decide where each subset runs (failover.go); check the
-// clusters (clusters.go); attach each subset's work and feedback
-// (state.go); plan the rollout (rollout.go); write the ManifestWorks that
-// differ and delete those of clusters no longer used (works.go, writes.go);
-// fold the feedback and the rollout into status and set the conditions
-// (status.go); write status if it changed; clear a fulfilled failback
-// request (failover.go); emit the events of the status change. A spec that
-// cannot be planned goes from the plan straight to the status.
+// ManifestWorks (state.go); choose the placement's subsets (placement.go);
+// read the ManagedClusters (clusters.go); admit what the FleetSet may reach
+// (tenancy.go); plan the division and the ordinal blocks (planning.go);
+// render each subset's template and dependencies (rendering.go); decide
+// where each subset runs (failover.go); check the clusters (clusters.go);
+// attach each subset's work and feedback (observe.go); plan the rollout
+// (rollout.go); check the FleetSet is current and write the ManifestWorks
+// that differ, deleting those of clusters no longer used (works.go,
+// freshness.go, writes.go); fold everything into status and set the
+// conditions (status.go); write status if it changed; clear a fulfilled
+// failback request (failover.go); emit the events of the status change
+// (events.go). A spec that cannot be planned goes from the plan straight to
+// the status.
 //
 // The hub puts no finalizer on a FleetSet: its deletion is cascaded in the
 // background, as the Kubernetes garbage collector does for ownerReferences

@@ -1,6 +1,6 @@
 // Package plan is the hub's pure decision for a FleetSet: the division of
 // its replicas over subsets and their domains (internal/apportion) and the
-// subsets' ordinal blocks (federation/ordinals), with the problems met. It
+// subsets' ordinal blocks (federation/ordinals), with its findings. It
 // reads only the FleetSet; the renderer (federation/manifestwork) turns a
 // plan into ManifestWorks.
 package plan
