@@ -157,23 +157,6 @@ func (sp *subsetPlan) partition() int32 {
 	return sp.planned.Partition
 }
 
-// delivered is the subset as federation/manifestwork renders it: the plan
-// with every step's output, at replicas 0 and partition 0 while draining.
-func (sp *subsetPlan) delivered() plan.Subset {
-	p := sp.planned
-	p.Template, p.Claims = sp.rendered.template, sp.rendered.claims
-	p.Dependencies, p.DependenciesHash = sp.rendered.dependencies, sp.rendered.dependenciesHash
-	p.Epoch, p.Fencing = sp.epoch, sp.fencing
-	p.Revision, p.Partition, p.Update = sp.rollout.revision, sp.partition(), sp.rollout.update
-	if sp.roles != nil {
-		p.Roles, p.Leaders = sp.roles.Roles, sp.roles.Leaders
-	}
-	if sp.draining {
-		p.Replicas, p.Partition = 0, 0
-	}
-	return p
-}
-
 // workKey returns the key of the FleetSet's ManifestWork in cluster.
 func (st *state) workKey(cluster string) types.NamespacedName {
 	return types.NamespacedName{Namespace: cluster, Name: st.workName}

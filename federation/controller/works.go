@@ -124,6 +124,23 @@ func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types
 	return out, nil
 }
 
+// delivered is the subset as federation/manifestwork renders it: the plan
+// with every step's output, at replicas 0 and partition 0 while draining.
+func (sp *subsetPlan) delivered() plan.Subset {
+	p := sp.planned
+	p.Template, p.Claims = sp.rendered.template, sp.rendered.claims
+	p.Dependencies, p.DependenciesHash = sp.rendered.dependencies, sp.rendered.dependenciesHash
+	p.Epoch, p.Fencing = sp.epoch, sp.fencing
+	p.Revision, p.Partition, p.Update = sp.rollout.revision, sp.partition(), sp.rollout.update
+	if sp.roles != nil {
+		p.Roles, p.Leaders = sp.roles.Roles, sp.roles.Leaders
+	}
+	if sp.draining {
+		p.Replicas, p.Partition = 0, 0
+	}
+	return p
+}
+
 // deletable returns the works not being deleted yet, except those in the
 // clusters kept, sorted by cluster (then name).
 func deletable(works map[types.NamespacedName]*workv1.ManifestWork, kept map[string]bool) []*workv1.ManifestWork {
