@@ -133,12 +133,10 @@ func run() error {
 	return mgr.Start(ctx)
 }
 
-// newManager creates the manager once the hub's kube-apiserver answers:
-// the manager reads the API's discovery when it is created and fails if the
-// apiserver does not answer, so it waits for it first, as
-// kube-controller-manager does, rather than exit (found by the chaos run).
-// The apiserver may stop again between /readyz and the manager's first
-// discovery: a few more tries before giving up.
+// newManager creates the manager once the hub's kube-apiserver answers
+// (waitForAPIServer), as kube-controller-manager waits rather than exit:
+// the manager reads discovery when it is created. The apiserver may stop
+// again before that read: a few more tries before giving up.
 func newManager(ctx context.Context, cfg *rest.Config, opts ctrl.Options, logger logr.Logger) (ctrl.Manager, error) {
 	if err := waitForAPIServer(ctx, cfg, apiServerRetry, logger); err != nil {
 		return nil, err

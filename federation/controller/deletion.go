@@ -21,8 +21,7 @@ import (
 // finalizers (finalize).
 
 // finalize handles a FleetSet whose deletion waits on finalizers (another
-// controller's, or fleetset.io/manifestworks, which hubs before this one
-// added): it deletes the FleetSet's ManifestWorks at once and, once none is
+// controller's, or fleetset.io/manifestworks): it deletes the FleetSet's ManifestWorks at once and, once none is
 // left, removes fleetset.io/manifestworks if present. A work whose agent
 // never confirms deletion (a detached cluster) holds that finalizer until
 // OCM cleans the cluster's namespace.

@@ -191,13 +191,9 @@ func (r *FleetSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 // (events.go). A spec that cannot be planned goes from the plan straight to
 // the status.
 //
-// The hub puts no finalizer on a FleetSet: its deletion is cascaded in the
-// background, as the Kubernetes garbage collector does for ownerReferences
-// by default (propagationPolicy Background), which ManifestWorks cannot
-// carry (they live in the clusters' namespaces). A FleetSet that is gone
-// has its works deleted by collect, also when it was deleted while the hub
-// was not running; this saves a FleetSet write per FleetSet
-// (docs/hub.md#delivery).
+// The hub puts no finalizer on a FleetSet: a FleetSet that is gone has its
+// works deleted by collect, a background cascade, as the garbage collector
+// does for ownerReferences, which ManifestWorks cannot carry.
 func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet) (ctrl.Result, error) {
 	if !fs.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, fs)

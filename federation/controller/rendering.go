@@ -70,16 +70,12 @@ func (r *FleetSetReconciler) fleetSetsDelivering(kind string) func(context.Conte
 	}
 }
 
-// renderSubsets renders each planned subset (same order): its pod template
-// and claim templates after its overrides (manifestwork.SubsetTemplate). It checks an
-// overridden template against the FleetSet's Pod Security level, and, with
-// spec.dependencies Auto, reads from the hub every ConfigMap and Secret the
-// template references, to deliver with it, and their hash. A
-// subset whose overrides do not apply is an InvalidSpec problem, a
-// forbidden template a PodSecurityViolation, a referenced object missing on
-// the hub (not marked optional) a DependencyMissing problem; any of them
-// returns false, and the reconcile then writes nothing. Errors are failed
-// reads.
+// renderSubsets renders each planned subset (same order): its templates
+// after its overrides (manifestwork.SubsetTemplate), checked against the
+// Pod Security level, and with spec.dependencies Auto the ConfigMaps and
+// Secrets they reference, with their hash. Overrides that do not apply
+// (InvalidSpec), a forbidden template (PodSecurityViolation) or a missing
+// dependency (DependencyMissing) return false: nothing is written.
 func (r *FleetSetReconciler) renderSubsets(ctx context.Context, st *state, planned []plan.Subset) ([]renderedSubset, bool, error) {
 	fs := st.fs
 	ok := true

@@ -73,10 +73,8 @@ func (r *ResyncReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // leaseClustersChanged passes FleetSet creations and deletions, and the
 // updates that change what the resync reconcile reads of a FleetSet: its
 // deletionTimestamp, the clusters it uses or may use (clustersOf), or where
-// its subsets run and their failover phases. The FleetSet controller's
-// status updates (feedback, conditions, one per FleetSet change) pass no
-// more: each one used to reconcile the lease of every cluster of the
-// FleetSet.
+// its subsets run and their failover phases; not the status updates of
+// feedback and conditions.
 func leaseClustersChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -111,9 +109,8 @@ func leaseView(fs *fleetv1.FleetSet) []string {
 // lease be renewed or recreated: every event of the resync work itself, and
 // of the FleetSets' works the deletions, a new deletionTimestamp and a
 // change of Applied at the work's generation (what holdsMovedSubsets reads
-// and waits for). Their creations and feedback updates, thousands during a
-// rollout, pass no more: they can only hold a renewal back, and renewals
-// come on schedule, when holdsMovedSubsets reads the cache anew.
+// and waits for); not their creations and feedback updates, which can only
+// hold a renewal back, and renewals come on schedule.
 func leaseRelevant() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return e.Object.GetName() == fleetv1.ResyncWorkName },

@@ -83,16 +83,11 @@ type workChanges struct {
 	remove []*workv1.ManifestWork
 }
 
-// chooseWrites decides, without writing, what a reconcile writes of fs's
-// ManifestWorks, given its subsets' plans and its existing works: one work
-// rendered per cluster that a subset is delivered to (subsetPlan.delivered),
-// to apply where none exists or the existing one is not
-// manifestwork.UpToDate or edited (nil: never) says someone else changed
-// its spec, except in clusters whose ManagedCluster is not
-// found (their works are left as they are); and the existing works in
-// clusters no subset is delivered to, to delete unless they are being
-// deleted already. It returns an error naming the spec field when the works
-// cannot be rendered.
+// chooseWrites decides what a reconcile writes of fs's ManifestWorks: the
+// work rendered per cluster a subset is delivered to (delivered), where it
+// differs from the existing one or edited (nil: never) says someone else
+// changed its spec, except in clusters not found; and the deletion of the
+// works in clusters no subset uses. The error names the spec field.
 func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types.NamespacedName]*workv1.ManifestWork, edited func(*workv1.ManifestWork) bool) (workChanges, error) {
 	var delivered []plan.Subset
 	named, missing := map[string]bool{}, map[string]bool{}
@@ -159,18 +154,10 @@ func deletable(works map[types.NamespacedName]*workv1.ManifestWork, kept map[str
 	return out
 }
 
-// writeWorks creates or updates the ManifestWork of every existing cluster
-// that differs from its rendering, and deletes the FleetSet's ManifestWorks
-// in clusters it no longer uses (chooseWrites), up to MaxParallelWrites at a
-// time, each once the expectations admit it (Options.MaxUnobservedWrites);
-// one WorksApplied event sums up what was written (writeAll). A ManifestWork
-// in a cluster that is named but not found is left as it is. What was
-// written is recorded in st and attached to the subsets' plans. Write
-// failures become ApplyFailed problems; a conflict (or a create of a work
-// that exists) is returned, to retry with fresh objects, once every write
-// has been made. Before it writes anything it checks that st.fs is the
-// apiserver's current FleetSet (current); when it is not, it writes
-// nothing and returns errStaleFleetSet.
+// writeWorks makes the writes chooseWrites chose (writeAll), once st.fs is
+// known to be the apiserver's current FleetSet (else errStaleFleetSet,
+// nothing written), and records them in st. Write failures are ApplyFailed
+// problems; a conflict is returned, to retry with fresh objects.
 func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 	changes, err := chooseWrites(st.fs, st.subsets, st.existingWorks, r.editedByOthers)
 	if err != nil {

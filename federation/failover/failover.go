@@ -120,23 +120,10 @@ func fenceDone(spec Spec, c Cluster, now time.Time) bool {
 	return c.Heartbeat && !spec.Disrupted && !c.Fenced.After(now)
 }
 
-// Plan decides, for each subset (in spec order), where it runs at now.
-//
-// A subset whose current cluster is unavailable is FailingOver; it moves
-// once the cluster has been unavailable for the toleration and is certainly
-// fenced (fenceDone), to the first Available cluster of its fallbacks (or,
-// by default, of the other subsets' clusters, fewest replicas first), with
-// epoch + 1 (FailedOver). It is held (Held, with a retry every HoldRetry)
-// while the member's heartbeat was never observed, during a full
-// disruption of the members (spec.Disrupted), or while more than half of
-// the FleetSet's clusters are lost at once; a confirmed or deleted cluster
-// is never held. A relocated subset whose home is Available (for
-// the toleration, with Automatic; on request, with Manual) and has applied
-// the hub's latest ManifestWork (its stale copy is gone) is FailingBack:
-// not delivered to run (Deliver false) until its fallback cluster has
-// removed it (Removed: for the controller, drained to 0 pods; or the
-// cluster is itself fenced), then delivered home with epoch + 1. Without Relocate every subset
-// stays at its spec cluster.
+// Plan decides, for each subset (in spec order), where it runs at now: a
+// subset on a lost cluster fails over (failOver), a relocated one fails
+// back (failedOver, failBack), a moved one moves (move). Without Relocate
+// every subset stays at its spec cluster.
 func Plan(spec Spec, subsets []Subset, clusters map[string]Cluster, now time.Time) []Decision {
 	p := planner{spec: spec, subsets: subsets, clusters: clusters, now: now, load: map[string]int32{}}
 	for _, s := range subsets {
@@ -175,8 +162,9 @@ type planner struct {
 	lost, total int
 }
 
-// failBack plans subset s failing back from cur: delivered home once cur
-// has removed it (or is lost and fenced), not delivered to run until then.
+// failBack plans subset s failing back from cur: not delivered to run
+// (Deliver false) until cur has removed it (Removed: for the controller,
+// drained to 0 pods) or is itself fenced, then delivered home with epoch + 1.
 func (p *planner) failBack(s Subset, cur Cluster) Decision {
 	d := Decision{Cluster: current(s), Phase: s.Phase, Epoch: s.Epoch}
 	lost := !cur.Exists || !cur.Available
@@ -189,8 +177,13 @@ func (p *planner) failBack(s Subset, cur Cluster) Decision {
 	return d
 }
 
-// failOver plans subset s whose cluster cur is lost: FailingOver, held or
-// waiting for the toleration and the fence, then relocated to its fallback.
+// failOver plans subset s whose cluster cur is lost: FailingOver until cur
+// has been unavailable for the toleration and is certainly fenced
+// (fenceDone), then relocated to its fallback with epoch + 1 (FailedOver).
+// It is held (Held, retried every HoldRetry) while the member's heartbeat
+// was never observed, during a full disruption, or while most of the
+// FleetSet's clusters are lost at once; a confirmed or deleted cluster is
+// never held.
 func (p *planner) failOver(s Subset, cur Cluster) Decision {
 	d := Decision{Cluster: current(s), Deliver: true, Phase: fleetv1.SubsetFailingOver, Epoch: s.Epoch}
 	ready := cur.Since.Add(p.spec.Toleration)
