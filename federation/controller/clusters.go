@@ -188,13 +188,12 @@ func (r *FleetSetReconciler) readClusters(ctx context.Context, st *state) error 
 	return nil
 }
 
-// checkClusters builds st.subsets from the plan, the rendering and the
-// failover decision (same order), each placed where failover runs it, and
-// records whether its cluster exists and is Available (a ClusterNotFound or
-// ClusterUnavailable problem otherwise).
-func checkClusters(st *state, planned []plan.Subset, rendered []renderedSubset, fo []subsetFailover) {
-	for i, p := range planned {
-		p.Cluster, p.Domains = fo[i].cluster, fo[i].domains
+// checkClusters builds st.subsets from the placed plan, the rendering and
+// the failover decision (same order), and records whether each subset's
+// cluster exists and is Available (a ClusterNotFound or ClusterUnavailable
+// problem otherwise).
+func checkClusters(st *state, placed []plan.Subset, rendered []renderedSubset, fo []subsetFailover) {
+	for i, p := range placed {
 		mc := st.clusters[p.Cluster]
 		sp := subsetPlan{planned: p, rendered: rendered[i], subsetFailover: fo[i], clusterExists: mc != nil, clusterAvailable: mc != nil && isAvailable(mc)}
 		switch {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,16 +55,17 @@ func terminationGrace(fs *fleetv1.FleetSet) time.Duration {
 // gathers the planner's inputs (failoverInputs), lets failover.Plan decide
 // where each subset runs (placeSubsets) and reports the decision as
 // problems, step events and when to plan again (reportFailover). It returns
-// each subset's decision, in planned's order. Errors are heartbeat reads.
-func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planned []plan.Subset) ([]subsetFailover, error) {
+// the subsets placed where they run (Cluster, Domains) and each one's
+// decision, in planned's order. Errors are heartbeat reads.
+func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planned []plan.Subset) ([]plan.Subset, []subsetFailover, error) {
 	in, err := r.failoverInputs(ctx, st, planned)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	decisions := failover.Plan(in.spec, in.subsets, in.clusters, st.now.Time)
-	out := placeSubsets(st.fs, planned, in, decisions)
+	placed, out := placeSubsets(st.fs, planned, in, decisions)
 	reportFailover(st, in, decisions, out)
-	return out, nil
+	return placed, out, nil
 }
 
 // failoverInput is what failover.Plan decides from.
@@ -129,32 +131,32 @@ func failoverSubset(fs *fleetv1.FleetSet, p plan.Subset, ps fleetv1.SubsetStatus
 	return s
 }
 
-// placeSubsets turns the planner's decisions into each subset's failover
-// decision: its cluster and epoch, its fencing (policy Relocate), and its
-// domains there. A relocated subset keeps its domains, so that every
+// placeSubsets turns the planner's decisions into the subsets placed where
+// they run (Cluster, and Domains there) and each one's failover decision:
+// epoch, fencing (policy Relocate), phase, draining. A relocated subset keeps its domains, so that every
 // ordinal keeps its zone, when a subset homed in the fallback cluster names
 // each of them; otherwise it is spread only there (spreadOnly says why). A
 // subset not delivered to run (failing back, or moving by a spec edit)
 // drains: it is scaled to 0 where it runs now, so that it reaches its next
 // cluster only once this one reports its pods gone, not merely its
 // ManifestWork applied.
-func placeSubsets(fs *fleetv1.FleetSet, planned []plan.Subset, in failoverInput, decisions []failover.Decision) []subsetFailover {
+func placeSubsets(fs *fleetv1.FleetSet, planned []plan.Subset, in failoverInput, decisions []failover.Decision) ([]plan.Subset, []subsetFailover) {
+	placed := slices.Clone(planned)
 	out := make([]subsetFailover, len(decisions))
 	for i, d := range decisions {
-		p := planned[i]
-		fo := subsetFailover{cluster: d.Cluster, domains: p.Domains, epoch: d.Epoch, draining: !d.Deliver, failoverPhase: d.Phase}
+		placed[i].Cluster = d.Cluster
+		out[i] = subsetFailover{epoch: d.Epoch, draining: !d.Deliver, failoverPhase: d.Phase}
 		if d.Cluster != in.subsets[i].Home {
 			var missing string
-			if fo.domains, missing = plan.RelocatedDomains(planned, p, d.Cluster); missing != "" {
-				fo.spreadOnly = fmt.Sprintf("spread over %s's nodes without its domains: no subset of cluster %s names domain %s", d.Cluster, d.Cluster, missing)
+			if placed[i].Domains, missing = plan.RelocatedDomains(planned, planned[i], d.Cluster); missing != "" {
+				out[i].spreadOnly = fmt.Sprintf("spread over %s's nodes without its domains: no subset of cluster %s names domain %s", d.Cluster, d.Cluster, missing)
 			}
 		}
 		if in.spec.Relocate {
-			fo.fencing = &fleetv1.PlacementFencing{GraceSeconds: fs.Spec.Failover.FenceGraceSeconds, Epoch: d.Epoch}
+			out[i].fencing = &fleetv1.PlacementFencing{GraceSeconds: fs.Spec.Failover.FenceGraceSeconds, Epoch: d.Epoch}
 		}
-		out[i] = fo
 	}
-	return out
+	return placed, out
 }
 
 // reportFailover records each subset's failover problem, its step events

@@ -221,11 +221,11 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		}
 	}
 	if admitted && ok {
-		failovers, err := r.planFailover(ctx, st, planned)
+		placed, failovers, err := r.planFailover(ctx, st, planned)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		checkClusters(st, planned, rendered, failovers)
+		checkClusters(st, placed, rendered, failovers)
 		st.observeWorks()
 		if err := planRollout(st); err != nil {
 			st.invalidSpec(err)

@@ -53,8 +53,8 @@ type state struct {
 // subsetPlan is one subset as the reconcile delivers it: each step's output
 // for it (preFilterState-like, filled once per step).
 type subsetPlan struct {
-	// planned is plan.For's division and ordinal block, with Cluster and
-	// Domains where the failover step runs the subset.
+	// planned is plan.For's division and ordinal block, placed by the
+	// failover step (Cluster and Domains where the subset runs now).
 	planned plan.Subset
 	// rendered is the rendering step's output.
 	rendered renderedSubset
@@ -85,9 +85,6 @@ type renderedSubset struct {
 
 // subsetFailover is a subset's failover decision.
 type subsetFailover struct {
-	// cluster is where the subset runs now, and domains its domains there.
-	cluster string
-	domains []plan.Domain
 	// spreadOnly says why a relocated subset runs without its domains.
 	spreadOnly string
 	// epoch is its fencing epoch; fencing its SubsetPlacement spec.fencing
