@@ -60,34 +60,20 @@ func (st *state) observeWorks(clusters ...string) {
 	}
 }
 
-// recordWritten records w as this reconcile wrote it (its status as the
-// cache held it) and attaches it to the subsets in its cluster.
-func (st *state) recordWritten(w *workv1.ManifestWork) {
-	st.existingWorks[client.ObjectKeyFromObject(w)] = w
-	st.observeWorks(w.Namespace)
-}
-
-// recordDeleted records that this reconcile deleted the work at key, and
-// detaches it from the subsets in its cluster.
-func (st *state) recordDeleted(key types.NamespacedName) {
-	delete(st.existingWorks, key)
-	st.observeWorks(key.Namespace)
-}
-
-// feedbackReported reports whether the work agent has fed back the status
-// of status subset ss's StatefulSet: as attached to the subset's plan, or,
-// when the spec could not be planned (status.subsets are then the last
-// reconcile's), from the FleetSet's ManifestWork in ss's cluster.
-func (st *state) feedbackReported(ss fleetv1.SubsetStatus) bool {
-	for _, sp := range st.subsets {
-		if sp.planned.Name == ss.Name {
-			return sp.feedback != nil
-		}
+// recordWrites records the works this reconcile wrote (their status as the
+// cache held it) and deleted, and observes the subsets in their clusters
+// anew.
+func (st *state) recordWrites(written []*workv1.ManifestWork, deleted []types.NamespacedName) {
+	var clusters []string
+	for _, w := range written {
+		st.existingWorks[client.ObjectKeyFromObject(w)] = w
+		clusters = append(clusters, w.Namespace)
 	}
-	w := st.existingWorks[st.workKey(ss.Cluster)]
-	if w == nil {
-		return false
+	for _, key := range deleted {
+		delete(st.existingWorks, key)
+		clusters = append(clusters, key.Namespace)
 	}
-	_, ok := manifestwork.Feedback(w)[manifestwork.StatefulSetName(st.fs.Name, ss.Name)]
-	return ok
+	if len(clusters) > 0 {
+		st.observeWorks(clusters...)
+	}
 }

@@ -205,6 +205,24 @@ func setConditions(st *state, status *fleetv1.FleetSetStatus) {
 	}
 }
 
+// feedbackReported reports whether the work agent has fed back the status
+// of status subset ss's StatefulSet: as attached to the subset's plan, or,
+// when the spec could not be planned (status.subsets are then the last
+// reconcile's), from the FleetSet's ManifestWork in ss's cluster.
+func (st *state) feedbackReported(ss fleetv1.SubsetStatus) bool {
+	for _, sp := range st.subsets {
+		if sp.planned.Name == ss.Name {
+			return sp.feedback != nil
+		}
+	}
+	w := st.existingWorks[st.workKey(ss.Cluster)]
+	if w == nil {
+		return false
+	}
+	_, ok := manifestwork.Feedback(w)[manifestwork.StatefulSetName(st.fs.Name, ss.Name)]
+	return ok
+}
+
 // rollingOut reports whether a rollout of a changed template is in progress:
 // the spec's revision differs from the one every instance ran when the last
 // rollout (or the creation) completed.

@@ -174,10 +174,12 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 	}
 	applied, deleted := r.writeAll(ctx, st.fs, changes, EventWorksApplied)
 	var retry error
+	var written []*workv1.ManifestWork
+	var gone []types.NamespacedName
 	for i, ww := range changes.apply {
 		switch err := applied[i].err; {
 		case err == nil:
-			st.recordWritten(applied[i].written)
+			written = append(written, applied[i].written)
 		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
 			retry = err // the cache is behind; retry with fresh objects
 		default:
@@ -194,7 +196,8 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 			st.report(clusterProblem(fleetv1.ReasonApplyFailed, w.Namespace, fmt.Sprintf("deleting ManifestWork %s: %v", key, err)))
 			continue
 		}
-		st.recordDeleted(key)
+		gone = append(gone, key)
 	}
+	st.recordWrites(written, gone)
 	return retry
 }
