@@ -132,14 +132,10 @@ func failoverSubset(fs *fleetv1.FleetSet, p plan.Subset, ps fleetv1.SubsetStatus
 }
 
 // placeSubsets turns the planner's decisions into the subsets placed where
-// they run (Cluster, and Domains there) and each one's failover decision:
-// epoch, fencing (policy Relocate), phase, draining. A relocated subset keeps its domains, so that every
-// ordinal keeps its zone, when a subset homed in the fallback cluster names
-// each of them; otherwise it is spread only there (spreadOnly says why). A
-// subset not delivered to run (failing back, or moving by a spec edit)
-// drains: it is scaled to 0 where it runs now, so that it reaches its next
-// cluster only once this one reports its pods gone, not merely its
-// ManifestWork applied.
+// they run and each one's failover decision (epoch, fencing, phase). A
+// relocated subset keeps its domains when the fallback cluster's subsets
+// name them all, else runs without (spreadOnly says why). A subset not
+// delivered to run drains: scaled to 0 where it runs, until its pods are gone.
 func placeSubsets(fs *fleetv1.FleetSet, planned []plan.Subset, in failoverInput, decisions []failover.Decision) ([]plan.Subset, []subsetFailover) {
 	placed := slices.Clone(planned)
 	out := make([]subsetFailover, len(decisions))

@@ -92,16 +92,11 @@ type FleetSetReconciler struct {
 	dependencyCopies sync.Map
 }
 
-// SetupWithManager watches FleetSets (spec and annotation changes: the
-// failback request; deletions), the hub's ManifestWorks (mapped to their
-// FleetSet by owner labels; changes and deletions, and creations only of
-// orphans, works whose FleetSet is not in the cache: the hub creates the
-// others, and the reconcile that did already folded them) and
-// ManagedClusters (mapped to the FleetSets with a subset there, on creation,
-// deletion or a change of availability), and the metadata of ConfigMaps and
-// Secrets (mapped to the FleetSets that deliver them, DependencyIndex: an
-// edit changes their resourceVersion; only metadata is cached, the content
-// is read live when a FleetSet is reconciled).
+// SetupWithManager watches FleetSets (spec and annotations), the hub's
+// ManifestWorks (by owner labels; creations only of orphans), ManagedClusters
+// (availability), cluster sets and bindings, PlacementDecisions, and the
+// metadata of ConfigMaps and Secrets (DependencyIndex), each mapped to the
+// FleetSets it concerns.
 func (r *FleetSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("fleetset").
@@ -175,25 +170,13 @@ func (r *FleetSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	return r.reconcile(ctx, fs)
 }
 
-// reconcile runs the steps of one FleetSet's delivery, each in its own
-// file: finalize a FleetSet being deleted (deletion.go); read its
-// ManifestWorks (state.go); choose the placement's subsets (placement.go);
-// read the ManagedClusters (clusters.go); admit what the FleetSet may reach
-// (tenancy.go); plan the division and the ordinal blocks (planning.go);
-// render each subset's template and dependencies (rendering.go); decide
-// where each subset runs (failover.go); check the clusters (clusters.go);
-// attach each subset's work and feedback (observe.go); plan the rollout
-// (rollout.go); check the FleetSet is current and write the ManifestWorks
-// that differ, deleting those of clusters no longer used (works.go,
-// freshness.go, writes.go); fold everything into status and set the
-// conditions (status.go); write status if it changed; clear a fulfilled
-// failback request (failover.go); emit the events of the status change
-// (events.go). A spec that cannot be planned goes from the plan straight to
-// the status.
-//
-// The hub puts no finalizer on a FleetSet: a FleetSet that is gone has its
-// works deleted by collect, a background cascade, as the garbage collector
-// does for ownerReferences, which ManifestWorks cannot carry.
+// reconcile runs the steps of one FleetSet's delivery, each in its own file
+// (see the package doc): finalize, read works, placement, read clusters,
+// admit, plan, render, failover, check clusters, observe, rollout, write
+// works (once the FleetSet is current), fold status, write it, clear a
+// fulfilled failback request, emit events. A spec that cannot be planned
+// goes from the plan straight to the status. The hub puts no finalizer on
+// a FleetSet: collect deletes a gone FleetSet's works.
 func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet) (ctrl.Result, error) {
 	if !fs.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, fs)

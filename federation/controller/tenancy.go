@@ -12,15 +12,11 @@ import (
 	"github.com/fleetset/fleetset/federation/tenancy"
 )
 
-// admitTenancy is the reconcile step that checks, before anything is
-// planned, what the FleetSet may reach (package tenancy): every cluster its
-// subsets name and may fall back to must be in a ManagedClusterSet bound to
-// its namespace, and its pod template must pass its Pod Security level. A
-// refusal is a ClusterNotBound or PodSecurityViolation problem naming the
-// field, and false: the reconcile then plans, writes and deletes nothing,
-// and reports. A cluster whose ManagedCluster does not exist is left to
-// checkClusters (ClusterNotFound). It reads the ManagedClusters from
-// st.clusters; errors are failed reads of the ManagedClusterSets.
+// admitTenancy checks what the FleetSet may reach (package tenancy): each
+// existing cluster it names or falls back to in a ManagedClusterSet bound to
+// its namespace, its pod template within its Pod Security level. A refusal
+// is a ClusterNotBound or PodSecurityViolation problem and false: nothing is
+// planned or written. Errors are reads of the cluster sets.
 func (r *FleetSetReconciler) admitTenancy(ctx context.Context, st *state) (bool, error) {
 	fs := st.fs
 	ok := true

@@ -254,13 +254,9 @@ func (p *planner) failedOver(s Subset) Decision {
 }
 
 // move plans a subset whose spec cluster was edited (phase Moving, Current
-// the old cluster): not delivered to run (Deliver false) until the old
-// cluster has removed it (Removed: for the controller, drained to 0 pods,
-// or its work gone), is gone or
-// confirmed out of service, or — for a failover-protected FleetSet — has
-// certainly fenced itself; then delivered to its new cluster with epoch + 1,
-// so a member that fenced it at the old epoch runs it again only on the
-// new grant. A move back to the old cluster is no move.
+// the old cluster): not delivered to run until the old cluster has removed
+// it, is gone or out of service, or (policy Relocate) is certainly fenced;
+// then delivered to its new cluster with epoch + 1. A move back is no move.
 func move(spec Spec, s Subset, old Cluster, now time.Time) Decision {
 	from := current(s)
 	if from == s.Home {

@@ -118,26 +118,12 @@ const (
 	Updated Phase = "Updated"
 )
 
-// Plan returns the partitions and phases for subsets, given in fleet order.
-//
-// A subset's target partition comes from spec.Partition counted from the end
-// of fleet order. A subset is Updated when its StatefulSet reports Revision
-// with a current status, all its replicas, at least replicas − target
-// updated, and all available. The window is the first MaxConcurrent subsets,
-// in fleet order, that are neither Updated nor left out by the partition;
-// subsets after it hold at partition = replicas. A subset in the window is
-// released (partition = target) while the fleet stays within MaxUnavailable:
-// it costs max(1, its unavailable instances), since its StatefulSet replaces
-// one instance at a time, and the instances unavailable outside the window
-// count first (replicas not yet created do not count). A subset not released, or paused, or on an unavailable
-// cluster, is held at max(target, replicas − updated): no further instance
-// starts.
-//
-// With spec.LeaderLast (a role-ordered rollout: the StatefulSets use
-// OnDelete and their members replace pods, the leader last, within
-// Decision.Allowed) the subset with LeaderOutdated keeps one more instance,
-// its leader, out of its target until every other subset is Updated; then
-// Decision.LeaderTurn names it and its target includes the leader.
+// Plan returns the partitions and phases for subsets, given in fleet order:
+// the first MaxConcurrent subsets neither Updated nor left out by the
+// partition form the window (measure), released within MaxUnavailable
+// (release); subsets after it hold at partition = replicas. With
+// spec.LeaderLast the outdated leader waits until every other subset is
+// Updated; then Decision.LeaderTurn names its subset.
 func Plan(spec Spec, subsets []Subset) Decision {
 	d := plan(spec, subsets, true)
 	if !spec.LeaderLast || !d.Complete {
@@ -197,7 +183,9 @@ type progress struct {
 
 // measure computes the subsets' progress: targets from spec.Partition
 // counted from the end of fleet order (one more, the leader, for a
-// deferred outdated leader), instances updated per the fed-back status.
+// deferred outdated leader), instances updated per the fed-back status. A
+// subset is done (Updated) when its StatefulSet reports the revision with a
+// current status, all its replicas, replicas − target updated, all available.
 func measure(spec Spec, subsets []Subset, deferLeader bool) progress {
 	var total int32
 	for _, s := range subsets {
@@ -228,9 +216,10 @@ func measure(spec Spec, subsets []Subset, deferLeader bool) progress {
 }
 
 // release sets the partitions of the window's subsets: each released to its
-// target while the fleet stays within MaxUnavailable (the instances
-// unavailable outside the window count first), else held, as is one on an
-// unavailable cluster (Blocked) or a paused rollout (Held).
+// target while the fleet stays within MaxUnavailable, at a cost of max(1,
+// its unavailable instances), those outside the window counting first; else
+// held at max(target, replicas − updated), as on an unavailable cluster
+// (Blocked) or in a paused rollout (Held).
 func release(d *Decision, spec Spec, subsets []Subset, window []int, pr progress) {
 	budget := max(spec.MaxUnavailable, 1)
 	for i, s := range subsets {
