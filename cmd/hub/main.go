@@ -40,48 +40,57 @@ func main() {
 	}
 }
 
-func run() error {
-	var (
-		metricsAddr       string
-		metricsSecure     bool
-		metricsCertDir    string
-		probeAddr         string
-		leaderElect       bool
-		leaderElectionNS  string
-		hubIdentity       string
-		leaseDuration     time.Duration
-		relocationMargin  time.Duration
-		kubeAPIQPS        float64
-		kubeAPIBurst      int
-		maxConcurrentRecs int
-		maxParallelWrites int
-		maxUnobserved     int
-		printVersion      bool
-	)
-	flag.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:8080", "Address the Prometheus /metrics endpoint binds to; \"0\" disables it.")
-	flag.BoolVar(&metricsSecure, "metrics-secure", false, "Serve /metrics over HTTPS (self-signed unless --metrics-cert-dir is set) and allow only callers that authenticate with a bearer token (TokenReview) and may get the /metrics non-resource URL (SubjectAccessReview), as kubebuilder projects do; for the pod network. Off for the loopback default.")
-	flag.StringVar(&metricsCertDir, "metrics-cert-dir", "", "Directory with tls.crt and tls.key for the secure /metrics endpoint; empty: a self-signed certificate generated at start.")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", "127.0.0.1:8081", "Address the /healthz and /readyz endpoints bind to.")
-	flag.BoolVar(&leaderElect, "leader-elect", true, "Elect a leader (Lease fleetset-hub) so only one replica writes.")
-	flag.StringVar(&leaderElectionNS, "leader-election-namespace", fleetv1.ResyncLeaseNamespace, "Namespace of the leader election Lease.")
-	flag.StringVar(&hubIdentity, "hub-identity", "fleetset-hub", "holderIdentity of the resync Lease in every member cluster.")
-	flag.DurationVar(&relocationMargin, "relocation-margin", fleetv1.RelocationMarginSeconds*time.Second, "Margin added to a lost member's fence deadline (its heartbeat timeout + fenceGraceSeconds + terminationGracePeriodSeconds, counted from the hub's own observation of its last heartbeat) before its subsets are relocated (failover policy Relocate).")
-	flag.DurationVar(&relocationMargin, "lease-skew", fleetv1.RelocationMarginSeconds*time.Second, "Deprecated: use --relocation-margin.")
-	flag.DurationVar(&leaseDuration, "lease-duration", fleetv1.DefaultResyncLeaseDurationSeconds*time.Second, "leaseDurationSeconds of the resync Lease (whole seconds, ≥ 3s); renewed every third of it while the cluster is Available.")
-	flag.Float64Var(&kubeAPIQPS, "kube-api-qps", controller.DefaultKubeAPIQPS, "Client-side limit of queries per second to the hub's kube-apiserver (its priority and fairness still applies).")
-	flag.IntVar(&kubeAPIBurst, "kube-api-burst", controller.DefaultKubeAPIBurst, "Burst of queries to the hub's kube-apiserver above --kube-api-qps.")
-	flag.IntVar(&maxConcurrentRecs, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "Reconciles run in parallel per controller.")
-	flag.IntVar(&maxParallelWrites, "max-parallel-work-writes", controller.DefaultMaxParallelWrites, "ManifestWork writes one FleetSet reconcile makes in parallel (at most this × --max-concurrent-reconciles in flight).")
-	flag.IntVar(&maxUnobserved, "max-unobserved-work-writes", controller.DefaultMaxUnobservedWrites, "ManifestWork writes, over all reconciles, made or in flight that the hub's own cache has not seen yet; further writes wait. Keeps the hub's watch of ManifestWorks within what the apiserver buffers per watcher (100 events for a custom resource), so that a burst does not get it closed and replayed.")
-	flag.BoolVar(&printVersion, "version", false, "Print the version and exit.")
-	opts := zap.Options{}
-	opts.BindFlags(flag.CommandLine)
+// hubFlags are fleetset-hub's command-line flags.
+type hubFlags struct {
+	metricsAddr       string
+	metricsSecure     bool
+	metricsCertDir    string
+	probeAddr         string
+	leaderElect       bool
+	leaderElectionNS  string
+	hubIdentity       string
+	leaseDuration     time.Duration
+	relocationMargin  time.Duration
+	kubeAPIQPS        float64
+	kubeAPIBurst      int
+	maxConcurrentRecs int
+	maxParallelWrites int
+	maxUnobserved     int
+	printVersion      bool
+	zap               zap.Options
+}
+
+// parseFlags binds and parses the command line.
+func parseFlags() *hubFlags {
+	f := &hubFlags{}
+	flag.StringVar(&f.metricsAddr, "metrics-bind-address", "127.0.0.1:8080", "Address the Prometheus /metrics endpoint binds to; \"0\" disables it.")
+	flag.BoolVar(&f.metricsSecure, "metrics-secure", false, "Serve /metrics over HTTPS (self-signed unless --metrics-cert-dir is set) and allow only callers that authenticate with a bearer token (TokenReview) and may get the /metrics non-resource URL (SubjectAccessReview), as kubebuilder projects do; for the pod network. Off for the loopback default.")
+	flag.StringVar(&f.metricsCertDir, "metrics-cert-dir", "", "Directory with tls.crt and tls.key for the secure /metrics endpoint; empty: a self-signed certificate generated at start.")
+	flag.StringVar(&f.probeAddr, "health-probe-bind-address", "127.0.0.1:8081", "Address the /healthz and /readyz endpoints bind to.")
+	flag.BoolVar(&f.leaderElect, "leader-elect", true, "Elect a leader (Lease fleetset-hub) so only one replica writes.")
+	flag.StringVar(&f.leaderElectionNS, "leader-election-namespace", fleetv1.ResyncLeaseNamespace, "Namespace of the leader election Lease.")
+	flag.StringVar(&f.hubIdentity, "hub-identity", "fleetset-hub", "holderIdentity of the resync Lease in every member cluster.")
+	flag.DurationVar(&f.relocationMargin, "relocation-margin", fleetv1.RelocationMarginSeconds*time.Second, "Margin added to a lost member's fence deadline (its heartbeat timeout + fenceGraceSeconds + terminationGracePeriodSeconds, counted from the hub's own observation of its last heartbeat) before its subsets are relocated (failover policy Relocate).")
+	flag.DurationVar(&f.relocationMargin, "lease-skew", fleetv1.RelocationMarginSeconds*time.Second, "Deprecated: use --relocation-margin.")
+	flag.DurationVar(&f.leaseDuration, "lease-duration", fleetv1.DefaultResyncLeaseDurationSeconds*time.Second, "leaseDurationSeconds of the resync Lease (whole seconds, ≥ 3s); renewed every third of it while the cluster is Available.")
+	flag.Float64Var(&f.kubeAPIQPS, "kube-api-qps", controller.DefaultKubeAPIQPS, "Client-side limit of queries per second to the hub's kube-apiserver (its priority and fairness still applies).")
+	flag.IntVar(&f.kubeAPIBurst, "kube-api-burst", controller.DefaultKubeAPIBurst, "Burst of queries to the hub's kube-apiserver above --kube-api-qps.")
+	flag.IntVar(&f.maxConcurrentRecs, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "Reconciles run in parallel per controller.")
+	flag.IntVar(&f.maxParallelWrites, "max-parallel-work-writes", controller.DefaultMaxParallelWrites, "ManifestWork writes one FleetSet reconcile makes in parallel (at most this × --max-concurrent-reconciles in flight).")
+	flag.IntVar(&f.maxUnobserved, "max-unobserved-work-writes", controller.DefaultMaxUnobservedWrites, "ManifestWork writes, over all reconciles, made or in flight that the hub's own cache has not seen yet; further writes wait. Keeps the hub's watch of ManifestWorks within what the apiserver buffers per watcher (100 events for a custom resource), so that a burst does not get it closed and replayed.")
+	flag.BoolVar(&f.printVersion, "version", false, "Print the version and exit.")
+	f.zap.BindFlags(flag.CommandLine)
 	flag.Parse()
-	if printVersion {
+	return f
+}
+
+func run() error {
+	f := parseFlags()
+	if f.printVersion {
 		fmt.Println("fleetset-hub", version)
 		return nil
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap)))
 	klog.SetLogger(ctrl.Log)
 	logger := ctrl.Log.WithName("fleetset-hub")
 
@@ -93,66 +102,76 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	cfg.QPS, cfg.Burst = float32(kubeAPIQPS), kubeAPIBurst
+	cfg.QPS, cfg.Burst = float32(f.kubeAPIQPS), f.kubeAPIBurst
 	cfg.UserAgent = "fleetset-hub"
 	ctx := ctrl.SetupSignalHandler()
-	// The manager reads the API's discovery when it is created and fails if
-	// the hub's kube-apiserver does not answer: wait for it first, as
-	// kube-controller-manager does, rather than exit (found by the chaos
-	// run: a hub restarted while the hub's apiserver was stopped exited).
-	if err := waitForAPIServer(ctx, cfg, apiServerRetry, logger); err != nil {
-		return err
-	}
-	mgrOptions := ctrl.Options{
+	mgr, err := newManager(ctx, cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         controller.CacheOptions(),
-		Metrics:                       metricsOptions(metricsAddr, metricsSecure, metricsCertDir),
-		HealthProbeBindAddress:        probeAddr,
-		LeaderElection:                leaderElect,
+		Metrics:                       metricsOptions(f.metricsAddr, f.metricsSecure, f.metricsCertDir),
+		HealthProbeBindAddress:        f.probeAddr,
+		LeaderElection:                f.leaderElect,
 		LeaderElectionID:              "fleetset-hub",
-		LeaderElectionNamespace:       leaderElectionNS,
+		LeaderElectionNamespace:       f.leaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
-		Controller:                    config.Controller{MaxConcurrentReconciles: maxConcurrentRecs},
-	}
-	// The apiserver may stop again between /readyz and the manager's first
-	// discovery: a few more tries before giving up.
-	var mgr ctrl.Manager
-	for attempt := 1; ; attempt++ {
-		if mgr, err = ctrl.NewManager(cfg, mgrOptions); err == nil {
-			break
-		}
-		if attempt == 5 || ctx.Err() != nil {
-			return fmt.Errorf("creating manager: %w", err)
-		}
-		logger.Info("Creating the manager failed; waiting for the hub's kube-apiserver again", "attempt", attempt, "error", err.Error())
-		if err := waitForAPIServer(ctx, cfg, apiServerRetry, logger); err != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(apiServerRetry[0] << attempt):
-		}
-	}
-	if err := controller.Setup(ctx, mgr, controller.Options{HubIdentity: hubIdentity, LeaseDuration: leaseDuration, RelocationMargin: relocationMargin, MaxParallelWrites: maxParallelWrites, MaxUnobservedWrites: maxUnobserved}); err != nil {
+		Controller:                    config.Controller{MaxConcurrentReconciles: f.maxConcurrentRecs},
+	}, logger)
+	if err != nil {
 		return err
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+	if err := controller.Setup(ctx, mgr, controller.Options{HubIdentity: f.hubIdentity, LeaseDuration: f.leaseDuration, RelocationMargin: f.relocationMargin,
+		MaxParallelWrites: f.maxParallelWrites, MaxUnobservedWrites: f.maxUnobserved}); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
-		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
-			return fmt.Errorf("caches not synced")
-		}
-		return nil
-	}); err != nil {
+	if err := addProbes(mgr); err != nil {
 		return err
 	}
 	if failover.UnsafeNoFence {
 		logger.Info("WARNING: UNSAFE TEST BUILD (-tags fleetset_unsafe_nofence): lost clusters' subsets are relocated without waiting for their fence, so one identity can run in two clusters; never run this build outside the chaos run")
 	}
-	logger.Info("Starting", "version", version, "hubIdentity", hubIdentity, "leaseDuration", leaseDuration, "leaderElect", leaderElect)
+	logger.Info("Starting", "version", version, "hubIdentity", f.hubIdentity, "leaseDuration", f.leaseDuration, "leaderElect", f.leaderElect)
 	return mgr.Start(ctx)
+}
+
+// newManager creates the manager once the hub's kube-apiserver answers
+// (waitForAPIServer), as kube-controller-manager waits rather than exit:
+// the manager reads discovery when it is created. The apiserver may stop
+// again before that read: a few more tries before giving up.
+func newManager(ctx context.Context, cfg *rest.Config, opts ctrl.Options, logger logr.Logger) (ctrl.Manager, error) {
+	if err := waitForAPIServer(ctx, cfg, apiServerRetry, logger); err != nil {
+		return nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		mgr, err := ctrl.NewManager(cfg, opts)
+		if err == nil {
+			return mgr, nil
+		}
+		if attempt == 5 || ctx.Err() != nil {
+			return nil, fmt.Errorf("creating manager: %w", err)
+		}
+		logger.Info("Creating the manager failed; waiting for the hub's kube-apiserver again", "attempt", attempt, "error", err.Error())
+		if err := waitForAPIServer(ctx, cfg, apiServerRetry, logger); err != nil {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(apiServerRetry[0] << attempt):
+		}
+	}
+}
+
+// addProbes adds /healthz (a ping) and /readyz (the cache synced).
+func addProbes(mgr ctrl.Manager) error {
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return fmt.Errorf("caches not synced")
+		}
+		return nil
+	})
 }
 
 // apiServerRetry is how often waitForAPIServer asks: after 1 s, then

@@ -170,34 +170,39 @@ func fleetSetClusters(fs *fleetv1.FleetSet, withStatus bool) []string {
 	return out
 }
 
-// checkClusters records which subsets' clusters exist and are available, and
-// builds st.subsets from planned and the failover decision fo (same order).
-func (r *FleetSetReconciler) checkClusters(ctx context.Context, st *state, planned []plan.Subset, fo []subsetFailover) error {
-	type info struct{ exists, available bool }
-	clusters := map[string]info{}
-	for i, sp := range planned {
-		in, ok := clusters[sp.Cluster]
-		if !ok {
-			mc := &clusterv1.ManagedCluster{}
-			err := r.Get(ctx, types.NamespacedName{Name: sp.Cluster}, mc)
-			switch {
-			case apierrors.IsNotFound(err):
-			case err != nil:
-				return fmt.Errorf("getting ManagedCluster %s: %w", sp.Cluster, err)
-			default:
-				in = info{exists: true, available: isAvailable(mc)}
-			}
-			clusters[sp.Cluster] = in
+// readClusters reads, once per reconcile, every ManagedCluster the FleetSet
+// uses or may use (clustersOf) into st.clusters, where the tenancy, failover
+// and cluster checks look them up.
+func (r *FleetSetReconciler) readClusters(ctx context.Context, st *state) error {
+	st.clusters = map[string]*clusterv1.ManagedCluster{}
+	for _, name := range clustersOf(st.fs) {
+		mc := &clusterv1.ManagedCluster{}
+		switch err := r.Get(ctx, types.NamespacedName{Name: name}, mc); {
+		case apierrors.IsNotFound(err):
+			mc = nil
+		case err != nil:
+			return fmt.Errorf("getting ManagedCluster %s: %w", name, err)
 		}
-		switch {
-		case !in.exists:
-			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonClusterNotFound, Subset: sp.Name, Cluster: sp.Cluster,
-				Message: "spec.topology.subsets.cluster: ManagedCluster not found; its ManifestWork is not written"})
-		case !in.available:
-			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonClusterUnavailable, Subset: sp.Name, Cluster: sp.Cluster,
-				Message: "ManagedCluster is not Available"})
-		}
-		st.subsets = append(st.subsets, subsetPlan{planned: sp, clusterExists: in.exists, clusterAvailable: in.available, subsetFailover: fo[i]})
+		st.clusters[name] = mc
 	}
 	return nil
+}
+
+// checkClusters builds st.subsets from the placed plan, the rendering and
+// the failover decision (same order), and records whether each subset's
+// cluster exists and is Available (a ClusterNotFound or ClusterUnavailable
+// problem otherwise).
+func checkClusters(st *state, placed []plan.Subset, rendered []renderedSubset, fo []subsetFailover) {
+	for i, p := range placed {
+		mc := st.clusters[p.Cluster]
+		sp := subsetPlan{planned: p, rendered: rendered[i], subsetFailover: fo[i], clusterExists: mc != nil, clusterAvailable: mc != nil && isAvailable(mc)}
+		switch {
+		case !sp.clusterExists:
+			st.report(subsetProblem(fleetv1.ReasonClusterNotFound, p.Name, p.Cluster,
+				"spec.topology.subsets.cluster: ManagedCluster not found; its ManifestWork is not written"))
+		case !sp.clusterAvailable:
+			st.report(subsetProblem(fleetv1.ReasonClusterUnavailable, p.Name, p.Cluster, "ManagedCluster is not Available"))
+		}
+		st.subsets = append(st.subsets, sp)
+	}
 }

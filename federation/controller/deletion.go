@@ -21,8 +21,7 @@ import (
 // finalizers (finalize).
 
 // finalize handles a FleetSet whose deletion waits on finalizers (another
-// controller's, or fleetset.io/manifestworks, which hubs before this one
-// added): it deletes the FleetSet's ManifestWorks at once and, once none is
+// controller's, or fleetset.io/manifestworks): it deletes the FleetSet's ManifestWorks at once and, once none is
 // left, removes fleetset.io/manifestworks if present. A work whose agent
 // never confirms deletion (a detached cluster) holds that finalizer until
 // OCM cleans the cluster's namespace.
@@ -59,18 +58,11 @@ func (r *FleetSetReconciler) collect(ctx context.Context, key types.NamespacedNa
 	return ctrl.Result{}, err
 }
 
-// deleteWorks deletes, up to MaxParallelWrites at a time (writeAll), the
-// ManifestWorks of FleetSet key that are not being deleted yet, and emits
-// one WorksDeleted event on fs naming their clusters. It returns how many of
-// its works the cache held (being deleted or not) and an error naming the
-// first work it failed to delete.
-//
-// A work recording deletionPolicy Retain is deleted only once the work agent
-// has applied it with deleteOption Orphan (condition Applied at its
-// generation): the agent removes its owner reference from every object when
-// it applies an orphaning work, and deleting the work before that would let
-// the garbage collector delete the StatefulSets with it. Until then such a
-// work is set to Orphan (once) and counted in orphaning, the second result.
+// deleteWorks deletes the ManifestWorks of FleetSet key not being deleted
+// yet (writeAll: one WorksDeleted event on fs). A work with deletionPolicy
+// Retain is first set to deleteOption Orphan and deleted only once applied
+// so, or the StatefulSets would go with it; those are counted in the second
+// result. It returns how many works the cache held and the first error.
 func (r *FleetSetReconciler) deleteWorks(ctx context.Context, key types.NamespacedName, fs *fleetv1.FleetSet) (int, int, error) {
 	works, err := r.ownedWorks(ctx, key)
 	if err != nil {

@@ -56,18 +56,10 @@ type expectation struct {
 	at              time.Time
 }
 
-// cacheExpectations lets a reconciler read only from the manager's cache
-// without acting on a cache older than its own writes. Each reconcile
-// records the writes it made, under an owner (its request); until the
-// cache's informers deliver them, satisfied(owner) is false and the next
-// reconcile of that owner waits instead of repeating a create the cache
-// does not show yet or updating from a stale resourceVersion. It is the
-// expectations pattern of kube-controller-manager's ReplicaSet controller,
-// keyed by resourceVersion: a write is delivered when the informer delivers
-// that resourceVersion of the object (events of one object come in order),
-// a delete when it delivers the object's deletion or deletionTimestamp. A
-// write not delivered within ttl (an informer relist that skipped it) stops
-// being expected. The zero of *cacheExpectations (nil) expects nothing.
+// cacheExpectations keeps a reconciler from acting on a cache older than its
+// own writes: the ReplicaSet controller's expectations, keyed by
+// resourceVersion. Until the informers deliver the writes recorded under an
+// owner (or ttl passes), satisfied(owner) is false. nil expects nothing.
 type cacheExpectations struct {
 	ttl time.Duration
 	now func() time.Time
@@ -214,16 +206,10 @@ func (e *cacheExpectations) holds(kind string, key types.NamespacedName) (held, 
 // admitPoll is how often a write held back by admit checks the window again.
 const admitPoll = 5 * time.Millisecond
 
-// admit waits until one more write fits the window: fewer than window
-// writes are pending (written and not yet delivered by the informers;
-// those past the TTL no longer count) or admitted and not yet released.
-// The caller writes, records the write (expectWrite, expectDelete), and then
-// calls the returned release, also when it did not write. It returns ctx's
-// error if ctx ends first. The nil expectations, or a window of 0, admit at
-// once. Flow control: a hub that writes faster than the apiserver can send
-// its own watch events back gets that watch closed ("too slow") and
-// replayed, which costs the apiserver more than the wait
-// (docs/hub.md#delivery).
+// admit waits until one more write fits the window of writes pending (not
+// yet delivered, within the TTL) or admitted and not released, so the hub's
+// own watch never falls too far behind; the caller writes, records it, then
+// calls release. It returns ctx's error; nil or a window of 0 admit at once.
 func (e *cacheExpectations) admit(ctx context.Context) (release func(), err error) {
 	if e == nil || e.window <= 0 {
 		return func() {}, nil

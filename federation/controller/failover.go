@@ -8,10 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -53,101 +51,117 @@ func terminationGrace(fs *fleetv1.FleetSet) time.Duration {
 	return time.Duration(fs.Spec.TerminationGracePeriodSecondsOrDefault()) * time.Second
 }
 
-// planFailover runs the failover planner (package failover) over the plan's
-// subsets and applies its decision in place: each subset's cluster (where it
-// runs now), epoch and fencing. A relocated subset keeps its domains, so
-// that every ordinal keeps its zone, when a subset homed in the fallback
-// cluster names each of them; otherwise it is spread only there (the hub
-// knows no other domains of that cluster) and its FailedOver problem says
-// so. It records which subsets
-// drain (failing back or moving) and their phases, in planned's order, and the
-// failover problems, step events and when to plan again. Errors are reads
-// of ManagedClusters or works.
-func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planned []plan.Subset) ([]subsetFailover, error) {
+// planFailover is the reconcile's failover step (package failover): it
+// gathers the planner's inputs (failoverInputs), lets failover.Plan decide
+// where each subset runs (placeSubsets) and reports the decision as
+// problems, step events and when to plan again (reportFailover). It returns
+// the subsets placed where they run (Cluster, Domains) and each one's
+// decision, in planned's order. Errors are heartbeat reads.
+func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planned []plan.Subset) ([]plan.Subset, []subsetFailover, error) {
+	in, err := r.failoverInputs(ctx, st, planned)
+	if err != nil {
+		return nil, nil, err
+	}
+	decisions := failover.Plan(in.spec, in.subsets, in.clusters, st.now.Time)
+	placed, out := placeSubsets(st.fs, planned, in, decisions)
+	reportFailover(st, in, decisions, out)
+	return placed, out, nil
+}
+
+// failoverInput is what failover.Plan decides from.
+type failoverInput struct {
+	spec    failover.Spec
+	subsets []failover.Subset
+	// clusters are read only with policy Relocate or a subset moving.
+	clusters map[string]failover.Cluster
+}
+
+// failoverInputs resolves the failover spec and each planned subset's
+// failover state (status.subsets), and reads the clusters they use or may
+// use (failoverCluster).
+func (r *FleetSetReconciler) failoverInputs(ctx context.Context, st *state, planned []plan.Subset) (failoverInput, error) {
 	fs := st.fs
-	spec := failoverSpec(fs)
-	spec.Disrupted = r.Heartbeats != nil && r.Heartbeats.Disrupted()
-	out := make([]subsetFailover, len(planned))
+	in := failoverInput{spec: failoverSpec(fs), subsets: make([]failover.Subset, len(planned)), clusters: map[string]failover.Cluster{}}
+	in.spec.Disrupted = r.Heartbeats != nil && r.Heartbeats.Disrupted()
 	prev := map[string]fleetv1.SubsetStatus{}
 	for _, ss := range fs.Status.Subsets {
 		prev[ss.Name] = ss
 	}
-	subsets := make([]failover.Subset, len(planned))
 	names := map[string]bool{}
 	moving := false
 	for i, p := range planned {
-		ps := prev[p.Name]
-		s := failover.Subset{Name: p.Name, Home: p.Cluster, Epoch: ps.Epoch, Replicas: p.Replicas}
-		switch {
-		case ps.Failover != "":
-			s.Current, s.Phase = ps.Cluster, ps.Failover
-		case ps.Cluster != "" && ps.Cluster != p.Cluster:
-			// The spec cluster was edited: a two-phase move.
-			s.Current, s.Phase = ps.Cluster, fleetv1.SubsetMoving
-		}
-		if s.Phase == fleetv1.SubsetMoving {
-			moving = true
-		}
-		for _, spec := range fs.Spec.Topology.Subsets {
-			if spec.Name == p.Name {
-				s.Fallbacks = spec.FallbackClusters
-			}
-		}
-		subsets[i] = s
+		s := failoverSubset(fs, p, prev[p.Name])
+		moving = moving || s.Phase == fleetv1.SubsetMoving
+		in.subsets[i] = s
 		for _, c := range append([]string{p.Cluster, s.Current}, s.Fallbacks...) {
 			if c != "" {
 				names[c] = true
 			}
 		}
 	}
-	clusters := map[string]failover.Cluster{}
-	if spec.Relocate || moving {
-		for c := range names {
-			cl, err := r.failoverCluster(ctx, st, c, subsets)
-			if err != nil {
-				return nil, err
-			}
-			clusters[c] = cl
+	if !in.spec.Relocate && !moving {
+		return in, nil
+	}
+	for c := range names {
+		cl, err := r.failoverCluster(ctx, st, c, in.subsets)
+		if err != nil {
+			return in, err
+		}
+		in.clusters[c] = cl
+	}
+	return in, nil
+}
+
+// failoverSubset is planned subset p's failover state, from its status ps:
+// in failover, or moving when its spec cluster was edited.
+func failoverSubset(fs *fleetv1.FleetSet, p plan.Subset, ps fleetv1.SubsetStatus) failover.Subset {
+	s := failover.Subset{Name: p.Name, Home: p.Cluster, Epoch: ps.Epoch, Replicas: p.Replicas}
+	switch {
+	case ps.Failover != "":
+		s.Current, s.Phase = ps.Cluster, ps.Failover
+	case ps.Cluster != "" && ps.Cluster != p.Cluster:
+		// The spec cluster was edited: a two-phase move.
+		s.Current, s.Phase = ps.Cluster, fleetv1.SubsetMoving
+	}
+	for _, spec := range fs.Spec.Topology.Subsets {
+		if spec.Name == p.Name {
+			s.Fallbacks = spec.FallbackClusters
 		}
 	}
-	now := st.now.Time
-	homes := slices.Clone(planned)    // each subset at its spec cluster
-	spreadOnly := map[string]string{} // subset → why it runs without its domains
-	for i, d := range failover.Plan(spec, subsets, clusters, now) {
-		p, s := &planned[i], subsets[i]
-		p.Cluster, p.Epoch = d.Cluster, d.Epoch
-		if d.Cluster != s.Home {
+	return s
+}
+
+// placeSubsets turns the planner's decisions into the subsets placed where
+// they run and each one's failover decision (epoch, fencing, phase). A
+// relocated subset keeps its domains when the fallback cluster's subsets
+// name them all, else runs without (spreadOnly says why). A subset not
+// delivered to run drains: scaled to 0 where it runs, until its pods are gone.
+func placeSubsets(fs *fleetv1.FleetSet, planned []plan.Subset, in failoverInput, decisions []failover.Decision) ([]plan.Subset, []subsetFailover) {
+	placed := slices.Clone(planned)
+	out := make([]subsetFailover, len(decisions))
+	for i, d := range decisions {
+		placed[i].Cluster = d.Cluster
+		out[i] = subsetFailover{epoch: d.Epoch, draining: !d.Deliver, failoverPhase: d.Phase}
+		if d.Cluster != in.subsets[i].Home {
 			var missing string
-			if p.Domains, missing = plan.RelocatedDomains(homes, homes[i], d.Cluster); missing != "" {
-				spreadOnly[p.Name] = fmt.Sprintf("spread over %s's nodes without its domains: no subset of cluster %s names domain %s", d.Cluster, d.Cluster, missing)
+			if placed[i].Domains, missing = plan.RelocatedDomains(planned, planned[i], d.Cluster); missing != "" {
+				out[i].spreadOnly = fmt.Sprintf("spread over %s's nodes without its domains: no subset of cluster %s names domain %s", d.Cluster, d.Cluster, missing)
 			}
 		}
-		if spec.Relocate {
-			p.Fencing = &fleetv1.PlacementFencing{GraceSeconds: fs.Spec.Failover.FenceGraceSeconds, Epoch: d.Epoch}
+		if in.spec.Relocate {
+			out[i].fencing = &fleetv1.PlacementFencing{GraceSeconds: fs.Spec.Failover.FenceGraceSeconds, Epoch: d.Epoch}
 		}
-		// Not delivered to run (failing back, or moving by a spec edit):
-		// scaled to 0 where it runs now, so that it reaches its next
-		// cluster only once this one reports its pods gone, not merely its
-		// ManifestWork applied (the work agent reports Applied before a
-		// removed StatefulSet's pods have stopped).
-		out[i] = subsetFailover{draining: !d.Deliver, failoverPhase: d.Phase}
-		switch d.Phase {
-		case fleetv1.SubsetFailingOver:
-			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonFailingOver, Subset: p.Name, Cluster: d.Cluster, Message: d.Waiting})
-		case fleetv1.SubsetFailedOver:
-			msg := fmt.Sprintf("relocated from home cluster %s, epoch %d", s.Home, d.Epoch)
-			if why := spreadOnly[p.Name]; why != "" {
-				msg += "; " + why
-			}
-			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonFailedOver, Subset: p.Name, Cluster: d.Cluster, Message: msg})
-		case fleetv1.SubsetMoving:
-			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonMoving, Subset: p.Name, Cluster: d.Cluster, Message: d.Waiting})
-		case fleetv1.SubsetFailingBack:
-			msg := d.Waiting
-			if msg == "" {
-				msg = fmt.Sprintf("being removed before it returns to %s", s.Home)
-			}
-			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonFailingBack, Subset: p.Name, Cluster: d.Cluster, Message: msg})
+	}
+	return placed, out
+}
+
+// reportFailover records each subset's failover problem, its step events
+// (and a held relocation's, once per hold), and when a wait ends.
+func reportFailover(st *state, in failoverInput, decisions []failover.Decision, out []subsetFailover) {
+	for i, d := range decisions {
+		s := in.subsets[i]
+		if p, ok := failoverProblem(s, d, out[i].spreadOnly); ok {
+			st.report(p)
 		}
 		if d.Step != "" {
 			reason, typ := EventFailedOver, corev1.EventTypeWarning
@@ -162,33 +176,56 @@ func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planne
 			st.failoverEvents = append(st.failoverEvents, pendingEvent{typ, reason, d.Step})
 			relocations.WithLabelValues(reason).Inc()
 		}
-		if d.Held && !heldBefore(fs, d.Waiting) {
+		if d.Held && !heldBefore(st.fs, d.Waiting) {
 			st.failoverEvents = append(st.failoverEvents, pendingEvent{corev1.EventTypeWarning, EventRelocationHeld, d.Waiting})
 			relocationHolds.Inc()
 		}
-		if d.Held {
-			st.problems[len(st.problems)-1].Reason = fleetv1.ReasonRelocationHeld
-		}
 		if !d.Retry.IsZero() {
-			st.failoverRequeue = minPositive(st.failoverRequeue, max(time.Second, d.Retry.Sub(now)+time.Second))
+			st.failoverRequeue = minPositive(st.failoverRequeue, max(time.Second, d.Retry.Sub(st.now.Time)+time.Second))
 		}
 	}
-	return out, nil
 }
 
-// failoverCluster reads what failover needs of cluster c: existence,
-// availability and since when, an out-of-service taint, what the hub has
-// observed of the member's heartbeat and so when the member has certainly
-// fenced itself (fenceDeadline), and whether it has applied the hub's latest
-// ManifestWork of this FleetSet without the subsets failing back from it.
+// failoverProblem is the problem of subset s's failover phase in decision
+// d (false at home): FailingOver (RelocationHeld when held), FailedOver,
+// Moving or FailingBack, on the cluster where it runs now.
+func failoverProblem(s failover.Subset, d failover.Decision, spreadOnly string) (problem, bool) {
+	var reason string
+	msg := d.Waiting
+	switch d.Phase {
+	case fleetv1.SubsetFailingOver:
+		reason = fleetv1.ReasonFailingOver
+		if d.Held {
+			reason = fleetv1.ReasonRelocationHeld
+		}
+	case fleetv1.SubsetFailedOver:
+		reason = fleetv1.ReasonFailedOver
+		msg = fmt.Sprintf("relocated from home cluster %s, epoch %d", s.Home, d.Epoch)
+		if spreadOnly != "" {
+			msg += "; " + spreadOnly
+		}
+	case fleetv1.SubsetMoving:
+		reason = fleetv1.ReasonMoving
+	case fleetv1.SubsetFailingBack:
+		reason = fleetv1.ReasonFailingBack
+		if msg == "" {
+			msg = fmt.Sprintf("being removed before it returns to %s", s.Home)
+		}
+	default:
+		return problem{}, false
+	}
+	return subsetProblem(reason, s.Name, d.Cluster, msg), true
+}
+
+// failoverCluster is what failover needs of cluster c: existence,
+// availability and since when, an out-of-service taint (st.clusters), what
+// the hub has observed of the member's heartbeat and so when the member has
+// certainly fenced itself (fenceDeadline), and whether it has applied the
+// hub's latest ManifestWork of this FleetSet without the subsets failing
+// back from it.
 func (r *FleetSetReconciler) failoverCluster(ctx context.Context, st *state, c string, subsets []failover.Subset) (failover.Cluster, error) {
 	var out failover.Cluster
-	mc := &clusterv1.ManagedCluster{}
-	switch err := r.Get(ctx, types.NamespacedName{Name: c}, mc); {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return out, fmt.Errorf("getting ManagedCluster %s: %w", c, err)
-	default:
+	if mc := st.clusters[c]; mc != nil {
 		out.Exists, out.Available, out.Since = true, isAvailable(mc), mc.CreationTimestamp.Time
 		if cond := apimeta.FindStatusCondition(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable); cond != nil {
 			out.Since = cond.LastTransitionTime.Time

@@ -53,11 +53,8 @@ const maxConditionMessage = 32768
 // cluster and folds the work agents' statusFeedback into FleetSet.status.
 //
 // Reads go through Client, the manager's cache; expectations keep them
-// from being older than the reconciler's own writes. Three reads are live
-// (APIReader): a lost member's heartbeat Lease before a relocation, a
-// delivered ConfigMap's or Secret's content, and the FleetSet's metadata
-// before a reconcile writes ManifestWorks (current), so that no work is
-// written from a FleetSet older than the apiserver's.
+// from being older than the reconciler's own writes. APIReader makes the
+// live reads the package doc lists.
 type FleetSetReconciler struct {
 	client.Client
 	Recorder record.EventRecorder
@@ -67,9 +64,8 @@ type FleetSetReconciler struct {
 	// Heartbeats is the hub's view of the members' heartbeats; nil: none
 	// observed, so no relocation is ever due (only confirmed ones).
 	Heartbeats *heartbeat.Observer
-	// APIReader reads live: a lost member's heartbeat Lease before a
-	// relocation (nil: through Client), and the FleetSet's metadata before
-	// ManifestWorks are written (nil: not checked).
+	// APIReader makes the live reads; nil: heartbeat Leases and
+	// dependencies through Client, the FleetSet's freshness not checked.
 	APIReader client.Reader
 	// Clock reads the time of failover decisions; nil: the real clock.
 	Clock clock.Clock
@@ -96,16 +92,11 @@ type FleetSetReconciler struct {
 	dependencyCopies sync.Map
 }
 
-// SetupWithManager watches FleetSets (spec and annotation changes: the
-// failback request; deletions), the hub's ManifestWorks (mapped to their
-// FleetSet by owner labels; changes and deletions, and creations only of
-// orphans, works whose FleetSet is not in the cache: the hub creates the
-// others, and the reconcile that did already folded them) and
-// ManagedClusters (mapped to the FleetSets with a subset there, on creation,
-// deletion or a change of availability), and the metadata of ConfigMaps and
-// Secrets (mapped to the FleetSets that deliver them, DependencyIndex: an
-// edit changes their resourceVersion; only metadata is cached, the content
-// is read live when a FleetSet is reconciled).
+// SetupWithManager watches FleetSets (spec and annotations), the hub's
+// ManifestWorks (by owner labels; creations only of orphans), ManagedClusters
+// (availability), cluster sets and bindings, PlacementDecisions, and the
+// metadata of ConfigMaps and Secrets (DependencyIndex), each mapped to the
+// FleetSets it concerns.
 func (r *FleetSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("fleetset").
@@ -179,27 +170,13 @@ func (r *FleetSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	return r.reconcile(ctx, fs)
 }
 
-// reconcile runs the steps of one FleetSet's delivery, each in its own
-// file: finalize a FleetSet being deleted (deletion.go); read its
-// ManifestWorks (state.go); choose the placement's subsets (placement.go)
-// and admit what the FleetSet may reach (tenancy.go); plan the division and
-// the ordinal blocks (planning.go); render each subset's template and
-// dependencies (rendering.go); decide where each subset runs (failover.go); check the
-// clusters (clusters.go); attach each subset's work and feedback
-// (state.go); plan the rollout (rollout.go); write the ManifestWorks that
-// differ and delete those of clusters no longer used (works.go, writes.go);
-// fold the feedback and the rollout into status and set the conditions
-// (status.go); write status if it changed; clear a fulfilled failback
-// request (failover.go); emit the events of the status change. A spec that
-// cannot be planned goes from the plan straight to the status.
-//
-// The hub puts no finalizer on a FleetSet: its deletion is cascaded in the
-// background, as the Kubernetes garbage collector does for ownerReferences
-// by default (propagationPolicy Background), which ManifestWorks cannot
-// carry (they live in the clusters' namespaces). A FleetSet that is gone
-// has its works deleted by collect, also when it was deleted while the hub
-// was not running; this saves a FleetSet write per FleetSet
-// (docs/hub.md#delivery).
+// reconcile runs the steps of one FleetSet's delivery, each in its own file
+// (see the package doc): finalize, read works, placement, read clusters,
+// admit, plan, render, failover, check clusters, observe, rollout, write
+// works (once the FleetSet is current), fold status, write it, clear a
+// fulfilled failback request, emit events. A spec that cannot be planned
+// goes from the plan straight to the status. The hub puts no finalizer on
+// a FleetSet: collect deletes a gone FleetSet's works.
 func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet) (ctrl.Result, error) {
 	if !fs.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, fs)
@@ -212,24 +189,26 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 	if err := r.choosePlacementSubsets(ctx, st); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.readClusters(ctx, st); err != nil {
+		return ctrl.Result{}, err
+	}
 	admitted, err := r.admitTenancy(ctx, st)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	planned, ok := planSubsets(st)
+	var rendered []renderedSubset
 	if admitted && ok {
-		if ok, err = r.renderSubsets(ctx, st, planned); err != nil {
+		if rendered, ok, err = r.renderSubsets(ctx, st, planned); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	if admitted && ok {
-		failovers, err := r.planFailover(ctx, st, planned)
+		placed, failovers, err := r.planFailover(ctx, st, planned)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.checkClusters(ctx, st, planned, failovers); err != nil {
-			return ctrl.Result{}, err
-		}
+		checkClusters(st, placed, rendered, failovers)
 		st.observeWorks()
 		if err := planRollout(st); err != nil {
 			st.invalidSpec(err)
@@ -258,7 +237,7 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 	for _, e := range events {
 		r.Recorder.Event(fs, e.eventType, e.reason, e.message)
 	}
-	return ctrl.Result{RequeueAfter: minPositive(rolloutRequeue(st, status), st.failoverRequeue)}, nil
+	return ctrl.Result{RequeueAfter: minPositive(st.rollout.requeue, st.failoverRequeue)}, nil
 }
 
 // writeStatus writes status as st.fs's status when it differs, and expects
@@ -277,13 +256,7 @@ func (r *FleetSetReconciler) writeStatus(ctx context.Context, st *state, status 
 		return nil, err
 	}
 	r.expectations.expectWrite(r.owner(fs), kindFleetSet, fs)
-	events := problemEvents(old, status)
-	for _, e := range events {
-		degradedReports.WithLabelValues(e.reason).Inc()
-	}
-	events = append(events, rolloutEvents(old, status)...)
-	events = append(events, switchoverEvents(old, status)...)
-	return append(events, st.failoverEvents...), nil
+	return append(statusEvents(old, status), st.failoverEvents...), nil
 }
 
 // now reads the reconciler's clock (the real one when unset).

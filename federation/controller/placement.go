@@ -10,7 +10,6 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/placement"
-	"github.com/fleetset/fleetset/federation/plan"
 )
 
 // choosePlacementSubsets is the reconcile step of a FleetSet whose clusters
@@ -30,8 +29,8 @@ func (r *FleetSetReconciler) choosePlacementSubsets(ctx context.Context, st *sta
 		return err
 	}
 	if len(decided) == 0 {
-		st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonPlacementEmpty,
-			Message: fmt.Sprintf("spec.topology.placementRef: Placement %s/%s decides no cluster", st.fs.Namespace, ref.Name)})
+		st.report(fleetProblem(fleetv1.ReasonPlacementEmpty,
+			fmt.Sprintf("spec.topology.placementRef: Placement %s/%s decides no cluster", st.fs.Namespace, ref.Name)))
 	}
 	synth := st.fs.DeepCopy()
 	synth.Spec.Topology.Subsets = placement.Subsets(ref, decided, st.fs.Status.Subsets)

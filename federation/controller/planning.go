@@ -17,12 +17,14 @@ import (
 // when the spec cannot be planned: that is an InvalidSpec problem, and the
 // ManifestWorks and the ordinal record are left as they are.
 func planSubsets(st *state) ([]plan.Subset, bool) {
-	planned, problems, err := plan.For(st.fs, previousStarts(st.fs, st.existingWorks))
+	planned, findings, err := plan.For(st.fs, previousStarts(st.fs, st.existingWorks))
 	if err != nil {
 		st.invalidSpec(err)
 		return nil, false
 	}
-	st.problems = append(st.problems, problems...)
+	for _, f := range findings {
+		st.report(planProblem(f))
+	}
 	return planned, true
 }
 

@@ -70,19 +70,16 @@ func (r *FleetSetReconciler) fleetSetsDelivering(kind string) func(context.Conte
 	}
 }
 
-// renderSubsets gives each planned subset its pod template and claim
-// templates after its overrides (manifestwork.SubsetTemplate), checks an
-// overridden template against the FleetSet's Pod Security level, and, with
-// spec.dependencies Auto, reads from the hub every ConfigMap and Secret the
-// template references and attaches the copies to deliver and their hash. A
-// subset whose overrides do not apply is an InvalidSpec problem, a
-// forbidden template a PodSecurityViolation, a referenced object missing on
-// the hub (not marked optional) a DependencyMissing problem; any of them
-// returns false, and the reconcile then writes nothing. Errors are failed
-// reads.
-func (r *FleetSetReconciler) renderSubsets(ctx context.Context, st *state, planned []plan.Subset) (bool, error) {
+// renderSubsets renders each planned subset (same order): its templates
+// after its overrides (manifestwork.SubsetTemplate), checked against the
+// Pod Security level, and with spec.dependencies Auto the ConfigMaps and
+// Secrets they reference, with their hash. Overrides that do not apply
+// (InvalidSpec), a forbidden template (PodSecurityViolation) or a missing
+// dependency (DependencyMissing) return false: nothing is written.
+func (r *FleetSetReconciler) renderSubsets(ctx context.Context, st *state, planned []plan.Subset) ([]renderedSubset, bool, error) {
 	fs := st.fs
 	ok := true
+	out := make([]renderedSubset, len(planned))
 	index := map[string]int{}
 	for i, s := range fs.Spec.Topology.Subsets {
 		index[s.Name] = i
@@ -95,8 +92,7 @@ func (r *FleetSetReconciler) renderSubsets(ctx context.Context, st *state, plann
 		fleetRefs[ref.Kind+"/"+ref.Name] = true
 	}
 	reported := map[string]bool{}
-	for k := range planned {
-		sp := &planned[k]
+	for k, sp := range planned {
 		var spec *fleetv1.Subset
 		field := "spec.template"
 		if i, found := index[sp.Name]; found {
@@ -105,28 +101,27 @@ func (r *FleetSetReconciler) renderSubsets(ctx context.Context, st *state, plann
 		}
 		tmpl, claims, err := manifestwork.SubsetTemplate(fs, spec, field)
 		if err != nil {
-			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonInvalidSpec, Subset: sp.Name, Message: err.Error()})
+			st.report(subsetProblem(fleetv1.ReasonInvalidSpec, sp.Name, "", err.Error()))
 			ok = false
 			continue
 		}
 		if spec != nil && overridesTemplate(spec) {
 			if err := tenancy.CheckPodTemplate(field+" (spec.template with the subset's overrides)", string(fs.Spec.PodSecurityLevelOrDefault()), tmpl); err != nil {
-				st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonPodSecurity, Subset: sp.Name, Message: err.Error()})
+				st.report(subsetProblem(fleetv1.ReasonPodSecurity, sp.Name, "", err.Error()))
 				ok = false
 				continue
 			}
 		}
-		sp.Template, sp.Claims = tmpl, claims
+		out[k].template, out[k].claims = tmpl, claims
 		if fs.Spec.DependenciesOrDefault() != fleetv1.DependenciesAuto {
 			continue
 		}
-		sp.Dependencies = nil
 		for _, ref := range manifestwork.References(tmpl) {
 			key := ref.Kind + "/" + ref.Name
 			obj, seen := read[key]
 			if !seen {
 				if obj, err = r.readDependency(ctx, fs.Namespace, ref); err != nil {
-					return false, err
+					return nil, false, err
 				}
 				read[key] = obj
 			}
@@ -139,24 +134,23 @@ func (r *FleetSetReconciler) renderSubsets(ctx context.Context, st *state, plann
 					}
 					if !reported[subset+"/"+key] {
 						reported[subset+"/"+key] = true
-						st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonDependencyMissing, Subset: subset,
-							Message: fmt.Sprintf("%s %s, referenced by %s (%s), does not exist in namespace %s on the hub; holding: no work is written (nothing is removed from any member) until it exists, the reference is removed or marked optional, or spec.dependencies is None",
-								ref.Kind, ref.Name, where, ref.Where, fs.Namespace)})
+						st.report(subsetProblem(fleetv1.ReasonDependencyMissing, subset, "", fmt.Sprintf("%s %s, referenced by %s (%s), does not exist in namespace %s on the hub; holding: no work is written (nothing is removed from any member) until it exists, the reference is removed or marked optional, or spec.dependencies is None",
+							ref.Kind, ref.Name, where, ref.Where, fs.Namespace)))
 					}
 				}
 				continue
 			}
 			d, err := manifestwork.Dependency(fs, obj)
 			if err != nil {
-				return false, err
+				return nil, false, err
 			}
-			sp.Dependencies = append(sp.Dependencies, d)
+			out[k].dependencies = append(out[k].dependencies, d)
 		}
-		if sp.DependenciesHash, err = manifestwork.DependenciesHash(sp.Dependencies); err != nil {
-			return false, err
+		if out[k].dependenciesHash, err = manifestwork.DependenciesHash(out[k].dependencies); err != nil {
+			return nil, false, err
 		}
 	}
-	return ok, nil
+	return out, ok, nil
 }
 
 // overridesTemplate reports whether s changes the pod template (not only

@@ -73,10 +73,8 @@ func (r *ResyncReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // leaseClustersChanged passes FleetSet creations and deletions, and the
 // updates that change what the resync reconcile reads of a FleetSet: its
 // deletionTimestamp, the clusters it uses or may use (clustersOf), or where
-// its subsets run and their failover phases. The FleetSet controller's
-// status updates (feedback, conditions, one per FleetSet change) pass no
-// more: each one used to reconcile the lease of every cluster of the
-// FleetSet.
+// its subsets run and their failover phases; not the status updates of
+// feedback and conditions.
 func leaseClustersChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -111,9 +109,8 @@ func leaseView(fs *fleetv1.FleetSet) []string {
 // lease be renewed or recreated: every event of the resync work itself, and
 // of the FleetSets' works the deletions, a new deletionTimestamp and a
 // change of Applied at the work's generation (what holdsMovedSubsets reads
-// and waits for). Their creations and feedback updates, thousands during a
-// rollout, pass no more: they can only hold a renewal back, and renewals
-// come on schedule, when holdsMovedSubsets reads the cache anew.
+// and waits for); not their creations and feedback updates, which can only
+// hold a renewal back, and renewals come on schedule.
 func leaseRelevant() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return e.Object.GetName() == fleetv1.ResyncWorkName },
@@ -163,9 +160,8 @@ func (r *ResyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 }
 
 // reconcile deletes the resync work of a cluster that is gone or hosts no
-// subset; otherwise, while the cluster is available, creates the work or
-// renews its Lease when a third of the duration has passed (or its holder or
-// duration differ), and requeues for the next renewal.
+// subset (removeLease); otherwise, while the cluster is available and holds
+// no subset moved away from it, keeps its Lease (renewLease).
 func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *clusterv1.ManagedCluster) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("cluster", cluster)
 	hosted, err := r.hostsSubset(ctx, cluster)
@@ -173,21 +169,7 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 		return ctrl.Result{}, err
 	}
 	if mc == nil || !hosted {
-		work, err := r.resyncWork(ctx, cluster)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if work == nil || !work.DeletionTimestamp.IsZero() {
-			return ctrl.Result{}, nil
-		}
-		if err := r.Delete(ctx, work); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, err
-		}
-		logger.V(2).Info("Deleted resync lease work", "hosted", hosted)
-		if mc != nil {
-			r.Recorder.Event(mc, corev1.EventTypeNormal, EventLeaseDeleted, "No FleetSet uses the cluster: deleted ManifestWork "+fleetv1.ResyncWorkName)
-		}
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.removeLease(ctx, cluster, mc, hosted)
 	}
 	if !isAvailable(mc) {
 		// Not renewing is the signal: the member's Lease expires.
@@ -202,6 +184,30 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 		logger.V(2).Info("Not renewing the resync lease until relocated subsets are removed", "reason", reason)
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
+	return r.renewLease(ctx, cluster, mc)
+}
+
+// removeLease deletes the resync work of cluster (mc nil: gone), unless it
+// is gone or being deleted already.
+func (r *ResyncReconciler) removeLease(ctx context.Context, cluster string, mc *clusterv1.ManagedCluster, hosted bool) error {
+	work, err := r.resyncWork(ctx, cluster)
+	if err != nil || work == nil || !work.DeletionTimestamp.IsZero() {
+		return err
+	}
+	if err := r.Delete(ctx, work); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	log.FromContext(ctx).V(2).Info("Deleted resync lease work", "cluster", cluster, "hosted", hosted)
+	if mc != nil {
+		r.Recorder.Event(mc, corev1.EventTypeNormal, EventLeaseDeleted, "No FleetSet uses the cluster: deleted ManifestWork "+fleetv1.ResyncWorkName)
+	}
+	return nil
+}
+
+// renewLease creates the resync work of cluster, or renews its Lease when a
+// third of the duration has passed (or its holder or duration differ), and
+// requeues for the next renewal.
+func (r *ResyncReconciler) renewLease(ctx context.Context, cluster string, mc *clusterv1.ManagedCluster) (ctrl.Result, error) {
 	work, err := r.resyncWork(ctx, cluster)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -247,7 +253,7 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 		return ctrl.Result{}, fmt.Errorf("renewing resync lease in %s: %w", cluster, err)
 	}
 	leaseRenewals.WithLabelValues(cluster).Inc()
-	logger.V(4).Info("Renewed resync lease", "renewTime", now)
+	log.FromContext(ctx).V(4).Info("Renewed resync lease", "cluster", cluster, "renewTime", now)
 	return ctrl.Result{RequeueAfter: period}, nil
 }
 
@@ -299,12 +305,10 @@ func (r *ResyncReconciler) peers() map[string]string {
 	return r.Peers()
 }
 
-// resyncWork reads the resync work of cluster live from the apiserver
-// (APIReader), or nil when there is none. It is the hub's one read that
-// bypasses the manager's cache, once per renewal: the Lease's renewTime and
-// the work's resourceVersion must be current, and during a burst of
-// ManifestWork writes the cache's watch can lag the apiserver by tens of
-// seconds, which would hold renewals back (and fence the members) or make
+// resyncWork reads the resync work of cluster live (APIReader), or nil when
+// there is none: its renewTime and resourceVersion must be current, and
+// during a burst of ManifestWork writes the cache can lag by tens of
+// seconds, which would hold renewals back (fencing the members) or make
 // them conflict.
 func (r *ResyncReconciler) resyncWork(ctx context.Context, cluster string) (*workv1.ManifestWork, error) {
 	reader := r.APIReader

@@ -42,7 +42,7 @@ func TestRolloutProgress(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := &state{fs: tt.fs, rolloutDecision: tt.d, fleetRevision: "new", now: now}
+			st := &state{fs: tt.fs, rollout: rolloutPlan{ru: rollingUpdate(tt.fs), decision: tt.d, fleetRevision: "new"}, now: now}
 			reason, msg, ok := rolloutProgress(st, tt.status)
 			if !ok || reason != tt.want {
 				t.Errorf("rolloutProgress = %s %q %v, want %s", reason, msg, ok, tt.want)

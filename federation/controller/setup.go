@@ -3,15 +3,24 @@
 // members' status back; ResyncReconciler keeps the per-cluster resync lease.
 // Both run in one controller-runtime manager (cmd/hub).
 //
-// Files by concern: setup.go (options, indexes, Setup); fleetset_controller.go
-// (the FleetSet reconciler, its watches and its reconcile, a list of steps);
-// one file per step: state.go (what a reconcile reads and decides, each
-// subset's observed work and feedback), planning.go, failover.go,
-// clusters.go (also cluster availability and the FleetSet indexes by
-// cluster), rollout.go, works.go (choosing the ManifestWork writes),
-// writes.go (making them, in parallel), status.go, deletion.go;
-// resync_controller.go (the resync lease); expectations.go (cache reads no
-// older than the reconciler's writes); metrics.go.
+// Files: setup.go (options, indexes, Setup); fleetset_controller.go (the
+// FleetSet reconciler, its watches, its reconcile as a list of steps);
+// state.go (what one reconcile reads and decides, typed per step);
+// problems.go (what Degraded reports); one file per step, in reconcile
+// order: deletion.go, placement.go, clusters.go (also availability and the
+// FleetSet indexes by cluster), tenancy.go, planning.go, rendering.go,
+// failover.go, observe.go, rollout.go, works.go (choosing the ManifestWork
+// writes), freshness.go, writes.go (making them, in parallel), status.go,
+// events.go; resync_controller.go (the resync lease); expectations.go
+// (cache reads no older than the reconciler's writes); metrics.go.
+//
+// Every read goes through the manager's cache except four, made live
+// through APIReader: the FleetSet's metadata before a reconcile writes
+// ManifestWorks (freshness.go); a delivered ConfigMap's or Secret's content
+// once its cached resourceVersion changed (rendering.go); the heartbeat
+// Lease of each unavailable cluster the failover step considers
+// (failover.go); the resync work before a renewal or deletion
+// (resync_controller.go).
 package controller
 
 import (

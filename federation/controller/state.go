@@ -2,12 +2,13 @@ package controller
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,7 +19,7 @@ import (
 )
 
 // state is what one reconcile of a FleetSet reads and decides, filled in by
-// its steps in order (see reconcile).
+// its steps in order (see reconcile), each into its own fields.
 type state struct {
 	// fs is the FleetSet being reconciled, as the cache holds it.
 	fs *fleetv1.FleetSet
@@ -27,61 +28,102 @@ type state struct {
 	// workName is the name of the FleetSet's ManifestWork in every cluster.
 	workName string
 	// existingWorks are the FleetSet's ManifestWorks, by namespace/name: as
-	// the cache held them, then as this reconcile wrote them (a deleted one
-	// removed).
+	// the cache held them, then as this reconcile wrote them.
 	existingWorks map[types.NamespacedName]*workv1.ManifestWork
-	// subsets are the subsets' plans, in spec order (empty when the spec
-	// cannot be planned).
+	// clusters are the ManagedClusters the FleetSet uses or may use, read
+	// once (readClusters), by name; nil: not found.
+	clusters map[string]*clusterv1.ManagedCluster
+	// subsets are the subsets in spec order (empty when the spec cannot be
+	// planned).
 	subsets []subsetPlan
 	// problems are what the Degraded condition reports.
-	problems []plan.Problem
+	problems []problem
 	// feedbackProblems are the subsets whose fed-back status was ignored,
 	// by subset name (observeWorks may run again after writes).
-	feedbackProblems map[string]plan.Problem
-	// fleetRevision is the fleet revision of the spec's template.
-	fleetRevision string
-	// rolloutDecision is the rollout planner's decision (nil when the spec
-	// cannot be planned).
-	rolloutDecision *rollout.Decision
+	feedbackProblems map[string]problem
+	// rollout is the rollout step's fleet-wide output.
+	rollout rolloutPlan
 	// failoverEvents are the failover steps of this reconcile, emitted
 	// once the status holding them is written.
 	failoverEvents []pendingEvent
-	// failoverRequeue is when a failover wait (or a switchover deadline)
-	// ends (0: none).
+	// failoverRequeue is when a failover wait ends (0: none).
 	failoverRequeue time.Duration
-	// switchover is the switchover a role-ordered rollout asks of the
-	// leader this reconcile (status.switchover); nil: none.
-	switchover *fleetv1.SwitchoverStatus
 }
 
-// subsetPlan is one subset as the reconcile delivers it: its plan, whether
-// its cluster exists and is Available, its failover decision, and what the
-// FleetSet's ManifestWork in that cluster reports of it.
+// subsetPlan is one subset as the reconcile delivers it: each step's output
+// for it (preFilterState-like, filled once per step).
 type subsetPlan struct {
-	// planned is the subset's plan, its cluster being where it runs now.
-	planned          plan.Subset
+	// planned is plan.For's division and ordinal block, placed by the
+	// failover step (Cluster and Domains where the subset runs now).
+	planned plan.Subset
+	// rendered is the rendering step's output.
+	rendered renderedSubset
+	subsetFailover
+	// clusterExists and clusterAvailable are the checked cluster's state.
 	clusterExists    bool
 	clusterAvailable bool
-	subsetFailover
+	// rollout is the rollout step's output.
+	rollout subsetRollout
 	// work is the FleetSet's ManifestWork in the subset's cluster, as the
 	// cache held it or as this reconcile wrote it; nil: none.
 	work *workv1.ManifestWork
-	// feedback is the statusFeedback the work agent reports in work of the
-	// subset's StatefulSet; nil: none reported.
+	// feedback is the statusFeedback of the subset's StatefulSet in work;
+	// nil: none reported.
 	feedback *manifestwork.StatefulSetFeedback
-	// roles is its member's role summary (spec.roles), fed back from its
-	// SubsetPlacement; nil: none reported.
+	// roles is its member's role summary (spec.roles); nil: none reported.
 	roles *manifestwork.RoleReport
+}
+
+// renderedSubset is a subset's pod and claim templates after its overrides
+// (nil: the fleet's) and the dependencies delivered with it.
+type renderedSubset struct {
+	template         *corev1.PodTemplateSpec
+	claims           []corev1.PersistentVolumeClaim
+	dependencies     []runtime.Object
+	dependenciesHash string
 }
 
 // subsetFailover is a subset's failover decision.
 type subsetFailover struct {
+	// spreadOnly says why a relocated subset runs without its domains.
+	spreadOnly string
+	// epoch is its fencing epoch; fencing its SubsetPlacement spec.fencing
+	// (nil without failover policy Relocate).
+	epoch   int64
+	fencing *fleetv1.PlacementFencing
 	// draining is true while a failing-back or moving subset is delivered
 	// to the cluster it leaves with replicas 0, until that cluster reports
-	// it runs none of its pods (manifestwork.Drained).
+	// none of its pods left (manifestwork.Drained).
 	draining bool
 	// failoverPhase is the subset's failover phase ("" at home).
 	failoverPhase fleetv1.SubsetFailoverPhase
+}
+
+// subsetRollout is the rollout step's output for one subset.
+type subsetRollout struct {
+	// revision is the subset revision (rollout.SubsetRevision).
+	revision string
+	// partition, when partitioned (RollingUpdate), replaces the plan's.
+	partition   int32
+	partitioned bool
+	// update is its member's instruction in a role-ordered rollout.
+	update *fleetv1.PlacementUpdate
+}
+
+// rolloutPlan is the rollout step's fleet-wide output.
+type rolloutPlan struct {
+	// ru is spec.updateStrategy.rollingUpdate (nil: Manual).
+	ru *fleetv1.RollingUpdateFleetSet
+	// fleetRevision is the fleet revision of the subsets' revisions.
+	fleetRevision string
+	// decision is the rollout planner's (nil: not planned).
+	decision *rollout.Decision
+	// switchover is what a role-ordered rollout asks of the leader
+	// (status.switchover); nil: none.
+	switchover *fleetv1.SwitchoverStatus
+	// requeue is when a switchover deadline or the progress deadline passes
+	// (0: none).
+	requeue time.Duration
 }
 
 // pendingEvent is an event about status (a condition or rollout step) to emit
@@ -100,95 +142,19 @@ func (r *FleetSetReconciler) newState(ctx context.Context, fs *fleetv1.FleetSet)
 		return nil, err
 	}
 	return &state{fs: fs, now: metav1.NewTime(r.now()), workName: manifestwork.WorkName(fs.Namespace, fs.Name), existingWorks: works,
-		feedbackProblems: map[string]plan.Problem{}}, nil
+		feedbackProblems: map[string]problem{}}, nil
 }
 
-// invalidSpec records err, naming the spec field it found wrong, as an
-// InvalidSpec problem.
-func (st *state) invalidSpec(err error) {
-	st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonInvalidSpec, Message: err.Error()})
+// partition is the subset's StatefulSet partition: the rollout's under
+// RollingUpdate, else the plan's (spec.updateStrategy.manualUpdate).
+func (sp *subsetPlan) partition() int32 {
+	if sp.rollout.partitioned {
+		return sp.rollout.partition
+	}
+	return sp.planned.Partition
 }
 
 // workKey returns the key of the FleetSet's ManifestWork in cluster.
 func (st *state) workKey(cluster string) types.NamespacedName {
 	return types.NamespacedName{Namespace: cluster, Name: st.workName}
-}
-
-// observeWorks attaches to each subset's plan the FleetSet's ManifestWork
-// in its cluster and the feedback of the subset's StatefulSet there, each
-// work's feedback decoded once; with clusters, only to the subsets in
-// those clusters (whose work this reconcile wrote or deleted).
-func (st *state) observeWorks(clusters ...string) {
-	decoded := map[*workv1.ManifestWork]map[string]manifestwork.StatefulSetFeedback{}
-	if st.feedbackProblems == nil {
-		st.feedbackProblems = map[string]plan.Problem{}
-	}
-	for i := range st.subsets {
-		sp := &st.subsets[i]
-		if len(clusters) > 0 && !slices.Contains(clusters, sp.planned.Cluster) {
-			continue
-		}
-		sp.work, sp.feedback, sp.roles = st.existingWorks[st.workKey(sp.planned.Cluster)], nil, nil
-		sp.planned.Roles, sp.planned.Leaders = nil, nil
-		if sp.work == nil {
-			continue
-		}
-		if len(st.fs.Spec.Roles) > 0 {
-			if r, ok := manifestwork.RoleFeedback(sp.work)[manifestwork.StatefulSetName(st.fs.Name, sp.planned.Name)]; ok {
-				sp.roles = &r
-				sp.planned.Roles, sp.planned.Leaders = r.Roles, r.Leaders
-			}
-		}
-		fb, ok := decoded[sp.work]
-		if !ok {
-			fb = manifestwork.Feedback(sp.work)
-			decoded[sp.work] = fb
-		}
-		name := manifestwork.StatefulSetName(st.fs.Name, sp.planned.Name)
-		f, ok := fb[name]
-		if !ok {
-			continue
-		}
-		// A member's report is checked before anything uses it.
-		if err := f.Validate(max(sp.planned.BlockSize, sp.planned.Replicas)); err != nil {
-			st.feedbackProblems[sp.planned.Name] = plan.Problem{Reason: fleetv1.ReasonInvalidFeedback, Subset: sp.planned.Name, Cluster: sp.planned.Cluster,
-				Message: fmt.Sprintf("status fed back for StatefulSet %s ignored: %v", name, err)}
-			continue
-		}
-		delete(st.feedbackProblems, sp.planned.Name)
-		f = f.Clamp(sp.planned.Replicas)
-		sp.feedback = &f
-	}
-}
-
-// recordWritten records w as this reconcile wrote it (its status as the
-// cache held it) and attaches it to the subsets in its cluster.
-func (st *state) recordWritten(w *workv1.ManifestWork) {
-	st.existingWorks[client.ObjectKeyFromObject(w)] = w
-	st.observeWorks(w.Namespace)
-}
-
-// recordDeleted records that this reconcile deleted the work at key, and
-// detaches it from the subsets in its cluster.
-func (st *state) recordDeleted(key types.NamespacedName) {
-	delete(st.existingWorks, key)
-	st.observeWorks(key.Namespace)
-}
-
-// feedbackReported reports whether the work agent has fed back the status
-// of status subset ss's StatefulSet: as attached to the subset's plan, or,
-// when the spec could not be planned (status.subsets are then the last
-// reconcile's), from the FleetSet's ManifestWork in ss's cluster.
-func (st *state) feedbackReported(ss fleetv1.SubsetStatus) bool {
-	for _, sp := range st.subsets {
-		if sp.planned.Name == ss.Name {
-			return sp.feedback != nil
-		}
-	}
-	w := st.existingWorks[st.workKey(ss.Cluster)]
-	if w == nil {
-		return false
-	}
-	_, ok := manifestwork.Feedback(w)[manifestwork.StatefulSetName(st.fs.Name, ss.Name)]
-	return ok
 }

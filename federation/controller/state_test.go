@@ -52,8 +52,7 @@ func TestObserveWorks(t *testing.T) {
 	rewritten := east.DeepCopy()
 	rewritten.Status.ResourceStatus.Manifests[0].StatusFeedbacks.Values[1].Value.Integer = ptr.To[int64](2) // ready
 	rewritten.Status.ResourceStatus.Manifests[0].StatusFeedbacks.Values[3].Value.Integer = ptr.To[int64](2) // available
-	st.recordWritten(rewritten)
-	st.recordDeleted(client.ObjectKeyFromObject(west))
+	st.recordWrites([]*workv1.ManifestWork{rewritten}, []types.NamespacedName{client.ObjectKeyFromObject(west)})
 	check("after the writes", view{rewritten, 2}, view{nil, -1}, view{rewritten, -1}, view{nil, -1})
 
 	for _, tc := range []struct {

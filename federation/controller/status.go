@@ -5,14 +5,13 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/manifestwork"
-	"github.com/fleetset/fleetset/federation/plan"
 )
 
 // Status folding: pure functions from what a reconcile learned (the plan,
@@ -27,8 +26,8 @@ func foldSubsets(st *state, status *fleetv1.FleetSetStatus) {
 	status.Replicas, status.ReadyReplicas, status.AvailableReplicas = 0, 0, 0
 	for _, sp := range st.subsets {
 		p := sp.planned
-		ss := fleetv1.SubsetStatus{Name: p.Name, Cluster: p.Cluster, OrdinalStart: p.OrdinalStart, Replicas: p.Replicas, Partition: p.Partition,
-			Epoch: p.Epoch, Failover: sp.failoverPhase, Revision: p.Revision}
+		ss := fleetv1.SubsetStatus{Name: p.Name, Cluster: p.Cluster, OrdinalStart: p.OrdinalStart, Replicas: p.Replicas, Partition: sp.partition(),
+			Epoch: sp.epoch, Failover: sp.failoverPhase, Revision: sp.rollout.revision}
 		for _, d := range p.Domains {
 			ss.Domains = append(ss.Domains, fleetv1.DomainStatus{Name: d.Name, Replicas: d.Replicas})
 		}
@@ -39,11 +38,11 @@ func foldSubsets(st *state, status *fleetv1.FleetSetStatus) {
 					// The member apiserver's own answer, per object.
 					msg = fmt.Sprintf("member cluster %s refused %s", p.Cluster, strings.Join(f, "; "))
 				}
-				st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonApplyFailed, Subset: p.Name, Cluster: p.Cluster, Message: msg})
+				st.report(subsetProblem(fleetv1.ReasonApplyFailed, p.Name, p.Cluster, msg))
 			}
 		}
 		if fp, ok := st.feedbackProblems[p.Name]; ok {
-			st.problems = append(st.problems, fp)
+			st.report(fp)
 		}
 		if f := sp.feedback; f != nil {
 			ss.ObservedReplicas, ss.ReadyReplicas = f.Replicas, f.ReadyReplicas
@@ -51,8 +50,8 @@ func foldSubsets(st *state, status *fleetv1.FleetSetStatus) {
 			ss.CurrentRevision, ss.UpdateRevision = f.CurrentRevision, f.UpdateRevision
 			ss.FleetRevision = f.FleetRevision
 		}
-		if st.rolloutDecision != nil && rollingUpdate(st.fs) != nil {
-			ss.Rollout = fleetv1.SubsetRolloutPhase(st.rolloutDecision.Phases[p.Name])
+		if st.rollout.decision != nil && st.rollout.ru != nil {
+			ss.Rollout = fleetv1.SubsetRolloutPhase(st.rollout.decision.Phases[p.Name])
 		}
 		status.Replicas = addSaturating(status.Replicas, ss.ObservedReplicas)
 		status.ReadyReplicas = addSaturating(status.ReadyReplicas, ss.ReadyReplicas)
@@ -99,11 +98,10 @@ func foldRoles(st *state, status *fleetv1.FleetSetStatus) {
 		for i, l := range leaders {
 			names[i] = fmt.Sprintf("%s in cluster %s", l.Name, l.Cluster)
 		}
-		st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonMultipleLeaders,
-			Message: fmt.Sprintf("%d instances hold the leader role: %s", len(leaders), strings.Join(names, ", "))})
+		st.report(fleetProblem(fleetv1.ReasonMultipleLeaders,
+			fmt.Sprintf("%d instances hold the leader role: %s", len(leaders), strings.Join(names, ", "))))
 	case reported && len(st.subsets) > 0:
-		st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonNoLeader,
-			Message: "no instance holds the leader role (every subset reported its roles)"})
+		st.report(fleetProblem(fleetv1.ReasonNoLeader, "no instance holds the leader role (every subset reported its roles)"))
 	}
 }
 
@@ -159,7 +157,7 @@ func setConditions(st *state, status *fleetv1.FleetSetStatus) {
 		}
 		apimeta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
 	}
-	problems := append([]plan.Problem(nil), st.problems...)
+	problems := append([]problem(nil), st.problems...)
 	sort.SliceStable(problems, func(i, j int) bool { return reasonRank[problems[i].Reason] < reasonRank[problems[j].Reason] })
 	if len(problems) > 0 {
 		msgs := make([]string, len(problems))
@@ -207,17 +205,114 @@ func setConditions(st *state, status *fleetv1.FleetSetStatus) {
 	}
 }
 
-// problemEvents returns a Warning event when Degraded became True or changed
-// its message, so a lasting problem is reported once, not per reconcile.
-func problemEvents(old, cur *fleetv1.FleetSetStatus) []pendingEvent {
-	c := apimeta.FindStatusCondition(cur.Conditions, fleetv1.ConditionDegraded)
-	if c == nil || c.Status != metav1.ConditionTrue {
-		return nil
+// feedbackReported reports whether the work agent has fed back the status
+// of status subset ss's StatefulSet: as attached to the subset's plan, or,
+// when the spec could not be planned (status.subsets are then the last
+// reconcile's), from the FleetSet's ManifestWork in ss's cluster.
+func (st *state) feedbackReported(ss fleetv1.SubsetStatus) bool {
+	for _, sp := range st.subsets {
+		if sp.planned.Name == ss.Name {
+			return sp.feedback != nil
+		}
 	}
-	if o := apimeta.FindStatusCondition(old.Conditions, fleetv1.ConditionDegraded); o != nil && o.Status == c.Status && o.Reason == c.Reason && o.Message == c.Message {
-		return nil
+	w := st.existingWorks[st.workKey(ss.Cluster)]
+	if w == nil {
+		return false
 	}
-	return []pendingEvent{{corev1.EventTypeWarning, c.Reason, c.Message}}
+	_, ok := manifestwork.Feedback(w)[manifestwork.StatefulSetName(st.fs.Name, ss.Name)]
+	return ok
+}
+
+// rollingOut reports whether a rollout of a changed template is in progress:
+// the spec's revision differs from the one every instance ran when the last
+// rollout (or the creation) completed.
+func rollingOut(st *state, status *fleetv1.FleetSetStatus) bool {
+	return st.rollout.decision != nil && !st.rollout.decision.Complete && status.CurrentRevision != "" && status.CurrentRevision != st.rollout.fleetRevision
+}
+
+// foldRollout writes the fleet's revisions, updated counts and the rollout's
+// progress time into status, and when its progress deadline passes into
+// st.rollout.requeue.
+func foldRollout(st *state, status *fleetv1.FleetSetStatus) {
+	if st.rollout.decision == nil {
+		return
+	}
+	d := st.rollout.decision
+	progressed := status.UpdateRevision != st.rollout.fleetRevision || d.Updated > status.UpdatedReplicas || d.UpdatedReady > status.UpdatedReadyReplicas
+	status.Switchover = st.rollout.switchover
+	status.UpdateRevision = st.rollout.fleetRevision
+	status.UpdatedReplicas, status.UpdatedReadyReplicas = d.Updated, d.UpdatedReady
+	partition := int32(0)
+	if ru := st.rollout.ru; ru != nil {
+		partition = ru.Partition
+	}
+	switch {
+	case d.Complete && partition == 0:
+		status.CurrentRevision = st.rollout.fleetRevision
+		status.RolloutProgressTime = nil
+	case !rollingOut(st, status):
+		status.RolloutProgressTime = nil
+	case progressed || status.RolloutProgressTime == nil:
+		status.RolloutProgressTime = st.now.DeepCopy()
+	}
+	st.rollout.requeue = minPositive(st.rollout.requeue, rolloutRequeue(st, status))
+}
+
+// progressDeadline returns ru.progressDeadlineSeconds as a duration.
+func progressDeadline(ru *fleetv1.RollingUpdateFleetSet) time.Duration {
+	return time.Duration(ru.ProgressDeadlineSecondsOrDefault()) * time.Second
+}
+
+// rolloutProgress returns the Progressing reason and message of a rollout:
+// ok is true while one is in progress (RolloutBlocked, RolloutPaused or
+// RolloutUpdating); when a rollout stopped at its partition it returns
+// RolloutPartitioned with ok false; otherwise "", "", false.
+func rolloutProgress(st *state, status *fleetv1.FleetSetStatus) (string, string, bool) {
+	if st.rollout.decision == nil {
+		return "", "", false
+	}
+	d := st.rollout.decision
+	fleet := fmt.Sprintf("revision %s: %d/%d instances updated, %d updated and ready", st.rollout.fleetRevision, d.Updated, st.fs.Spec.Replicas, d.UpdatedReady)
+	if !rollingOut(st, status) {
+		if ru := st.rollout.ru; ru != nil && d.Complete && ru.Partition > 0 && status.CurrentRevision != st.rollout.fleetRevision {
+			return fleetv1.ReasonRolloutPartitioned, fmt.Sprintf("stopped at rollingUpdate.partition %d; %s", ru.Partition, fleet), false
+		}
+		return "", "", false
+	}
+	var updating []string
+	for _, name := range d.Updating {
+		for _, ss := range status.Subsets {
+			if ss.Name == name {
+				updating = append(updating, fmt.Sprintf("subset %s on cluster %s (%d/%d updated, %d/%d available)",
+					ss.Name, ss.Cluster, ss.UpdatedReplicas, ss.Replicas, ss.AvailableReplicas, ss.Replicas))
+			}
+		}
+	}
+	ru := st.rollout.ru
+	switch {
+	case len(d.Blocked) > 0:
+		return fleetv1.ReasonRolloutBlocked, strings.Join(d.Blocked, "; ") + "; waiting; " + fleet, true
+	case ru != nil && status.RolloutProgressTime != nil && !ru.Paused && st.now.Sub(status.RolloutProgressTime.Time) > progressDeadline(st.rollout.ru):
+		return fleetv1.ReasonRolloutBlocked, fmt.Sprintf("no progress for more than %s: %s; waiting; %s",
+			progressDeadline(st.rollout.ru), strings.Join(updating, ", "), fleet), true
+	case st.rollout.switchover != nil && st.rollout.switchover.Held:
+		return fleetv1.ReasonRolloutBlocked, fmt.Sprintf("%s: leader %s in cluster %s has not handed its role over since %s (switchover policy Required); waiting; %s",
+			fleetv1.ReasonSwitchoverHeld, st.rollout.switchover.Pod, st.rollout.switchover.Cluster, st.rollout.switchover.RequestedAt.UTC().Format(time.RFC3339), fleet), true
+	case ru != nil && ru.Paused:
+		return fleetv1.ReasonRolloutPaused, "rollingUpdate.paused; at " + strings.Join(updating, ", ") + "; " + fleet, true
+	}
+	return fleetv1.ReasonRolloutUpdating, "updating " + strings.Join(updating, ", ") + "; " + fleet, true
+}
+
+// rolloutRequeue returns when to reconcile again without an event: when an
+// unpaused rollout's progress deadline passes, so RolloutBlocked is set on
+// time; 0 otherwise.
+func rolloutRequeue(st *state, status *fleetv1.FleetSetStatus) time.Duration {
+	ru := st.rollout.ru
+	if ru == nil || ru.Paused || status.RolloutProgressTime == nil || !rollingOut(st, status) {
+		return 0
+	}
+	return max(time.Second, status.RolloutProgressTime.Add(progressDeadline(st.rollout.ru)).Sub(st.now.Time)+time.Second)
 }
 
 // addSaturating returns a + b for counts ≥ 0, at most math.MaxInt32: a

@@ -52,7 +52,7 @@ func TestFoldStatus(t *testing.T) {
 	tests := []struct {
 		name                                   string
 		works                                  []*workv1.ManifestWork
-		problems                               []plan.Problem
+		problems                               []problem
 		wantReplicas, wantReady                int32
 		wantDegraded, wantProgress, wantReady2 cond
 	}{
@@ -81,7 +81,7 @@ func TestFoldStatus(t *testing.T) {
 		{
 			name:         "work not applied and a cluster unavailable: ApplyFailed first, both named",
 			works:        []*workv1.ManifestWork{feedbackWork("east", "east", 5, 5, 5, 5, metav1.ConditionFalse), feedbackWork("west", "west", 4, 4, 3, 4, metav1.ConditionTrue)},
-			problems:     []plan.Problem{{Reason: fleetv1.ReasonClusterUnavailable, Subset: "west", Cluster: "west", Message: "ManagedCluster is not Available"}},
+			problems:     []problem{{Reason: fleetv1.ReasonClusterUnavailable, Subset: "west", Cluster: "west", Message: "ManagedCluster is not Available"}},
 			wantReplicas: 9, wantReady: 9,
 			wantDegraded: cond{metav1.ConditionTrue, fleetv1.ReasonApplyFailed, "subset east on cluster east: work agent reports ManifestWork not applied: r: quota exceeded; subset west on cluster west: ManagedCluster is not Available"},
 			wantProgress: cond{metav1.ConditionFalse, fleetv1.ReasonComplete, ""},

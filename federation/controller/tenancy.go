@@ -4,70 +4,46 @@ import (
 	"context"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
-	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
-	"github.com/fleetset/fleetset/federation/plan"
 	"github.com/fleetset/fleetset/federation/tenancy"
 )
 
-// admitTenancy is the reconcile step that checks, before anything is
-// planned, what the FleetSet may reach (package tenancy): every cluster its
-// subsets name and may fall back to must be in a ManagedClusterSet bound to
-// its namespace, and its pod template must pass its Pod Security level. A
-// refusal is a ClusterNotBound or PodSecurityViolation problem naming the
-// field, and false: the reconcile then plans, writes and deletes nothing,
-// and reports. A cluster whose ManagedCluster does not exist is left to
-// checkClusters (ClusterNotFound). Errors are failed reads.
+// admitTenancy checks what the FleetSet may reach (package tenancy): each
+// existing cluster it names or falls back to in a ManagedClusterSet bound to
+// its namespace, its pod template within its Pod Security level. A refusal
+// is a ClusterNotBound or PodSecurityViolation problem and false: nothing is
+// planned or written. Errors are reads of the cluster sets.
 func (r *FleetSetReconciler) admitTenancy(ctx context.Context, st *state) (bool, error) {
 	fs := st.fs
 	ok := true
 	if err := tenancy.CheckPodTemplate("spec.template", string(fs.Spec.PodSecurityLevelOrDefault()), &fs.Spec.Template); err != nil {
-		st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonPodSecurity, Message: err.Error()})
+		st.report(fleetProblem(fleetv1.ReasonPodSecurity, err.Error()))
 		ok = false
 	}
 	sets, err := tenancy.ReadClusterSets(ctx, r.Client, fs.Namespace)
 	if err != nil {
 		return false, err
 	}
-	clusters := map[string]*clusterv1.ManagedCluster{}
-	check := func(subset, field, name string) error {
-		mc, seen := clusters[name]
-		if !seen {
-			mc = &clusterv1.ManagedCluster{}
-			switch err := r.Get(ctx, types.NamespacedName{Name: name}, mc); {
-			case apierrors.IsNotFound(err):
-				mc = nil
-			case err != nil:
-				return fmt.Errorf("getting ManagedCluster %s: %w", name, err)
-			}
-			clusters[name] = mc
-		}
+	check := func(subset, field, name string) {
+		mc := st.clusters[name]
 		if mc == nil {
-			return nil
+			return
 		}
 		if admitted, _ := sets.Admits(mc); !admitted {
-			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonClusterNotBound, Subset: subset, Cluster: name,
-				Message: sets.Refusal(field, name, mc)})
+			st.report(subsetProblem(fleetv1.ReasonClusterNotBound, subset, name, sets.Refusal(field, name, mc)))
 			ok = false
 		}
-		return nil
 	}
 	for i, s := range fs.Spec.Topology.Subsets {
 		if s.Cluster != "" {
-			if err := check(s.Name, fmt.Sprintf("spec.topology.subsets[%d].cluster", i), s.Cluster); err != nil {
-				return false, err
-			}
+			check(s.Name, fmt.Sprintf("spec.topology.subsets[%d].cluster", i), s.Cluster)
 		}
 		for j, c := range s.FallbackClusters {
-			if err := check(s.Name, fmt.Sprintf("spec.topology.subsets[%d].fallbackClusters[%d]", i, j), c); err != nil {
-				return false, err
-			}
+			check(s.Name, fmt.Sprintf("spec.topology.subsets[%d].fallbackClusters[%d]", i, j), c)
 		}
 	}
 	return ok, nil

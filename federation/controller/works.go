@@ -83,31 +83,20 @@ type workChanges struct {
 	remove []*workv1.ManifestWork
 }
 
-// chooseWrites decides, without writing, what a reconcile writes of fs's
-// ManifestWorks, given its subsets' plans and its existing works: one work
-// rendered per cluster that a subset is delivered to (a draining subset at
-// replicas 0 and partition 0), to apply where none exists or the existing one is not
-// manifestwork.UpToDate or edited (nil: never) says someone else changed
-// its spec, except in clusters whose ManagedCluster is not
-// found (their works are left as they are); and the existing works in
-// clusters no subset is delivered to, to delete unless they are being
-// deleted already. It returns an error naming the spec field when the works
-// cannot be rendered.
+// chooseWrites decides what a reconcile writes of fs's ManifestWorks: the
+// work rendered per cluster a subset is delivered to (delivered), where it
+// differs from the existing one or edited (nil: never) says someone else
+// changed its spec, except in clusters not found; and the deletion of the
+// works in clusters no subset uses. The error names the spec field.
 func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types.NamespacedName]*workv1.ManifestWork, edited func(*workv1.ManifestWork) bool) (workChanges, error) {
 	var delivered []plan.Subset
 	named, missing := map[string]bool{}, map[string]bool{}
-	for _, sp := range subsets {
+	for i := range subsets {
+		sp := &subsets[i]
 		if !sp.clusterExists {
 			missing[sp.planned.Cluster] = true
 		}
-		if sp.draining {
-			p := sp.planned
-			p.Replicas, p.Partition = 0, 0
-			delivered = append(delivered, p)
-			named[p.Cluster] = true
-			continue
-		}
-		delivered = append(delivered, sp.planned)
+		delivered = append(delivered, sp.delivered())
 		named[sp.planned.Cluster] = true
 	}
 	desired, err := manifestwork.Works(fs, delivered)
@@ -130,6 +119,23 @@ func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types
 	return out, nil
 }
 
+// delivered is the subset as federation/manifestwork renders it: the plan
+// with every step's output, at replicas 0 and partition 0 while draining.
+func (sp *subsetPlan) delivered() plan.Subset {
+	p := sp.planned
+	p.Template, p.Claims = sp.rendered.template, sp.rendered.claims
+	p.Dependencies, p.DependenciesHash = sp.rendered.dependencies, sp.rendered.dependenciesHash
+	p.Epoch, p.Fencing = sp.epoch, sp.fencing
+	p.Revision, p.Partition, p.Update = sp.rollout.revision, sp.partition(), sp.rollout.update
+	if sp.roles != nil {
+		p.Roles, p.Leaders = sp.roles.Roles, sp.roles.Leaders
+	}
+	if sp.draining {
+		p.Replicas, p.Partition = 0, 0
+	}
+	return p
+}
+
 // deletable returns the works not being deleted yet, except those in the
 // clusters kept, sorted by cluster (then name).
 func deletable(works map[types.NamespacedName]*workv1.ManifestWork, kept map[string]bool) []*workv1.ManifestWork {
@@ -148,18 +154,10 @@ func deletable(works map[types.NamespacedName]*workv1.ManifestWork, kept map[str
 	return out
 }
 
-// writeWorks creates or updates the ManifestWork of every existing cluster
-// that differs from its rendering, and deletes the FleetSet's ManifestWorks
-// in clusters it no longer uses (chooseWrites), up to MaxParallelWrites at a
-// time, each once the expectations admit it (Options.MaxUnobservedWrites);
-// one WorksApplied event sums up what was written (writeAll). A ManifestWork
-// in a cluster that is named but not found is left as it is. What was
-// written is recorded in st and attached to the subsets' plans. Write
-// failures become ApplyFailed problems; a conflict (or a create of a work
-// that exists) is returned, to retry with fresh objects, once every write
-// has been made. Before it writes anything it checks that st.fs is the
-// apiserver's current FleetSet (current); when it is not, it writes
-// nothing and returns errStaleFleetSet.
+// writeWorks makes the writes chooseWrites chose (writeAll), once st.fs is
+// known to be the apiserver's current FleetSet (else errStaleFleetSet,
+// nothing written), and records them in st. Write failures are ApplyFailed
+// problems; a conflict is returned, to retry with fresh objects.
 func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 	changes, err := chooseWrites(st.fs, st.subsets, st.existingWorks, r.editedByOthers)
 	if err != nil {
@@ -176,17 +174,18 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 	}
 	applied, deleted := r.writeAll(ctx, st.fs, changes, EventWorksApplied)
 	var retry error
+	var written []*workv1.ManifestWork
+	var gone []types.NamespacedName
 	for i, ww := range changes.apply {
 		switch err := applied[i].err; {
 		case err == nil:
-			st.recordWritten(applied[i].written)
+			written = append(written, applied[i].written)
 		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
 			retry = err // the cache is behind; retry with fresh objects
 		default:
 			for _, sp := range st.subsets {
 				if sp.planned.Cluster == ww.desired.Namespace {
-					st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonApplyFailed, Subset: sp.planned.Name, Cluster: sp.planned.Cluster,
-						Message: err.Error()})
+					st.report(subsetProblem(fleetv1.ReasonApplyFailed, sp.planned.Name, sp.planned.Cluster, err.Error()))
 				}
 			}
 		}
@@ -194,11 +193,11 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 	for i, w := range changes.remove {
 		key := client.ObjectKeyFromObject(w)
 		if err := deleted[i]; err != nil {
-			st.problems = append(st.problems, plan.Problem{Reason: fleetv1.ReasonApplyFailed, Cluster: w.Namespace,
-				Message: fmt.Sprintf("deleting ManifestWork %s: %v", key, err)})
+			st.report(clusterProblem(fleetv1.ReasonApplyFailed, w.Namespace, fmt.Sprintf("deleting ManifestWork %s: %v", key, err)))
 			continue
 		}
-		st.recordDeleted(key)
+		gone = append(gone, key)
 	}
+	st.recordWrites(written, gone)
 	return retry
 }

@@ -52,13 +52,9 @@ type applyOutcome struct {
 }
 
 // writeAll makes changes to fs's ManifestWorks, up to MaxParallelWrites at
-// a time: it applies each changes.apply (applyWork) and deletes each
-// changes.remove (deleteWork), each once the expectations admit one more
-// unobserved write and expected as soon as it returns. It counts the writes
-// made (workWrites) and emits one event of reason on fs naming the clusters
-// written, none when nothing was. It returns each apply's outcome and each
-// delete's error (nil also when the work was already gone), in changes'
-// order.
+// a time (applyWork, deleteWork), counts them and emits one event of reason
+// naming the clusters written. It returns each apply's outcome and each
+// delete's error (nil for a work already gone), in changes' order.
 func (r *FleetSetReconciler) writeAll(ctx context.Context, fs *fleetv1.FleetSet, changes workChanges, reason string) ([]applyOutcome, []error) {
 	applied := make([]applyOutcome, len(changes.apply))
 	deleted := make([]error, len(changes.remove))

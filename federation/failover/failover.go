@@ -120,128 +120,143 @@ func fenceDone(spec Spec, c Cluster, now time.Time) bool {
 	return c.Heartbeat && !spec.Disrupted && !c.Fenced.After(now)
 }
 
-// Plan decides, for each subset (in spec order), where it runs at now.
-//
-// A subset whose current cluster is unavailable is FailingOver; it moves
-// once the cluster has been unavailable for the toleration and is certainly
-// fenced (fenceDone), to the first Available cluster of its fallbacks (or,
-// by default, of the other subsets' clusters, fewest replicas first), with
-// epoch + 1 (FailedOver). It is held (Held, with a retry every HoldRetry)
-// while the member's heartbeat was never observed, during a full
-// disruption of the members (spec.Disrupted), or while more than half of
-// the FleetSet's clusters are lost at once; a confirmed or deleted cluster
-// is never held. A relocated subset whose home is Available (for
-// the toleration, with Automatic; on request, with Manual) and has applied
-// the hub's latest ManifestWork (its stale copy is gone) is FailingBack:
-// not delivered to run (Deliver false) until its fallback cluster has
-// removed it (Removed: for the controller, drained to 0 pods; or the
-// cluster is itself fenced), then delivered home with epoch + 1. Without Relocate every subset
-// stays at its spec cluster.
+// Plan decides, for each subset (in spec order), where it runs at now: a
+// subset on a lost cluster fails over (failOver), a relocated one fails
+// back (failedOver, failBack), a moved one moves (move). Without Relocate
+// every subset stays at its spec cluster.
 func Plan(spec Spec, subsets []Subset, clusters map[string]Cluster, now time.Time) []Decision {
-	out := make([]Decision, len(subsets))
-	load := map[string]int32{}
+	p := planner{spec: spec, subsets: subsets, clusters: clusters, now: now, load: map[string]int32{}}
 	for _, s := range subsets {
-		load[current(s)] += s.Replicas
+		p.load[current(s)] += s.Replicas
 	}
-	lostHere, total := lostClusters(subsets, clusters)
+	p.lost, p.total = lostClusters(subsets, clusters)
+	out := make([]Decision, len(subsets))
 	for i, s := range subsets {
-		d := Decision{Cluster: current(s), Deliver: true, Phase: s.Phase, Epoch: s.Epoch}
-		if s.Phase == fleetv1.SubsetMoving {
-			out[i] = move(spec, s, clusters[current(s)], now)
-			continue
-		}
-		if !spec.Relocate {
-			out[i] = Decision{Cluster: s.Home, Deliver: true, Epoch: s.Epoch}
-			continue
-		}
-		cur := clusters[d.Cluster]
-		lost := !cur.Exists || !cur.Available
+		cur := clusters[current(s)]
 		switch {
+		case s.Phase == fleetv1.SubsetMoving:
+			out[i] = move(spec, s, cur, now)
+		case !spec.Relocate:
+			out[i] = Decision{Cluster: s.Home, Deliver: true, Epoch: s.Epoch}
 		case s.Phase == fleetv1.SubsetFailingBack:
-			// Removed from the fallback cluster (or that cluster is fenced):
-			// deliver home.
-			d.Deliver = false
-			if cur.Removed || (lost && fenceDone(spec, cur, now)) {
-				d.Cluster, d.Phase, d.Epoch, d.Deliver = s.Home, "", s.Epoch+1, true
-				d.Step = fmt.Sprintf("subset %s failed back from %s to %s, epoch %d", s.Name, current(s), s.Home, d.Epoch)
-			} else {
-				d.Waiting = fmt.Sprintf("subset %s: waiting for cluster %s to remove it before it returns to %s", s.Name, current(s), s.Home)
-			}
-		case lost:
-			d.Phase = fleetv1.SubsetFailingOver
-			ready := cur.Since.Add(spec.Toleration)
-			confirmed := !cur.Exists || cur.Confirmed
-			if confirmed {
-				ready = now // KEP-2268: an out-of-service confirmation needs no wait
-			}
-			if held := holdReason(spec, cur, d.Cluster, lostHere, total); held != "" && !confirmed {
-				d.Waiting = fmt.Sprintf("subset %s: cluster %s lost; relocation held: %s", s.Name, d.Cluster, held)
-				d.Held, d.Retry = true, now.Add(HoldRetry)
-				break
-			}
-			if !confirmed && ready.Before(cur.Fenced) && !UnsafeNoFence {
-				ready = cur.Fenced
-			}
-			if now.Before(ready) {
-				why := "toleration"
-				if !confirmed && !ready.After(cur.Fenced) {
-					why = "fence deadline: " + cur.Deadline
-				}
-				d.Waiting = fmt.Sprintf("subset %s: cluster %s unavailable; relocating at %s (%s)", s.Name, d.Cluster, ready.UTC().Format(time.RFC3339), why)
-				d.Retry = ready
-				break
-			}
-			target := fallback(s, subsets, clusters, load)
-			if target == "" {
-				d.Waiting = fmt.Sprintf("subset %s: cluster %s lost and fenced, but no fallback cluster is available", s.Name, d.Cluster)
-				break
-			}
-			load[d.Cluster] -= s.Replicas
-			load[target] += s.Replicas
-			d.Step = fmt.Sprintf("subset %s relocated from %s to %s, epoch %d", s.Name, d.Cluster, target, s.Epoch+1)
-			d.Cluster, d.Epoch = target, s.Epoch+1
-			d.Phase = fleetv1.SubsetFailedOver
-			if target == s.Home {
-				d.Phase = ""
-			}
-		case d.Cluster != s.Home:
-			d.Phase = fleetv1.SubsetFailedOver
-			home := clusters[s.Home]
-			if !home.Exists || !home.Available {
-				break
-			}
-			if back := home.Since.Add(spec.Toleration); spec.Automatic && now.Before(back) {
-				d.Retry = back
-				break
-			}
-			if (spec.Automatic || spec.FailbackRequested) && !home.Removed {
-				// The home's work agent has not yet applied the work that
-				// took the subset away: its stale copy may still be there,
-				// and an agent that does not apply could not bring the
-				// subset back either.
-				d.Waiting = fmt.Sprintf("subset %s: waiting for cluster %s to apply its ManifestWork (remove its stale copy) before failing back", s.Name, s.Home)
-				break
-			}
-			if spec.Automatic || spec.FailbackRequested {
-				d.Phase, d.Deliver = fleetv1.SubsetFailingBack, false
-				d.Step = fmt.Sprintf("subset %s failing back from %s to %s", s.Name, d.Cluster, s.Home)
-			}
+			out[i] = p.failBack(s, cur)
+		case !cur.Exists || !cur.Available:
+			out[i] = p.failOver(s, cur)
+		case current(s) != s.Home:
+			out[i] = p.failedOver(s)
 		default:
-			d.Phase = ""
+			out[i] = Decision{Cluster: s.Home, Deliver: true, Epoch: s.Epoch}
 		}
-		out[i] = d
 	}
 	return out
 }
 
+// planner is one Plan: its inputs, the replicas each cluster runs as the
+// plan moves subsets (load), and the FleetSet's lost clusters of all.
+type planner struct {
+	spec        Spec
+	subsets     []Subset
+	clusters    map[string]Cluster
+	now         time.Time
+	load        map[string]int32
+	lost, total int
+}
+
+// failBack plans subset s failing back from cur: not delivered to run
+// (Deliver false) until cur has removed it (Removed: for the controller,
+// drained to 0 pods) or is itself fenced, then delivered home with epoch + 1.
+func (p *planner) failBack(s Subset, cur Cluster) Decision {
+	d := Decision{Cluster: current(s), Phase: s.Phase, Epoch: s.Epoch}
+	lost := !cur.Exists || !cur.Available
+	if cur.Removed || (lost && fenceDone(p.spec, cur, p.now)) {
+		d.Cluster, d.Phase, d.Epoch, d.Deliver = s.Home, "", s.Epoch+1, true
+		d.Step = fmt.Sprintf("subset %s failed back from %s to %s, epoch %d", s.Name, current(s), s.Home, d.Epoch)
+	} else {
+		d.Waiting = fmt.Sprintf("subset %s: waiting for cluster %s to remove it before it returns to %s", s.Name, current(s), s.Home)
+	}
+	return d
+}
+
+// failOver plans subset s whose cluster cur is lost: FailingOver until cur
+// has been unavailable for the toleration and is certainly fenced
+// (fenceDone), then relocated to its fallback with epoch + 1 (FailedOver).
+// It is held (Held, retried every HoldRetry) while the member's heartbeat
+// was never observed, during a full disruption, or while most of the
+// FleetSet's clusters are lost at once; a confirmed or deleted cluster is
+// never held.
+func (p *planner) failOver(s Subset, cur Cluster) Decision {
+	d := Decision{Cluster: current(s), Deliver: true, Phase: fleetv1.SubsetFailingOver, Epoch: s.Epoch}
+	ready := cur.Since.Add(p.spec.Toleration)
+	confirmed := !cur.Exists || cur.Confirmed
+	if confirmed {
+		ready = p.now // KEP-2268: an out-of-service confirmation needs no wait
+	}
+	if held := holdReason(p.spec, cur, d.Cluster, p.lost, p.total); held != "" && !confirmed {
+		d.Waiting = fmt.Sprintf("subset %s: cluster %s lost; relocation held: %s", s.Name, d.Cluster, held)
+		d.Held, d.Retry = true, p.now.Add(HoldRetry)
+		return d
+	}
+	if !confirmed && ready.Before(cur.Fenced) && !UnsafeNoFence {
+		ready = cur.Fenced
+	}
+	if p.now.Before(ready) {
+		why := "toleration"
+		if !confirmed && !ready.After(cur.Fenced) {
+			why = "fence deadline: " + cur.Deadline
+		}
+		d.Waiting = fmt.Sprintf("subset %s: cluster %s unavailable; relocating at %s (%s)", s.Name, d.Cluster, ready.UTC().Format(time.RFC3339), why)
+		d.Retry = ready
+		return d
+	}
+	target := fallback(s, p.subsets, p.clusters, p.load)
+	if target == "" {
+		d.Waiting = fmt.Sprintf("subset %s: cluster %s lost and fenced, but no fallback cluster is available", s.Name, d.Cluster)
+		return d
+	}
+	p.load[d.Cluster] -= s.Replicas
+	p.load[target] += s.Replicas
+	d.Step = fmt.Sprintf("subset %s relocated from %s to %s, epoch %d", s.Name, d.Cluster, target, s.Epoch+1)
+	d.Cluster, d.Epoch = target, s.Epoch+1
+	d.Phase = fleetv1.SubsetFailedOver
+	if target == s.Home {
+		d.Phase = ""
+	}
+	return d
+}
+
+// failedOver plans subset s, relocated away from its home: it stays
+// FailedOver until its home is Available (for the toleration, with
+// Automatic; on request, with Manual) and has applied the hub's latest
+// ManifestWork, then starts FailingBack.
+func (p *planner) failedOver(s Subset) Decision {
+	d := Decision{Cluster: current(s), Deliver: true, Phase: fleetv1.SubsetFailedOver, Epoch: s.Epoch}
+	home := p.clusters[s.Home]
+	if !home.Exists || !home.Available {
+		return d
+	}
+	if back := home.Since.Add(p.spec.Toleration); p.spec.Automatic && p.now.Before(back) {
+		d.Retry = back
+		return d
+	}
+	asked := p.spec.Automatic || p.spec.FailbackRequested
+	if asked && !home.Removed {
+		// The home's work agent has not yet applied the work that took the
+		// subset away: its stale copy may still be there, and an agent that
+		// does not apply could not bring the subset back either.
+		d.Waiting = fmt.Sprintf("subset %s: waiting for cluster %s to apply its ManifestWork (remove its stale copy) before failing back", s.Name, s.Home)
+		return d
+	}
+	if asked {
+		d.Phase, d.Deliver = fleetv1.SubsetFailingBack, false
+		d.Step = fmt.Sprintf("subset %s failing back from %s to %s", s.Name, d.Cluster, s.Home)
+	}
+	return d
+}
+
 // move plans a subset whose spec cluster was edited (phase Moving, Current
-// the old cluster): not delivered to run (Deliver false) until the old
-// cluster has removed it (Removed: for the controller, drained to 0 pods,
-// or its work gone), is gone or
-// confirmed out of service, or — for a failover-protected FleetSet — has
-// certainly fenced itself; then delivered to its new cluster with epoch + 1,
-// so a member that fenced it at the old epoch runs it again only on the
-// new grant. A move back to the old cluster is no move.
+// the old cluster): not delivered to run until the old cluster has removed
+// it, is gone or out of service, or (policy Relocate) is certainly fenced;
+// then delivered to its new cluster with epoch + 1. A move back is no move.
 func move(spec Spec, s Subset, old Cluster, now time.Time) Decision {
 	from := current(s)
 	if from == s.Home {

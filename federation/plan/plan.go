@@ -1,6 +1,6 @@
 // Package plan is the hub's pure decision for a FleetSet: the division of
 // its replicas over subsets and their domains (internal/apportion) and the
-// subsets' ordinal blocks (federation/ordinals), with the problems met. It
+// subsets' ordinal blocks (federation/ordinals), with its findings. It
 // reads only the FleetSet; the renderer (federation/manifestwork) turns a
 // plan into ManifestWorks.
 package plan
@@ -31,12 +31,15 @@ type Domain struct {
 	Replicas int32
 }
 
-// Subset is the hub's decision for one subset: where it runs, its ordinal
-// block, its replicas and partition, and its domains.
+// Subset is one subset as For divides it: its cluster, ordinal block,
+// replicas, manual partition and domains. The fields after NodeSelector are
+// the renderer's (federation/manifestwork) further inputs: For leaves them
+// empty; the hub controller fills them in one place when it renders a
+// subset's ManifestWork (controller subsetPlan.delivered).
 type Subset struct {
 	// Name of the subset.
 	Name string
-	// Cluster is the ManagedCluster running it.
+	// Cluster is the ManagedCluster running it (its spec cluster, from For).
 	Cluster string
 	// OrdinalStart is the first ordinal of its block; BlockSize the block's
 	// length, in ordinals.
@@ -46,71 +49,54 @@ type Subset struct {
 	Replicas int32
 	// Partition is how many of its lowest instances stay on the old revision.
 	Partition int32
-	// Revision is the subset revision (FleetSet
-	// status.subsets[].revision): a hash of Template, Claims and
-	// DependenciesHash, stamped on the StatefulSet as
-	// v1alpha1.AnnotationRevision; empty: no annotation.
-	Revision string
 	// Domains in spec order; empty when the subset names no domain.
 	Domains []Domain
 	// NodeSelector is the subset's spec.topology.subsets[].nodeSelector.
 	NodeSelector *corev1.NodeSelector
-	// Epoch is the subset's fencing epoch (failover), for the fleet view.
-	Epoch int64
-	// Fencing, when set, is delivered as the SubsetPlacement's spec.fencing
-	// (failover policy Relocate).
+
+	// Revision is the subset revision, stamped on the StatefulSet as
+	// v1alpha1.AnnotationRevision; empty: no annotation.
+	Revision string
+	// Epoch is the subset's fencing epoch, for the fleet view; Fencing its
+	// SubsetPlacement spec.fencing (failover policy Relocate).
+	Epoch   int64
 	Fencing *fleetv1.PlacementFencing
-	// Template and Claims are the subset's pod template and volume claim
-	// templates after its overrides (manifestwork.SubsetTemplate); nil: the
-	// fleet's spec.template and spec.volumeClaimTemplates.
+	// Template and Claims are the subset's templates after its overrides;
+	// nil: the fleet's spec.template and spec.volumeClaimTemplates.
 	Template *corev1.PodTemplateSpec
 	Claims   []corev1.PersistentVolumeClaim
-	// Dependencies are the ConfigMaps and Secrets delivered with the subset
-	// (manifestwork.Dependency), sorted by kind and name; DependenciesHash
-	// is their manifestwork.DependenciesHash.
+	// Dependencies are the ConfigMaps and Secrets delivered with it, sorted
+	// by kind and name; DependenciesHash is their manifestwork.DependenciesHash.
 	Dependencies     []runtime.Object
 	DependenciesHash string
-	// Roles is the role of each of its running instances, by pod name, and
-	// Leaders the pods holding the leader role, as its member last reported
-	// (spec.roles); for the fleet view.
+	// Roles (by pod name) and Leaders are its member's last role report,
+	// for the fleet view.
 	Roles   map[string]string
 	Leaders []string
-	// Update is the instruction of a role-ordered rollout for its member
+	// Update is its member's instruction in a role-ordered rollout
 	// (SubsetPlacement spec.update); nil outside one.
 	Update *fleetv1.PlacementUpdate
 }
 
-// Problem is one thing that keeps a FleetSet from being delivered as
-// specified; it becomes part of the Degraded condition and a Warning event.
-type Problem struct {
+// Finding is one way For could not follow the spec to the letter (a share
+// it cannot meet, a subset cut to its block, a block moved); the hub reports
+// it as a problem.
+type Finding struct {
 	// Reason is one of the v1alpha1 Reason constants.
 	Reason string
 	// Subset and Cluster name what is affected; empty when the whole FleetSet is.
 	Subset, Cluster string
-	// Message says what is wrong, naming the field when the spec is at fault.
+	// Message says what is wrong, naming the spec field.
 	Message string
-}
-
-// String returns "subset <s> on cluster <c>: <message>".
-func (p Problem) String() string {
-	switch {
-	case p.Subset != "" && p.Cluster != "":
-		return fmt.Sprintf("subset %s on cluster %s: %s", p.Subset, p.Cluster, p.Message)
-	case p.Subset != "":
-		return fmt.Sprintf("subset %s: %s", p.Subset, p.Message)
-	case p.Cluster != "":
-		return fmt.Sprintf("cluster %s: %s", p.Cluster, p.Message)
-	}
-	return p.Message
 }
 
 // For divides fs over its subsets and their domains and assigns the ordinal
 // blocks. previous maps a subset name to the ordinalStart it held before
 // (status.subsets, or the ManifestWorks' record). It returns the subsets in
-// spec order, and the problems met: subsets cut to their block, infeasible
-// shares. It returns an error (an InvalidSpec problem naming the field) when
-// fs cannot be divided at all; then it returns no plan.
-func For(fs *fleetv1.FleetSet, previous map[string]int32) ([]Subset, []Problem, error) {
+// spec order, and its findings: subsets cut to their block, infeasible
+// shares. It returns an error naming the field when fs cannot be divided at
+// all; then it returns no plan.
+func For(fs *fleetv1.FleetSet, previous map[string]int32) ([]Subset, []Finding, error) {
 	spec := &fs.Spec
 	if len(spec.Topology.Subsets) == 0 {
 		return nil, nil, fmt.Errorf("spec.topology.subsets: must not be empty")
@@ -134,10 +120,10 @@ func For(fs *fleetv1.FleetSet, previous map[string]int32) ([]Subset, []Problem, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("spec.topology.subsets: %w", err)
 	}
-	var problems []Problem
+	var problems []Finding
 	if len(div.Unmet) > 0 {
 		for _, u := range div.Unmet {
-			problems = append(problems, Problem{Reason: fleetv1.ReasonDivisionInfeasible, Message: "spec.topology.subsets: " + u})
+			problems = append(problems, Finding{Reason: fleetv1.ReasonDivisionInfeasible, Message: "spec.topology.subsets: " + u})
 		}
 	}
 	var partitions map[string]int32
@@ -148,11 +134,11 @@ func For(fs *fleetv1.FleetSet, previous map[string]int32) ([]Subset, []Problem, 
 	for i, s := range spec.Topology.Subsets {
 		replicas, cut := ordinals.Clamp(div.Assignments[i].Replicas, block)
 		if cut {
-			problems = append(problems, Problem{Reason: fleetv1.ReasonOrdinalBlockFull, Subset: s.Name, Cluster: s.Cluster,
+			problems = append(problems, Finding{Reason: fleetv1.ReasonOrdinalBlockFull, Subset: s.Name, Cluster: s.Cluster,
 				Message: fmt.Sprintf("division gave %d replicas, cut to spec.topology.ordinalBlockSize %d", div.Assignments[i].Replicas, block)})
 		}
 		if blocks[i].Reassigned {
-			problems = append(problems, Problem{Reason: fleetv1.ReasonOrdinalBlockFull, Subset: s.Name, Cluster: s.Cluster,
+			problems = append(problems, Finding{Reason: fleetv1.ReasonOrdinalBlockFull, Subset: s.Name, Cluster: s.Cluster,
 				Message: fmt.Sprintf("recorded ordinalStart %d is not a free block of %d; moved to %d", previous[s.Name], block, blocks[i].Start)})
 		}
 		sp := Subset{
@@ -170,7 +156,7 @@ func For(fs *fleetv1.FleetSet, previous map[string]int32) ([]Subset, []Problem, 
 				return nil, nil, fmt.Errorf("spec.topology.subsets[%d].domains: %w", i, err)
 			}
 			for _, u := range dd.Unmet {
-				problems = append(problems, Problem{Reason: fleetv1.ReasonDivisionInfeasible, Subset: s.Name, Cluster: s.Cluster,
+				problems = append(problems, Finding{Reason: fleetv1.ReasonDivisionInfeasible, Subset: s.Name, Cluster: s.Cluster,
 					Message: fmt.Sprintf("spec.topology.subsets[%d].domains: %s", i, u)})
 			}
 			for j, a := range dd.Assignments {

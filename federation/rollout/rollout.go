@@ -118,26 +118,12 @@ const (
 	Updated Phase = "Updated"
 )
 
-// Plan returns the partitions and phases for subsets, given in fleet order.
-//
-// A subset's target partition comes from spec.Partition counted from the end
-// of fleet order. A subset is Updated when its StatefulSet reports Revision
-// with a current status, all its replicas, at least replicas − target
-// updated, and all available. The window is the first MaxConcurrent subsets,
-// in fleet order, that are neither Updated nor left out by the partition;
-// subsets after it hold at partition = replicas. A subset in the window is
-// released (partition = target) while the fleet stays within MaxUnavailable:
-// it costs max(1, its unavailable instances), since its StatefulSet replaces
-// one instance at a time, and the instances unavailable outside the window
-// count first (replicas not yet created do not count). A subset not released, or paused, or on an unavailable
-// cluster, is held at max(target, replicas − updated): no further instance
-// starts.
-//
-// With spec.LeaderLast (a role-ordered rollout: the StatefulSets use
-// OnDelete and their members replace pods, the leader last, within
-// Decision.Allowed) the subset with LeaderOutdated keeps one more instance,
-// its leader, out of its target until every other subset is Updated; then
-// Decision.LeaderTurn names it and its target includes the leader.
+// Plan returns the partitions and phases for subsets, given in fleet order:
+// the first MaxConcurrent subsets neither Updated nor left out by the
+// partition form the window (measure), released within MaxUnavailable
+// (release); subsets after it hold at partition = replicas. With
+// spec.LeaderLast the outdated leader waits until every other subset is
+// Updated; then Decision.LeaderTurn names its subset.
 func Plan(spec Spec, subsets []Subset) Decision {
 	d := plan(spec, subsets, true)
 	if !spec.LeaderLast || !d.Complete {
@@ -155,49 +141,25 @@ func Plan(spec Spec, subsets []Subset) Decision {
 }
 
 // plan is Plan, deferring the outdated leader when deferLeader (and
-// spec.LeaderLast).
+// spec.LeaderLast): each subset's progress, the window of subsets to update,
+// and the window's release within MaxUnavailable.
 func plan(spec Spec, subsets []Subset, deferLeader bool) Decision {
 	d := Decision{Partitions: map[string]int32{}, Phases: map[string]Phase{}, Complete: true}
 	if spec.LeaderLast {
 		d.Allowed = map[string]int32{}
 	}
-	var total int32
-	for _, s := range subsets {
-		total += s.Replicas
-	}
-	toUpdate := max(0, total-spec.Partition)
-	target := make([]int32, len(subsets))
-	updated := make([]int32, len(subsets))
-	done := make([]bool, len(subsets))
-	for i, s := range subsets {
-		k := min(s.Replicas, toUpdate)
-		toUpdate -= k
-		target[i] = s.Replicas - k
-		if spec.LeaderLast && deferLeader && s.LeaderOutdated && k > 0 {
-			target[i]++ // the leader waits for every other instance
-		}
-		want := s.Target
-		if want == "" {
-			want = spec.Revision
-		}
-		if s.Revision == want && s.Current {
-			updated[i] = min(s.Updated, s.Replicas)
-		}
-		d.Updated += updated[i]
-		d.UpdatedReady += max(0, updated[i]-(s.Replicas-min(s.Ready, s.Replicas)))
-		done[i] = s.Revision == want && s.Current && s.Observed == s.Replicas &&
-			updated[i] >= s.Replicas-target[i] && s.Available >= s.Replicas
-	}
+	pr := measure(spec, subsets, deferLeader)
+	d.Updated, d.UpdatedReady = pr.updatedTotal, pr.updatedReady
 	window := make([]int, 0, spec.MaxConcurrent)
 	for i, s := range subsets {
 		switch {
-		case target[i] == s.Replicas && s.Replicas > 0:
+		case pr.target[i] == s.Replicas && s.Replicas > 0:
 			// Left out by the partition: nothing of it to update.
 			d.Phases[s.Name] = Waiting
 			d.Partitions[s.Name] = s.Replicas
-		case done[i]:
+		case pr.done[i]:
 			d.Phases[s.Name] = Updated
-			d.Partitions[s.Name] = target[i]
+			d.Partitions[s.Name] = pr.target[i]
 		case len(window) < int(max(spec.MaxConcurrent, 1)):
 			window = append(window, i)
 			d.Complete = false
@@ -207,6 +169,58 @@ func plan(spec Spec, subsets []Subset, deferLeader bool) Decision {
 			d.Complete = false
 		}
 	}
+	release(&d, spec, subsets, window, pr)
+	return d
+}
+
+// progress is each subset's (in fleet order) target partition, instances
+// updated and whether it is done, and the fleet's updated counts.
+type progress struct {
+	target, updated            []int32
+	done                       []bool
+	updatedTotal, updatedReady int32
+}
+
+// measure computes the subsets' progress: targets from spec.Partition
+// counted from the end of fleet order (one more, the leader, for a
+// deferred outdated leader), instances updated per the fed-back status. A
+// subset is done (Updated) when its StatefulSet reports the revision with a
+// current status, all its replicas, replicas − target updated, all available.
+func measure(spec Spec, subsets []Subset, deferLeader bool) progress {
+	var total int32
+	for _, s := range subsets {
+		total += s.Replicas
+	}
+	toUpdate := max(0, total-spec.Partition)
+	pr := progress{target: make([]int32, len(subsets)), updated: make([]int32, len(subsets)), done: make([]bool, len(subsets))}
+	for i, s := range subsets {
+		k := min(s.Replicas, toUpdate)
+		toUpdate -= k
+		pr.target[i] = s.Replicas - k
+		if spec.LeaderLast && deferLeader && s.LeaderOutdated && k > 0 {
+			pr.target[i]++ // the leader waits for every other instance
+		}
+		want := s.Target
+		if want == "" {
+			want = spec.Revision
+		}
+		if s.Revision == want && s.Current {
+			pr.updated[i] = min(s.Updated, s.Replicas)
+		}
+		pr.updatedTotal += pr.updated[i]
+		pr.updatedReady += max(0, pr.updated[i]-(s.Replicas-min(s.Ready, s.Replicas)))
+		pr.done[i] = s.Revision == want && s.Current && s.Observed == s.Replicas &&
+			pr.updated[i] >= s.Replicas-pr.target[i] && s.Available >= s.Replicas
+	}
+	return pr
+}
+
+// release sets the partitions of the window's subsets: each released to its
+// target while the fleet stays within MaxUnavailable, at a cost of max(1,
+// its unavailable instances), those outside the window counting first; else
+// held at max(target, replicas − updated), as on an unavailable cluster
+// (Blocked) or in a paused rollout (Held).
+func release(d *Decision, spec Spec, subsets []Subset, window []int, pr progress) {
 	budget := max(spec.MaxUnavailable, 1)
 	for i, s := range subsets {
 		if !slices.Contains(window, i) {
@@ -218,7 +232,7 @@ func plan(spec Spec, subsets []Subset, deferLeader bool) Decision {
 		d.Phases[s.Name] = Updating
 		d.Updating = append(d.Updating, s.Name)
 		cost := max(1, unavailable(s))
-		hold := max(target[i], s.Replicas-updated[i])
+		hold := max(pr.target[i], s.Replicas-pr.updated[i])
 		switch {
 		case !s.ClusterAvailable:
 			d.Blocked = append(d.Blocked, fmt.Sprintf("subset %s: cluster %s is unavailable", s.Name, s.Cluster))
@@ -228,13 +242,12 @@ func plan(spec Spec, subsets []Subset, deferLeader bool) Decision {
 			d.Partitions[s.Name] = hold
 		default:
 			budget -= cost
-			d.Partitions[s.Name] = target[i]
+			d.Partitions[s.Name] = pr.target[i]
 			if d.Allowed != nil {
 				d.Allowed[s.Name] = cost
 			}
 		}
 	}
-	return d
 }
 
 // unavailable returns how many of the subset's existing instances are not
