@@ -58,18 +58,13 @@ func FleetView(fs *fleetv1.FleetSet, subsets []plan.Subset) (*corev1.ConfigMap, 
 	}, nil
 }
 
-// Instances returns every desired instance of the fleet, sorted by
-// ordinal: for each subset, ordinals [OrdinalStart, OrdinalStart+Replicas),
-// named <fleetset>-<subset>-<ordinal>, with the subset's cluster, the DNS
-// name <pod>.<service>.<namespace>.svc and the ordinal's domain. The domain
-// is what fleetset-scheduler gives the ordinal (and writes as the pod's
-// label fleetset.io/domain): seat ordinal−OrdinalStart of the seat sequence
-// of the SubsetPlacement's spec.domains, the same apportion.NewSeats over
-// v1alpha1.DomainShares that ordinaltarget.Compile builds in the scheduler;
-// empty for a subset without domains. It returns nil when the fleet has
-// more than v1alpha1.MaxFleetViewInstances replicas (spec.replicas, or the
-// subsets' replicas together). The error is the seat sequence's for shares
-// it cannot divide.
+// Instances returns every desired instance of the fleet, sorted by ordinal:
+// per subset, ordinals [OrdinalStart, OrdinalStart+Replicas) with name,
+// cluster, DNS name <pod>.<service>.<namespace>.svc, role, and the domain
+// fleetset-scheduler pins the ordinal to (apportion.DomainSeats of the
+// SubsetPlacement the hub delivers). It returns nil for a fleet over
+// v1alpha1.MaxFleetViewInstances replicas, and an error for shares the seat
+// sequence cannot divide.
 func Instances(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]fleetv1.FleetViewInstance, error) {
 	total := int64(0)
 	for _, sp := range subsets {
@@ -81,15 +76,9 @@ func Instances(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]fleetv1.FleetView
 	svc := ServiceName(fs)
 	out := make([]fleetv1.FleetViewInstance, 0, total)
 	for _, sp := range subsets {
-		var seats *apportion.Seats
-		if len(sp.Domains) > 0 {
-			// The placement the hub delivers for this subset, and the
-			// scheduler's compilation of it (ordinaltarget.Compile).
-			placement := SubsetPlacement(fs, sp)
-			var err error
-			if seats, err = apportion.NewSeats("spec.domains", fleetv1.DomainShares(placement.Spec.Domains)); err != nil {
-				return nil, fmt.Errorf("subset %s: %w", sp.Name, err)
-			}
+		seats, err := apportion.DomainSeats(SubsetPlacement(fs, sp).Spec.Domains)
+		if err != nil {
+			return nil, fmt.Errorf("subset %s: %w", sp.Name, err)
 		}
 		sts := StatefulSetName(fs.Name, sp.Name)
 		for k := int32(0); k < sp.Replicas; k++ {

@@ -95,7 +95,7 @@ func budgetParts(fs *fleetv1.FleetSet) (map[string]int32, error) {
 	if err != nil {
 		return nil, err
 	}
-	div, err := apportion.Divide(budget, fleetv1.SubsetShares(fs.Spec.Topology.Subsets))
+	div, err := apportion.Divide(budget, apportion.SubsetShares(fs.Spec.Topology.Subsets))
 	if err != nil {
 		return nil, fmt.Errorf("spec.disruptionBudget: dividing over spec.topology.subsets: %w", err)
 	}
