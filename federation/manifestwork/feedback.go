@@ -1,7 +1,6 @@
 package manifestwork
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/internal/envelope"
 )
 
 // Feedback names, as requested from the work agent for every StatefulSet.
@@ -160,21 +160,16 @@ func HoldsStatefulSet(w *workv1.ManifestWork, name string) bool {
 // heldStatefulSet returns the spec.replicas (nil: unset) of the first
 // StatefulSet named name in w's spec, and whether w holds one.
 func heldStatefulSet(w *workv1.ManifestWork, name string) (*int32, bool) {
-	for _, m := range w.Spec.Workload.Manifests {
-		var sts struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
-			Spec struct {
-				Replicas *int32 `json:"replicas"`
-			} `json:"spec"`
-		}
-		if json.Unmarshal(m.Raw, &sts) == nil && sts.Kind == "StatefulSet" && sts.Metadata.Name == name {
-			return sts.Spec.Replicas, true
-		}
+	var sts struct {
+		Spec struct {
+			Replicas *int32 `json:"replicas"`
+		} `json:"spec"`
 	}
-	return nil, false
+	i, err := envelope.Find(w, envelope.Key{Kind: "StatefulSet", Name: name}, &sts)
+	if i < 0 || err != nil {
+		return nil, false
+	}
+	return sts.Spec.Replicas, true
 }
 
 // Drained reports whether the StatefulSet name that w holds runs no pod in

@@ -13,6 +13,7 @@ import (
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/plan"
 	"github.com/fleetset/fleetset/internal/apportion"
+	"github.com/fleetset/fleetset/internal/envelope"
 )
 
 // FleetView renders the ConfigMap <fleetset>-fleet holding v1alpha1.FleetView
@@ -24,7 +25,7 @@ import (
 // encoded.
 func FleetView(fs *fleetv1.FleetSet, subsets []plan.Subset) (*corev1.ConfigMap, error) {
 	v := fleetv1.FleetView{FleetSet: fs.Name, Namespace: fs.Namespace, Replicas: fs.Spec.Replicas, Subsets: []fleetv1.FleetViewSubset{},
-		ServiceName: ServiceName(fs)}
+		ServiceName: envelope.ServiceName(fs)}
 	for _, sp := range subsets {
 		for _, l := range sp.Leaders {
 			v.Leaders = append(v.Leaders, fleetv1.LeaderStatus{Name: l, Subset: sp.Name, Cluster: sp.Cluster})
@@ -50,7 +51,7 @@ func FleetView(fs *fleetv1.FleetSet, subsets []plan.Subset) (*corev1.ConfigMap, 
 	return &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      FleetViewName(fs.Name),
+			Name:      envelope.FleetViewName(fs.Name),
 			Namespace: fs.Namespace,
 			Labels:    ownedBy(fs, map[string]string{fleetv1.LabelSet: fs.Name}),
 		},
@@ -73,14 +74,14 @@ func Instances(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]fleetv1.FleetView
 	if fs.Spec.Replicas > fleetv1.MaxFleetViewInstances || total > fleetv1.MaxFleetViewInstances || total == 0 {
 		return nil, nil
 	}
-	svc := ServiceName(fs)
+	svc := envelope.ServiceName(fs)
 	out := make([]fleetv1.FleetViewInstance, 0, total)
 	for _, sp := range subsets {
 		seats, err := apportion.DomainSeats(SubsetPlacement(fs, sp).Spec.Domains)
 		if err != nil {
 			return nil, fmt.Errorf("subset %s: %w", sp.Name, err)
 		}
-		sts := StatefulSetName(fs.Name, sp.Name)
+		sts := envelope.StatefulSetName(fs.Name, sp.Name)
 		for k := int32(0); k < sp.Replicas; k++ {
 			ordinal := sp.OrdinalStart + k
 			name := sts + "-" + strconv.FormatInt(int64(ordinal), 10)

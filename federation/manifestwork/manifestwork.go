@@ -17,6 +17,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/plan"
+	"github.com/fleetset/fleetset/internal/envelope"
 )
 
 // FieldManager is the server-side-apply field manager the work agent uses
@@ -59,7 +60,7 @@ func Works(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]*workv1.ManifestWork,
 	for _, rs := range RoleServices(fs) {
 		sharedObjs = append(sharedObjs, rs)
 	}
-	shared, err := encode(sharedObjs)
+	shared, err := envelope.Encode(sharedObjs)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +84,7 @@ func work(fs *fleetv1.FleetSet, cluster string, subsets []plan.Subset, viewName 
 	var objs []runtime.Object
 	configs := []workv1.ManifestConfigOption{
 		createOnlyConfig("", "namespaces", "", fs.Namespace),
-		applyConfig("", "services", fs.Namespace, ServiceName(fs)),
+		applyConfig("", "services", fs.Namespace, envelope.ServiceName(fs)),
 		applyConfig("", "configmaps", fs.Namespace, viewName),
 	}
 	for _, rs := range fs.Spec.RoleServices {
@@ -125,7 +126,7 @@ func work(fs *fleetv1.FleetSet, cluster string, subsets []plan.Subset, viewName 
 		objs = append(objs, p)
 		configs = append(configs, pdbConfig(fs.Namespace, p.Name))
 	}
-	own, err := encode(objs)
+	own, err := envelope.Encode(objs)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +136,7 @@ func work(fs *fleetv1.FleetSet, cluster string, subsets []plan.Subset, viewName 
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      WorkName(fs.Namespace, fs.Name),
 			Namespace: cluster,
-			Labels:    OwnerLabels(fs.Namespace, fs.Name),
+			Labels:    envelope.OwnerLabels(fs.Namespace, fs.Name),
 			Annotations: map[string]string{fleetv1.AnnotationOrdinalStarts: strings.Join(starts, ","),
 				fleetv1.AnnotationDeletionPolicy: string(fs.Spec.DeletionPolicyOrDefault())},
 		},
@@ -220,7 +221,7 @@ func StatefulSet(fs *fleetv1.FleetSet, sp plan.Subset) (*appsv1.StatefulSet, err
 	if fs.Spec.Selector == nil {
 		return nil, fmt.Errorf("spec.selector: required")
 	}
-	name := StatefulSetName(fs.Name, sp.Name)
+	name := envelope.StatefulSetName(fs.Name, sp.Name)
 	labels := map[string]string{
 		fleetv1.LabelSet:       fs.Name,
 		fleetv1.LabelSubset:    sp.Name,
@@ -255,7 +256,7 @@ func StatefulSet(fs *fleetv1.FleetSet, sp plan.Subset) (*appsv1.StatefulSet, err
 			Replicas:                             ptr.To(sp.Replicas),
 			Selector:                             sel,
 			Template:                             *tmpl,
-			ServiceName:                          ServiceName(fs),
+			ServiceName:                          envelope.ServiceName(fs),
 			PodManagementPolicy:                  fs.Spec.PodManagementPolicyOrDefault(),
 			MinReadySeconds:                      fs.Spec.MinReadySeconds,
 			RevisionHistoryLimit:                 fs.Spec.RevisionHistoryLimit,
@@ -321,7 +322,7 @@ func Service(fs *fleetv1.FleetSet) *corev1.Service {
 	return &corev1.Service{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      ServiceName(fs),
+			Name:      envelope.ServiceName(fs),
 			Namespace: fs.Namespace,
 			Labels:    ownedBy(fs, map[string]string{fleetv1.LabelSet: fs.Name}),
 		},
@@ -358,7 +359,7 @@ func SubsetPlacement(fs *fleetv1.FleetSet, sp plan.Subset) *fleetv1.SubsetPlacem
 	return &fleetv1.SubsetPlacement{
 		TypeMeta: metav1.TypeMeta{APIVersion: fleetv1.GroupVersion.String(), Kind: "SubsetPlacement"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      StatefulSetName(fs.Name, sp.Name),
+			Name:      envelope.StatefulSetName(fs.Name, sp.Name),
 			Namespace: fs.Namespace,
 			Labels:    ownedBy(fs, map[string]string{fleetv1.LabelSet: fs.Name, fleetv1.LabelSubset: sp.Name}),
 		},

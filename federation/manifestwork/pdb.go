@@ -20,6 +20,7 @@ import (
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/plan"
 	"github.com/fleetset/fleetset/internal/apportion"
+	"github.com/fleetset/fleetset/internal/envelope"
 )
 
 // PodDisruptionBudgets renders, when fs.Spec.DisruptionBudget is set, one
@@ -69,7 +70,7 @@ func PodDisruptionBudgets(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]*polic
 		out = append(out, &policyv1.PodDisruptionBudget{
 			TypeMeta: metav1.TypeMeta{APIVersion: policyv1.SchemeGroupVersion.String(), Kind: "PodDisruptionBudget"},
 			ObjectMeta: metav1.ObjectMeta{
-				Name:      StatefulSetName(fs.Name, sp.Name),
+				Name:      envelope.StatefulSetName(fs.Name, sp.Name),
 				Namespace: fs.Namespace,
 				Labels:    ownedBy(fs, map[string]string{fleetv1.LabelSet: fs.Name, fleetv1.LabelSubset: sp.Name}),
 			},
