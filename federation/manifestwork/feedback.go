@@ -172,14 +172,10 @@ func heldStatefulSet(w *workv1.ManifestWork, name string) (*int32, bool) {
 	return sts.Spec.Replicas, true
 }
 
-// Drained reports whether the StatefulSet name that w holds runs no pod in
-// its member cluster, as far as the hub can know: w holds it with
-// spec.replicas 0, the work agent has applied w at its generation
-// (AppliedAtGeneration), and the agent fed back the StatefulSet's status
-// of its current spec (StatefulSetFeedback.Current) with status.replicas 0.
-// The StatefulSet controller counts every pod it created in
-// status.replicas, terminating ones included, so 0 means they are gone.
-// False when w does not hold name.
+// Drained reports whether StatefulSet name in w runs no pod, as far as the
+// hub can know: w holds it at spec.replicas 0, is Applied at its generation,
+// and the feedback of its current spec says status.replicas 0 (which counts
+// terminating pods too). False when w does not hold name.
 func Drained(w *workv1.ManifestWork, name string) bool {
 	if !AppliedAtGeneration(w) {
 		return false

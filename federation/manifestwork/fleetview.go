@@ -16,13 +16,9 @@ import (
 	"github.com/fleetset/fleetset/internal/envelope"
 )
 
-// FleetView renders the ConfigMap <fleetset>-fleet holding v1alpha1.FleetView
-// for every subset in subsets, under key v1alpha1.FleetViewKey: the subsets,
-// the governing Service and, unless the fleet has more than
-// v1alpha1.MaxFleetViewInstances replicas, every desired instance (see
-// Instances). It returns an error if a subset's domain shares cannot be
-// divided (the plan has already refused such a spec) or the view cannot be
-// encoded.
+// FleetView renders the ConfigMap <fleetset>-fleet holding v1alpha1.FleetView:
+// the subsets, the Service and (see Instances) every desired instance. It
+// errors when domain shares cannot be divided or the view cannot be encoded.
 func FleetView(fs *fleetv1.FleetSet, subsets []plan.Subset) (*corev1.ConfigMap, error) {
 	v := fleetv1.FleetView{FleetSet: fs.Name, Namespace: fs.Namespace, Replicas: fs.Spec.Replicas, Subsets: []fleetv1.FleetViewSubset{},
 		ServiceName: envelope.ServiceName(fs)}

@@ -27,15 +27,10 @@ type Lease struct {
 	RenewTime metav1.MicroTime
 }
 
-// ResyncWork renders the per-cluster ManifestWork v1alpha1.ResyncWorkName in
-// namespace cluster: the namespace v1alpha1.ResyncLeaseNamespace (orphaned on
-// deletion: fleetset-scheduler may live there), the Lease
-// v1alpha1.ResyncLeaseName holding l, and the ConfigMap
-// v1alpha1.PeersConfigMapName listing peers (cluster name → peer URL, the
-// cluster itself left out; JSON under v1alpha1.PeersKey), where the member
-// finds the peers it asks when it loses the hub. All are applied with
-// server-side apply and force, so every renewTime the hub writes reaches the
-// member Lease.
+// ResyncWork renders ManifestWork v1alpha1.ResyncWorkName for cluster: the
+// namespace v1alpha1.ResyncLeaseNamespace (orphaned on deletion), the resync
+// Lease holding l, and the peers ConfigMap (every other cluster's peer URL).
+// All are force-applied, so each renewTime reaches the member.
 func ResyncWork(cluster string, l Lease, peers map[string]string) (*workv1.ManifestWork, error) {
 	ns := &corev1.Namespace{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
