@@ -32,7 +32,7 @@ type expected struct {
 // subsets and each subset's domains.
 func divide(t *testing.T, fs *fleetv1.FleetSet) map[string]expected {
 	t.Helper()
-	res, err := apportion.Divide(fs.Spec.Replicas, fleetv1.SubsetShares(fs.Spec.Topology.Subsets))
+	res, err := apportion.Divide(fs.Spec.Replicas, apportion.SubsetShares(fs.Spec.Topology.Subsets))
 	if err != nil {
 		t.Fatalf("dividing %d over subsets: %v", fs.Spec.Replicas, err)
 	}
@@ -40,7 +40,7 @@ func divide(t *testing.T, fs *fleetv1.FleetSet) map[string]expected {
 	for i, s := range fs.Spec.Topology.Subsets {
 		e := expected{cluster: s.Cluster, count: res.Assignments[i].Replicas, domains: map[string]int32{}}
 		if len(s.Domains) > 0 {
-			dr, err := apportion.Divide(e.count, fleetv1.DomainShares(s.Domains))
+			dr, err := apportion.Divide(e.count, apportion.DomainShares(s.Domains))
 			if err != nil {
 				t.Fatalf("dividing subset %s (%d) over its domains: %v", s.Name, e.count, err)
 			}

@@ -42,7 +42,7 @@ func TestScaleStepByStepKeepsOrdinalsInTheirDomains(t *testing.T) {
 			if err := cl.Create(context.Background(), sp); err != nil {
 				t.Fatal(err)
 			}
-			shares := fleetv1.DomainShares(tc.domains)
+			shares := apportion.DomainShares(tc.domains)
 			if _, err := cs.AppsV1().StatefulSets(ns).Create(context.Background(), makeStatefulSet(ns, "db", "db", 1, 0), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}

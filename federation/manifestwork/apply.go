@@ -18,17 +18,11 @@ type Writer interface {
 	Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error
 }
 
-// ApplyTo writes desired over existing, the work as the caller last read it
-// (nil: none exists), with at most one API write through c: a create when
-// existing is nil; nothing when existing is UpToDate; otherwise an update of
-// existing (its resourceVersion, so a stale read fails with a conflict) with
-// the hub's labels and annotations merged in (others are kept) and the spec
-// replaced. existing is not modified. It returns what was done, the work as
-// it now is (its metadata from the apiserver's answer; its spec as written
-// and its status as existing held, which the update's resourceVersion
-// precondition makes the stored status, when c is a metawrite.Writer), and
-// the write's error, wrapped with the work's key (apierrors.IsConflict and
-// IsAlreadyExists still see through it).
+// ApplyTo writes desired over existing (nil: none) with at most one write
+// through c: a create, nothing when UpToDate, or an update at existing's
+// resourceVersion merging the hub's labels and annotations and replacing the
+// spec. It returns what it did, the work as it now is (metadata from the
+// answer), and the write's error wrapped with the work's key.
 func ApplyTo(ctx context.Context, c Writer, existing, desired *workv1.ManifestWork) (controllerutil.OperationResult, *workv1.ManifestWork, error) {
 	if existing == nil {
 		w := desired.DeepCopy()

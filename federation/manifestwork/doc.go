@@ -1,12 +1,15 @@
 // Package manifestwork renders what fleetset-hub delivers to member clusters
 // as Open Cluster Management ManifestWorks, and reads back what the work
 // agents report. Rendering and reading are pure; ApplyTo is its one write.
+// Names, encoding and decoding of manifests are package internal/envelope's,
+// shared with the member.
 //
-// Files by concern: names.go (object and work names, owner labels),
-// manifestwork.go (rendering), feedback.go (what the work agent reports:
-// statusFeedback and the Applied condition), lease.go (the resync work),
-// encode.go (manifest encoding and the spec hash), apply.go (create or
-// update).
+// Files: manifestwork.go (Works, StatefulSet, SubsetPlacement), overrides.go
+// (per-subset templates), dependencies.go (ConfigMaps and Secrets delivered
+// with the workload), roles.go, fleetview.go, pdb.go, lease.go (the resync
+// work), feedback.go and feedback_validate.go (statusFeedback, the Applied
+// condition), encode.go (the spec hash), apply.go (create or update),
+// names.go (the envelope's names, for the hub's callers).
 //
 // One ManifestWork per (FleetSet, cluster), named WorkName in the namespace
 // named after the ManagedCluster, carries, in apply order:
@@ -17,10 +20,9 @@
 //   - per subset on that cluster, its SubsetPlacement then its StatefulSet,
 //     both named <fleetset>-<subset>.
 //
-// Every manifest is applied with server-side apply (force), so member-side
-// defaults and other field owners are left alone. The StatefulSet asks for
-// statusFeedback of replicas, readyReplicas, updatedReplicas,
-// availableReplicas, currentRevision, updateRevision, its fleetset.io/revision
+// Every manifest is applied with server-side apply (force), leaving member
+// defaults and other field owners alone. The StatefulSet asks for
+// statusFeedback of its replica counts, revisions, fleetset.io/revision
 // annotation, generation and observedGeneration; Feedback reads it back.
 //
 // One more ManifestWork per cluster, ResyncWork, carries the resync Lease

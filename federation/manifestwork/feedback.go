@@ -1,7 +1,6 @@
 package manifestwork
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/internal/envelope"
 )
 
 // Feedback names, as requested from the work agent for every StatefulSet.
@@ -160,31 +160,22 @@ func HoldsStatefulSet(w *workv1.ManifestWork, name string) bool {
 // heldStatefulSet returns the spec.replicas (nil: unset) of the first
 // StatefulSet named name in w's spec, and whether w holds one.
 func heldStatefulSet(w *workv1.ManifestWork, name string) (*int32, bool) {
-	for _, m := range w.Spec.Workload.Manifests {
-		var sts struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
-			Spec struct {
-				Replicas *int32 `json:"replicas"`
-			} `json:"spec"`
-		}
-		if json.Unmarshal(m.Raw, &sts) == nil && sts.Kind == "StatefulSet" && sts.Metadata.Name == name {
-			return sts.Spec.Replicas, true
-		}
+	var sts struct {
+		Spec struct {
+			Replicas *int32 `json:"replicas"`
+		} `json:"spec"`
 	}
-	return nil, false
+	i, err := envelope.Find(w, envelope.Key{Kind: "StatefulSet", Name: name}, &sts)
+	if i < 0 || err != nil {
+		return nil, false
+	}
+	return sts.Spec.Replicas, true
 }
 
-// Drained reports whether the StatefulSet name that w holds runs no pod in
-// its member cluster, as far as the hub can know: w holds it with
-// spec.replicas 0, the work agent has applied w at its generation
-// (AppliedAtGeneration), and the agent fed back the StatefulSet's status
-// of its current spec (StatefulSetFeedback.Current) with status.replicas 0.
-// The StatefulSet controller counts every pod it created in
-// status.replicas, terminating ones included, so 0 means they are gone.
-// False when w does not hold name.
+// Drained reports whether StatefulSet name in w runs no pod, as far as the
+// hub can know: w holds it at spec.replicas 0, is Applied at its generation,
+// and the feedback of its current spec says status.replicas 0 (which counts
+// terminating pods too). False when w does not hold name.
 func Drained(w *workv1.ManifestWork, name string) bool {
 	if !AppliedAtGeneration(w) {
 		return false

@@ -2,21 +2,11 @@ package manifestwork
 
 import "fmt"
 
-// Validate checks what the work agent fed back of one StatefulSet before
-// the hub uses it: status is reported by the member cluster, and a member
-// that is wrong or compromised must not inflate a FleetSet's status, its
-// scale subresource or a rollout's progress. block is the most instances the
-// StatefulSet can ever have (its subset's ordinal block, in replicas). It
-// returns nil, or an error naming the first value that cannot be true, and
-// the hub then ignores the whole report:
-//   - no count was reported outside int32 (Malformed);
-//   - every count is ≥ 0 and ≤ block;
-//   - readyReplicas ≥ availableReplicas (an instance is available only once
-//     ready, as the StatefulSet controller counts).
-//
-// A report that passes is still bounded by the subset's replicas (Clamp)
-// before it is summed, and a rollout step uses it only when it is of the
-// delivered spec (Current).
+// Validate checks a member's report before the hub uses it, so a wrong or
+// compromised member cannot inflate status, scale or rollout progress: no
+// count outside int32, every count in [0, block] (block: the subset's ordinal
+// block), readyReplicas ≥ availableReplicas. The error names the first
+// impossible value; the hub then ignores the whole report.
 func (f StatefulSetFeedback) Validate(block int32) error {
 	if f.Malformed != "" {
 		return fmt.Errorf("%s", f.Malformed)
@@ -47,11 +37,8 @@ func (f StatefulSetFeedback) Validate(block int32) error {
 }
 
 // Clamp returns f with its ready, available and updated counts cut to
-// desired, the subset's replicas: a subset never counts more ready,
-// available or updated instances than it is given (while it scales down,
-// the extra instances being removed are not counted).
-// replicas (pods that exist) is left as reported: it may exceed delivered
-// while a scale-down removes pods, and Validate bounds it by the block.
+// desired, the subset's replicas (a scale-down's leaving pods do not count);
+// replicas, the pods that exist, stays as reported.
 func (f StatefulSetFeedback) Clamp(desired int32) StatefulSetFeedback {
 	f.ReadyReplicas = min(f.ReadyReplicas, desired)
 	f.AvailableReplicas = min(f.AvailableReplicas, desired)

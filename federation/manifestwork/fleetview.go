@@ -13,18 +13,15 @@ import (
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/plan"
 	"github.com/fleetset/fleetset/internal/apportion"
+	"github.com/fleetset/fleetset/internal/envelope"
 )
 
-// FleetView renders the ConfigMap <fleetset>-fleet holding v1alpha1.FleetView
-// for every subset in subsets, under key v1alpha1.FleetViewKey: the subsets,
-// the governing Service and, unless the fleet has more than
-// v1alpha1.MaxFleetViewInstances replicas, every desired instance (see
-// Instances). It returns an error if a subset's domain shares cannot be
-// divided (the plan has already refused such a spec) or the view cannot be
-// encoded.
+// FleetView renders the ConfigMap <fleetset>-fleet holding v1alpha1.FleetView:
+// the subsets, the Service and (see Instances) every desired instance. It
+// errors when domain shares cannot be divided or the view cannot be encoded.
 func FleetView(fs *fleetv1.FleetSet, subsets []plan.Subset) (*corev1.ConfigMap, error) {
 	v := fleetv1.FleetView{FleetSet: fs.Name, Namespace: fs.Namespace, Replicas: fs.Spec.Replicas, Subsets: []fleetv1.FleetViewSubset{},
-		ServiceName: ServiceName(fs)}
+		ServiceName: envelope.ServiceName(fs)}
 	for _, sp := range subsets {
 		for _, l := range sp.Leaders {
 			v.Leaders = append(v.Leaders, fleetv1.LeaderStatus{Name: l, Subset: sp.Name, Cluster: sp.Cluster})
@@ -50,7 +47,7 @@ func FleetView(fs *fleetv1.FleetSet, subsets []plan.Subset) (*corev1.ConfigMap, 
 	return &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      FleetViewName(fs.Name),
+			Name:      envelope.FleetViewName(fs.Name),
 			Namespace: fs.Namespace,
 			Labels:    ownedBy(fs, map[string]string{fleetv1.LabelSet: fs.Name}),
 		},
@@ -58,18 +55,13 @@ func FleetView(fs *fleetv1.FleetSet, subsets []plan.Subset) (*corev1.ConfigMap, 
 	}, nil
 }
 
-// Instances returns every desired instance of the fleet, sorted by
-// ordinal: for each subset, ordinals [OrdinalStart, OrdinalStart+Replicas),
-// named <fleetset>-<subset>-<ordinal>, with the subset's cluster, the DNS
-// name <pod>.<service>.<namespace>.svc and the ordinal's domain. The domain
-// is what fleetset-scheduler gives the ordinal (and writes as the pod's
-// label fleetset.io/domain): seat ordinal−OrdinalStart of the seat sequence
-// of the SubsetPlacement's spec.domains, the same apportion.NewSeats over
-// v1alpha1.DomainShares that ordinaltarget.Compile builds in the scheduler;
-// empty for a subset without domains. It returns nil when the fleet has
-// more than v1alpha1.MaxFleetViewInstances replicas (spec.replicas, or the
-// subsets' replicas together). The error is the seat sequence's for shares
-// it cannot divide.
+// Instances returns every desired instance of the fleet, sorted by ordinal:
+// per subset, ordinals [OrdinalStart, OrdinalStart+Replicas) with name,
+// cluster, DNS name <pod>.<service>.<namespace>.svc, role, and the domain
+// fleetset-scheduler pins the ordinal to (apportion.DomainSeats of the
+// SubsetPlacement the hub delivers). It returns nil for a fleet over
+// v1alpha1.MaxFleetViewInstances replicas, and an error for shares the seat
+// sequence cannot divide.
 func Instances(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]fleetv1.FleetViewInstance, error) {
 	total := int64(0)
 	for _, sp := range subsets {
@@ -78,20 +70,14 @@ func Instances(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]fleetv1.FleetView
 	if fs.Spec.Replicas > fleetv1.MaxFleetViewInstances || total > fleetv1.MaxFleetViewInstances || total == 0 {
 		return nil, nil
 	}
-	svc := ServiceName(fs)
+	svc := envelope.ServiceName(fs)
 	out := make([]fleetv1.FleetViewInstance, 0, total)
 	for _, sp := range subsets {
-		var seats *apportion.Seats
-		if len(sp.Domains) > 0 {
-			// The placement the hub delivers for this subset, and the
-			// scheduler's compilation of it (ordinaltarget.Compile).
-			placement := SubsetPlacement(fs, sp)
-			var err error
-			if seats, err = apportion.NewSeats("spec.domains", fleetv1.DomainShares(placement.Spec.Domains)); err != nil {
-				return nil, fmt.Errorf("subset %s: %w", sp.Name, err)
-			}
+		seats, err := apportion.DomainSeats(SubsetPlacement(fs, sp).Spec.Domains)
+		if err != nil {
+			return nil, fmt.Errorf("subset %s: %w", sp.Name, err)
 		}
-		sts := StatefulSetName(fs.Name, sp.Name)
+		sts := envelope.StatefulSetName(fs.Name, sp.Name)
 		for k := int32(0); k < sp.Replicas; k++ {
 			ordinal := sp.OrdinalStart + k
 			name := sts + "-" + strconv.FormatInt(int64(ordinal), 10)

@@ -12,7 +12,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/plan"
-	"github.com/fleetset/fleetset/plugins/ordinaltarget"
+	"github.com/fleetset/fleetset/internal/apportion"
 )
 
 // decodeView returns the FleetView the ConfigMap of FleetView(fs, subsets)
@@ -58,14 +58,13 @@ func TestFleetView(t *testing.T) {
 	}
 }
 
-// TestFleetViewInstancesAreTheSchedulers: for FleetSets planned by the hub
+// TestFleetViewInstancesHoldTheDivision: for FleetSets planned by the hub
 // (plan.For), with blocks out of spec order, int, percent and unset shares
 // listed out of name order, a subset without domains and a custom Service,
-// the fleet view lists every desired instance once, by ordinal, and gives
-// each the domain fleetset-scheduler pins its ordinal to: the ordinal map
-// ordinaltarget.Compile builds from the SubsetPlacement the hub delivers.
-// Each subset's instances per domain are the hub's division.
-func TestFleetViewInstancesAreTheSchedulers(t *testing.T) {
+// the fleet view lists every desired instance once, by ordinal; each
+// subset's first k instances hold the division of k over its domains
+// (apportion.Divide), and all of them the hub's division.
+func TestFleetViewInstancesHoldTheDivision(t *testing.T) {
 	pct := func(s string) *intstr.IntOrString { return ptr.To(intstr.FromString(s)) }
 	num := func(n int32) *intstr.IntOrString { return ptr.To(intstr.FromInt32(n)) }
 	fs := makeFleetSet("prod", "kv").serviceName("kv-peers").obj()
@@ -94,6 +93,10 @@ func TestFleetViewInstancesAreTheSchedulers(t *testing.T) {
 			for _, sp := range subsets {
 				byName[sp.Name] = sp
 			}
+			specDomains := map[string][]fleetv1.DomainShare{}
+			for _, s := range fs.Spec.Topology.Subsets {
+				specDomains[s.Name] = s.Domains
+			}
 			perDomain := map[string]map[string]int32{}
 			for i, in := range v.Instances {
 				if i > 0 && in.Ordinal <= v.Instances[i-1].Ordinal {
@@ -107,24 +110,26 @@ func TestFleetViewInstancesAreTheSchedulers(t *testing.T) {
 				if in.Name != pod || in.DNSName != pod+".kv-peers.prod.svc" {
 					t.Errorf("ordinal %d: name %q, dns %q; want %q, %q", in.Ordinal, in.Name, in.DNSName, pod, pod+".kv-peers.prod.svc")
 				}
-				// What the scheduler computes from the delivered placement.
-				seats, _, err := ordinaltarget.Compile(&SubsetPlacement(fs, sp).Spec)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := ""
-				if seats != nil {
-					if want, err = seats.NameOf(int64(in.Ordinal - sp.OrdinalStart)); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if in.Domain != want {
-					t.Errorf("%s: domain %q, the scheduler's is %q", in.Name, in.Domain, want)
-				}
 				if perDomain[sp.Name] == nil {
 					perDomain[sp.Name] = map[string]int32{}
 				}
 				perDomain[sp.Name][in.Domain]++
+				if ds := specDomains[sp.Name]; len(ds) > 0 {
+					k := in.Ordinal - sp.OrdinalStart + 1
+					div, err := apportion.Divide(k, apportion.DomainShares(ds))
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := map[string]int32{}
+					for _, a := range div.Assignments {
+						if a.Replicas > 0 {
+							want[a.Name] = a.Replicas
+						}
+					}
+					if diff := cmp.Diff(want, perDomain[sp.Name]); diff != "" {
+						t.Fatalf("subset %s: first %d instances differ from the division of %d (-division,+view):\n%s", sp.Name, k, k, diff)
+					}
+				}
 			}
 			for _, sp := range subsets {
 				division := map[string]int32{}

@@ -12,6 +12,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/internal/envelope"
 )
 
 // Lease is the state of the resync lease the hub delivers to one cluster.
@@ -26,15 +27,10 @@ type Lease struct {
 	RenewTime metav1.MicroTime
 }
 
-// ResyncWork renders the per-cluster ManifestWork v1alpha1.ResyncWorkName in
-// namespace cluster: the namespace v1alpha1.ResyncLeaseNamespace (orphaned on
-// deletion: fleetset-scheduler may live there), the Lease
-// v1alpha1.ResyncLeaseName holding l, and the ConfigMap
-// v1alpha1.PeersConfigMapName listing peers (cluster name → peer URL, the
-// cluster itself left out; JSON under v1alpha1.PeersKey), where the member
-// finds the peers it asks when it loses the hub. All are applied with
-// server-side apply and force, so every renewTime the hub writes reaches the
-// member Lease.
+// ResyncWork renders ManifestWork v1alpha1.ResyncWorkName for cluster: the
+// namespace v1alpha1.ResyncLeaseNamespace (orphaned on deletion), the resync
+// Lease holding l, and the peers ConfigMap (every other cluster's peer URL).
+// All are force-applied, so each renewTime reaches the member.
 func ResyncWork(cluster string, l Lease, peers map[string]string) (*workv1.ManifestWork, error) {
 	ns := &corev1.Namespace{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
@@ -65,7 +61,7 @@ func ResyncWork(cluster string, l Lease, peers map[string]string) (*workv1.Manif
 		ObjectMeta: metav1.ObjectMeta{Name: fleetv1.PeersConfigMapName, Namespace: fleetv1.ResyncLeaseNamespace},
 		Data:       map[string]string{fleetv1.PeersKey: string(peersJSON)},
 	}
-	manifests, err := encode([]runtime.Object{ns, lease, cm})
+	manifests, err := envelope.Encode([]runtime.Object{ns, lease, cm})
 	if err != nil {
 		return nil, err
 	}
@@ -95,27 +91,21 @@ func ResyncWork(cluster string, l Lease, peers map[string]string) (*workv1.Manif
 	return w, nil
 }
 
-// LeaseOf returns the resync Lease a ManifestWork carries. It returns an error
-// if the work holds no Lease manifest or the Lease cannot be decoded, or its
-// holderIdentity, leaseDurationSeconds, acquireTime or renewTime is unset.
+// LeaseOf returns the resync Lease a ManifestWork carries. It returns an
+// error if the work holds no Lease, or one that does not decode or lacks
+// holderIdentity, leaseDurationSeconds, acquireTime or renewTime.
 func LeaseOf(w *workv1.ManifestWork) (Lease, error) {
-	for i, m := range w.Spec.Workload.Manifests {
-		var tm metav1.TypeMeta
-		if err := json.Unmarshal(m.Raw, &tm); err != nil {
-			return Lease{}, fmt.Errorf("spec.workload.manifests[%d]: %w", i, err)
-		}
-		if tm.Kind != "Lease" {
-			continue
-		}
-		var l coordinationv1.Lease
-		if err := json.Unmarshal(m.Raw, &l); err != nil {
-			return Lease{}, fmt.Errorf("spec.workload.manifests[%d]: %w", i, err)
-		}
-		s := l.Spec
-		if s.HolderIdentity == nil || s.LeaseDurationSeconds == nil || s.AcquireTime == nil || s.RenewTime == nil {
-			return Lease{}, fmt.Errorf("spec.workload.manifests[%d]: lease spec is incomplete", i)
-		}
-		return Lease{HolderIdentity: *s.HolderIdentity, DurationSeconds: *s.LeaseDurationSeconds, AcquireTime: *s.AcquireTime, RenewTime: *s.RenewTime}, nil
+	var l coordinationv1.Lease
+	i, err := envelope.Find(w, envelope.Key{Kind: "Lease"}, &l)
+	if err != nil {
+		return Lease{}, err
 	}
-	return Lease{}, fmt.Errorf("spec.workload.manifests: no Lease")
+	if i < 0 {
+		return Lease{}, fmt.Errorf("spec.workload.manifests: no Lease")
+	}
+	s := l.Spec
+	if s.HolderIdentity == nil || s.LeaseDurationSeconds == nil || s.AcquireTime == nil || s.RenewTime == nil {
+		return Lease{}, fmt.Errorf("spec.workload.manifests[%d]: lease spec is incomplete", i)
+	}
+	return Lease{HolderIdentity: *s.HolderIdentity, DurationSeconds: *s.LeaseDurationSeconds, AcquireTime: *s.AcquireTime, RenewTime: *s.RenewTime}, nil
 }

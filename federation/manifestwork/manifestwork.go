@@ -17,18 +17,16 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/plan"
+	"github.com/fleetset/fleetset/internal/envelope"
 )
 
 // FieldManager is the server-side-apply field manager the work agent uses
 // for the hub's manifests (OCM requires the "work-agent" prefix).
 const FieldManager = "work-agent-fleetset-hub"
 
-// Works renders one ManifestWork per cluster named in subsets, sorted by
-// cluster. subsets holds every subset of fs in spec order (the fleet view lists
-// them all; each work carries only its cluster's subsets).
-//
-// It returns an error if fs.Spec.Selector is not a valid label selector or an
-// object cannot be encoded.
+// Works renders one ManifestWork per cluster named in subsets (every subset
+// of fs, in spec order), sorted by cluster. It errors when spec.selector is
+// invalid or an object cannot be encoded.
 func Works(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]*workv1.ManifestWork, error) {
 	var clusters []string
 	byCluster := map[string][]plan.Subset{}
@@ -59,7 +57,7 @@ func Works(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]*workv1.ManifestWork,
 	for _, rs := range RoleServices(fs) {
 		sharedObjs = append(sharedObjs, rs)
 	}
-	shared, err := encode(sharedObjs)
+	shared, err := envelope.Encode(sharedObjs)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +81,7 @@ func work(fs *fleetv1.FleetSet, cluster string, subsets []plan.Subset, viewName 
 	var objs []runtime.Object
 	configs := []workv1.ManifestConfigOption{
 		createOnlyConfig("", "namespaces", "", fs.Namespace),
-		applyConfig("", "services", fs.Namespace, ServiceName(fs)),
+		applyConfig("", "services", fs.Namespace, envelope.ServiceName(fs)),
 		applyConfig("", "configmaps", fs.Namespace, viewName),
 	}
 	for _, rs := range fs.Spec.RoleServices {
@@ -125,7 +123,7 @@ func work(fs *fleetv1.FleetSet, cluster string, subsets []plan.Subset, viewName 
 		objs = append(objs, p)
 		configs = append(configs, pdbConfig(fs.Namespace, p.Name))
 	}
-	own, err := encode(objs)
+	own, err := envelope.Encode(objs)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +133,7 @@ func work(fs *fleetv1.FleetSet, cluster string, subsets []plan.Subset, viewName 
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      WorkName(fs.Namespace, fs.Name),
 			Namespace: cluster,
-			Labels:    OwnerLabels(fs.Namespace, fs.Name),
+			Labels:    envelope.OwnerLabels(fs.Namespace, fs.Name),
 			Annotations: map[string]string{fleetv1.AnnotationOrdinalStarts: strings.Join(starts, ","),
 				fleetv1.AnnotationDeletionPolicy: string(fs.Spec.DeletionPolicyOrDefault())},
 		},
@@ -203,24 +201,16 @@ func statefulSetConfig(namespace, name string) workv1.ManifestConfigOption {
 	return c
 }
 
-// StatefulSet renders the StatefulSet <fleetset>-<subset> of one subset:
-// fs's template with schedulerName fleetset-scheduler and the labels
-// fleetset.io/set, fleetset.io/subset and fleetset.io/placement; the selector
-// is spec.selector plus the set and subset labels, so subsets sharing a
-// cluster never select each other's pods. spec.ordinals.start is the subset's
-// OrdinalStart, and the rolling-update partition is the subset's Partition
-// unchanged: the StatefulSet controller counts it from ordinals.start
-// (k8s.io/kubernetes pkg/controller/statefulset, newVersionedStatefulSetPod:
-// ordinal < start+partition keeps the current revision). Pods are managed in
-// Parallel: a pod held Pending by DoNotSchedule in a full domain must not
-// block the other domains' instances, as OrderedReady would.
-//
-// It returns an error if fs.Spec.Selector is nil.
+// StatefulSet renders the StatefulSet <fleetset>-<subset>: fs's template
+// scheduled by fleetset-scheduler, selecting spec.selector plus the set and
+// subset labels, ordinals.start the subset's OrdinalStart, partition as
+// planned (counted from ordinals.start), and Parallel pod management so one
+// full domain does not block the others. It errors when spec.selector is nil.
 func StatefulSet(fs *fleetv1.FleetSet, sp plan.Subset) (*appsv1.StatefulSet, error) {
 	if fs.Spec.Selector == nil {
 		return nil, fmt.Errorf("spec.selector: required")
 	}
-	name := StatefulSetName(fs.Name, sp.Name)
+	name := envelope.StatefulSetName(fs.Name, sp.Name)
 	labels := map[string]string{
 		fleetv1.LabelSet:       fs.Name,
 		fleetv1.LabelSubset:    sp.Name,
@@ -255,7 +245,7 @@ func StatefulSet(fs *fleetv1.FleetSet, sp plan.Subset) (*appsv1.StatefulSet, err
 			Replicas:                             ptr.To(sp.Replicas),
 			Selector:                             sel,
 			Template:                             *tmpl,
-			ServiceName:                          ServiceName(fs),
+			ServiceName:                          envelope.ServiceName(fs),
 			PodManagementPolicy:                  fs.Spec.PodManagementPolicyOrDefault(),
 			MinReadySeconds:                      fs.Spec.MinReadySeconds,
 			RevisionHistoryLimit:                 fs.Spec.RevisionHistoryLimit,
@@ -321,7 +311,7 @@ func Service(fs *fleetv1.FleetSet) *corev1.Service {
 	return &corev1.Service{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      ServiceName(fs),
+			Name:      envelope.ServiceName(fs),
 			Namespace: fs.Namespace,
 			Labels:    ownedBy(fs, map[string]string{fleetv1.LabelSet: fs.Name}),
 		},
@@ -334,14 +324,9 @@ func Service(fs *fleetv1.FleetSet) *corev1.Service {
 }
 
 // SubsetPlacement renders the SubsetPlacement <fleetset>-<subset>: the
-// subset's domains with their shares as the FleetSet gives them (sorted by
-// name; fleetset-scheduler takes them by name and deals ordinals by the same
-// seat sequence the hub divides with), the topology key, the node selector
-// and the ordinal start. It depends on the shares, not on the subset's size,
-// so scaling never rewrites it. Whatever the domains, the placement is
-// DoNotSchedule so a re-created instance returns to its volume's domain. A
-// subset without domains gets no domain list; fleetset-scheduler then only
-// spreads it over the cluster's values of the topology key.
+// subset's domain shares (sorted by name; not its size, so scaling never
+// rewrites it), topology key, node selector and ordinal start, always
+// DoNotSchedule so a re-created instance returns to its volume's domain.
 func SubsetPlacement(fs *fleetv1.FleetSet, sp plan.Subset) *fleetv1.SubsetPlacement {
 	key := fleetv1.TopologyKeyOrDefault(fs.Spec.Topology.TopologyKey)
 	var domains []fleetv1.DomainShare
@@ -358,7 +343,7 @@ func SubsetPlacement(fs *fleetv1.FleetSet, sp plan.Subset) *fleetv1.SubsetPlacem
 	return &fleetv1.SubsetPlacement{
 		TypeMeta: metav1.TypeMeta{APIVersion: fleetv1.GroupVersion.String(), Kind: "SubsetPlacement"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      StatefulSetName(fs.Name, sp.Name),
+			Name:      envelope.StatefulSetName(fs.Name, sp.Name),
 			Namespace: fs.Namespace,
 			Labels:    ownedBy(fs, map[string]string{fleetv1.LabelSet: fs.Name, fleetv1.LabelSubset: sp.Name}),
 		},

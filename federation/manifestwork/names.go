@@ -5,7 +5,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/internal/envelope"
 )
+
+// The names below are package envelope's, kept here for the hub's callers.
 
 // WorkName returns the name of the ManifestWork of FleetSet namespace/name in
 // every member cluster: v1alpha1.ManifestWorkName.
@@ -13,44 +16,21 @@ func WorkName(namespace, name string) string {
 	return fleetv1.ManifestWorkName(namespace, name)
 }
 
-// StatefulSetName returns the name of the StatefulSet, SubsetPlacement and
-// placement label of a subset: "<fleetset>-<subset>".
+// StatefulSetName is envelope.StatefulSetName: "<fleetset>-<subset>".
 func StatefulSetName(fleetSet, subset string) string {
-	return fleetSet + "-" + subset
+	return envelope.StatefulSetName(fleetSet, subset)
 }
 
-// FleetViewName returns the name of the fleet view ConfigMap: "<fleetset>-fleet".
-func FleetViewName(fleetSet string) string {
-	return fleetSet + "-fleet"
-}
+// FleetViewName is envelope.FleetViewName: "<fleetset>-fleet".
+func FleetViewName(fleetSet string) string { return envelope.FleetViewName(fleetSet) }
 
-// ServiceName returns the headless Service of a FleetSet: spec.serviceName,
-// or the FleetSet's name when unset.
-func ServiceName(fs *fleetv1.FleetSet) string {
-	if fs.Spec.ServiceName != "" {
-		return fs.Spec.ServiceName
-	}
-	return fs.Name
-}
+// ServiceName is envelope.ServiceName: spec.serviceName, or the FleetSet's name.
+func ServiceName(fs *fleetv1.FleetSet) string { return envelope.ServiceName(fs) }
 
-// OwnerLabels returns the labels that mark a ManifestWork as belonging to
-// FleetSet namespace/name.
+// OwnerLabels is envelope.OwnerLabels: the labels of FleetSet namespace/name's works.
 func OwnerLabels(namespace, name string) map[string]string {
-	return map[string]string{
-		fleetv1.LabelManagedBy:      fleetv1.ManagedByHub,
-		fleetv1.LabelOwnerNamespace: namespace,
-		fleetv1.LabelOwnerName:      name,
-	}
+	return envelope.OwnerLabels(namespace, name)
 }
 
-// Owner returns the FleetSet that ManifestWork w belongs to, read from the
-// owner labels OwnerLabels sets; ok is false unless both the namespace and
-// the name label are set.
-func Owner(w metav1.Object) (owner types.NamespacedName, ok bool) {
-	l := w.GetLabels()
-	ns, name := l[fleetv1.LabelOwnerNamespace], l[fleetv1.LabelOwnerName]
-	if ns == "" || name == "" {
-		return types.NamespacedName{}, false
-	}
-	return types.NamespacedName{Namespace: ns, Name: name}, true
-}
+// Owner is envelope.Owner: the FleetSet a ManifestWork belongs to.
+func Owner(w metav1.Object) (owner types.NamespacedName, ok bool) { return envelope.Owner(w) }

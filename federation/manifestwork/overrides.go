@@ -14,18 +14,10 @@ import (
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 )
 
-// SubsetTemplate returns the pod template and volume claim templates of the
-// subset s of fs, in the order the API documents (api/v1alpha1/overrides.go):
-// spec.template and spec.volumeClaimTemplates, then s's
-// imageRegistryRewrites, containerResources, tolerations and
-// storageClassNames, then s's patch. What fleetset owns (schedulerName, its
-// labels) is set later, by StatefulSet. fs is not modified. s nil: the
-// fleet's templates unchanged.
-//
-// It returns an error naming the field (field is s's path, such as
-// "spec.topology.subsets[0]") when an override cannot apply: an image that
-// is not a valid reference, a containerResources entry naming no container,
-// a patch that does not apply or leaves fields a pod template does not have.
+// SubsetTemplate returns subset s's pod and claim templates: fs's, then s's
+// image rewrites, container resources, tolerations, storage classes and
+// patch, in the API's order (api/v1alpha1/overrides.go); s nil gives fs's.
+// Errors name the field (field is s's path) of an override that cannot apply.
 func SubsetTemplate(fs *fleetv1.FleetSet, s *fleetv1.Subset, field string) (*corev1.PodTemplateSpec, []corev1.PersistentVolumeClaim, error) {
 	tmpl := fs.Spec.Template.DeepCopy()
 	var claims []corev1.PersistentVolumeClaim

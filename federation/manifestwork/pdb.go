@@ -1,13 +1,5 @@
 package manifestwork
 
-// The fleet-wide disruption budget (spec.disruptionBudget): one
-// PodDisruptionBudget per subset, with the subset's part of the budget.
-//
-// Not wired yet: work() in manifestwork.go (another owner's) is to append,
-// for its cluster's subsets, PodDisruptionBudgets(fs, subsets) to its
-// objects and a pdbConfig for each. Passing only one cluster's subsets is
-// right: the parts are divided over all of fs's subsets whatever is passed.
-
 import (
 	"fmt"
 
@@ -20,37 +12,15 @@ import (
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/plan"
 	"github.com/fleetset/fleetset/internal/apportion"
+	"github.com/fleetset/fleetset/internal/envelope"
 )
 
-// PodDisruptionBudgets renders, when fs.Spec.DisruptionBudget is set, one
-// policy/v1 PodDisruptionBudget per subset of subsets (in their order),
-// named like the subset's StatefulSet (StatefulSetName), selecting exactly
-// that StatefulSet's pods (spec.selector plus fleetset.io/set and
-// fleetset.io/subset), with spec.maxUnavailable the subset's part of the
-// fleet budget. It returns nil when the budget is unset.
-//
-// The fleet budget in instances is maxUnavailable as an int, or that
-// percent of spec.replicas rounded down (a budget is never exceeded), and
-// never more than spec.replicas. It is divided over all of fs's subsets
-// (spec.topology.subsets, whichever of them subsets holds) as the first
-// budget seats of the seat sequence the hub divides spec.replicas with
-// (apportion.Divide over the same shares): the parts sum to the budget, and
-// since the budget is at most spec.replicas, no part exceeds its subset's
-// replicas (house monotonicity) and a subset with 0 replicas gets 0. A
-// subset's part is also cut to its delivered replicas (a subset cut to its
-// ordinal block), so the delivered parts never sum over the budget. A part
-// of 0 refuses every eviction of a healthy pod of the subset.
-//
-// Every budget has unhealthyPodEvictionPolicy AlwaysAllow: a pod that is not
-// Ready does not count as available, so evicting it takes nothing from the
-// budget, and with the default (IfHealthyBudget) a subset whose part is 0,
-// or one already short of ready pods (a crash-looping or stuck instance),
-// would block every node drain holding that pod until an operator stepped
-// in; the Kubernetes documentation recommends AlwaysAllow for such
-// applications.
-//
-// It returns an error if spec.selector is nil, maxUnavailable is malformed
-// or negative, or spec.topology.subsets cannot be divided.
+// PodDisruptionBudgets renders, when spec.disruptionBudget is set, one
+// PodDisruptionBudget per subset (named and selecting like its StatefulSet)
+// whose maxUnavailable is the subset's part of the fleet budget (percents of
+// spec.replicas rounded down): the first budget seats of the subsets' seat
+// sequence, cut to the subset's delivered replicas. unhealthyPodEvictionPolicy
+// is AlwaysAllow: a part of 0 or a crash-looping pod must not block drains.
 func PodDisruptionBudgets(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]*policyv1.PodDisruptionBudget, error) {
 	if fs.Spec.DisruptionBudget == nil || len(subsets) == 0 {
 		return nil, nil
@@ -69,7 +39,7 @@ func PodDisruptionBudgets(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]*polic
 		out = append(out, &policyv1.PodDisruptionBudget{
 			TypeMeta: metav1.TypeMeta{APIVersion: policyv1.SchemeGroupVersion.String(), Kind: "PodDisruptionBudget"},
 			ObjectMeta: metav1.ObjectMeta{
-				Name:      StatefulSetName(fs.Name, sp.Name),
+				Name:      envelope.StatefulSetName(fs.Name, sp.Name),
 				Namespace: fs.Namespace,
 				Labels:    ownedBy(fs, map[string]string{fleetv1.LabelSet: fs.Name, fleetv1.LabelSubset: sp.Name}),
 			},
@@ -95,7 +65,7 @@ func budgetParts(fs *fleetv1.FleetSet) (map[string]int32, error) {
 	if err != nil {
 		return nil, err
 	}
-	div, err := apportion.Divide(budget, fleetv1.SubsetShares(fs.Spec.Topology.Subsets))
+	div, err := apportion.Divide(budget, apportion.SubsetShares(fs.Spec.Topology.Subsets))
 	if err != nil {
 		return nil, fmt.Errorf("spec.disruptionBudget: dividing over spec.topology.subsets: %w", err)
 	}

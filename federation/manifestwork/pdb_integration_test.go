@@ -37,6 +37,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/plan"
+	"github.com/fleetset/fleetset/internal/envelope"
 	"github.com/fleetset/fleetset/internal/testing/controlplane"
 )
 
@@ -110,7 +111,7 @@ func TestDisruptionBudgetIntegration(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ms, err := encode([]runtime.Object{sts, pdbs[i]})
+		ms, err := envelope.Encode([]runtime.Object{sts, pdbs[i]})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,7 +254,7 @@ func TestDisruptionBudgetIntegration(t *testing.T) {
 	}
 	mine := pdbs[0].DeepCopy()
 	mine.Namespace = other
-	ms, err := encode([]runtime.Object{mine})
+	ms, err := envelope.Encode([]runtime.Object{mine})
 	if err != nil {
 		t.Fatal(err)
 	}

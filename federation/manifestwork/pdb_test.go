@@ -18,6 +18,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/plan"
+	"github.com/fleetset/fleetset/internal/envelope"
 )
 
 // budgetFleetSet is a FleetSet of replicas instances over subsets named
@@ -301,7 +302,7 @@ func TestPodDisruptionBudgetManifestAndConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, err := encode([]runtime.Object{pdbs[0]})
+	ms, err := envelope.Encode([]runtime.Object{pdbs[0]})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,7 +116,7 @@ func For(fs *fleetv1.FleetSet, previous map[string]int32) ([]Subset, []Finding, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("spec.topology.subsets: %w", err)
 	}
-	div, err := apportion.Divide(spec.Replicas, fleetv1.SubsetShares(spec.Topology.Subsets))
+	div, err := apportion.Divide(spec.Replicas, apportion.SubsetShares(spec.Topology.Subsets))
 	if err != nil {
 		return nil, nil, fmt.Errorf("spec.topology.subsets: %w", err)
 	}
@@ -151,7 +151,7 @@ func For(fs *fleetv1.FleetSet, previous map[string]int32) ([]Subset, []Finding, 
 			NodeSelector: s.NodeSelector.DeepCopy(),
 		}
 		if len(s.Domains) > 0 {
-			dd, err := apportion.Divide(replicas, fleetv1.DomainShares(s.Domains))
+			dd, err := apportion.Divide(replicas, apportion.DomainShares(s.Domains))
 			if err != nil {
 				return nil, nil, fmt.Errorf("spec.topology.subsets[%d].domains: %w", i, err)
 			}

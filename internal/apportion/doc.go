@@ -4,6 +4,10 @@
 // and fleetset-scheduler (the domain of each ordinal) compute with the same
 // code from the same shares.
 //
+// Files: divide.go (Divide), sequence.go (the seat sequence), quota.go (its
+// quota method), seats.go (concurrent seat lookups), domains.go (the API's
+// subsets and domains as shares; DomainSeats, the ordinal → domain map).
+//
 // # What it takes and returns
 //
 // A spec is a list of [Share]s. Each has a non-empty, unique Name and a
@@ -23,6 +27,8 @@
 //   - [NewSeats] answers for one spec, concurrently, which share holds seat
 //     k ([Seats.Of], [Seats.NameOf]) and the division of n ([Seats.Counts]).
 //     Seat k is the domain of ordinal offset k, pod-index − ordinalStart.
+//   - [DomainSeats] is the Seats of a SubsetPlacement's spec.domains: the one
+//     ordinal → domain map, used by fleetset-scheduler and the hub's fleet view.
 //
 // Totals and seats stay below [MaxTotal]. Invalid specs are refused with an
 // error naming the share and field.

@@ -13,23 +13,10 @@ import (
 // look-ahead, gets the seat; no realistic weights come near it.
 const maxScan = 1 << 16
 
-// sequencer deals seats one at a time to shares of fixed non-negative
-// integer weights by a house-monotone quota method: every prefix of h seats
-// gives share i between ⌊h·w_i/W⌋ and ⌈h·w_i/W⌉ seats (W = Σw), its lower and
-// upper quota.
-//
-// At each seat the shares eligible under quota are those whose extra seat
-// stays within upper quota now and leaves every later house size able to
-// meet every lower quota (the eligibility test of Still, "A class of new
-// methods for congressional apportionment", SIAM J. Appl. Math. 37(2), 1979,
-// which completes Balinski and Young's quota method, "The quota method of
-// apportionment", Amer. Math. Monthly 82(7), 1975). Among them the seat goes
-// to the share Webster's divisor method (Sainte-Laguë) would pick, the
-// largest w_i/(x_i + ½) for x_i seats held, ties to the lower index. The
-// sequence therefore equals Webster's wherever Webster stays within quota,
-// and departs from it only where quota forces it.
-//
-// A sequencer is not safe for concurrent use.
+// sequencer deals seats to shares of fixed weights by the quota method of the
+// package documentation: among the shares whose seat keeps every present and
+// later house within quota (Still's test), Webster's pick, ties to the lower
+// index. Not safe for concurrent use.
 type sequencer struct {
 	weights []uint64 // input weights divided by their gcd
 	total   uint64   // W, the sum of weights

@@ -85,13 +85,9 @@ type Sequence struct {
 }
 
 // NewSequence validates shares and returns their Sequence before its first
-// seat. The order of shares does not matter: they are handled by name.
-//
-// It returns an error, naming the share (by input index) and field, if
-// shares is empty, a name is empty or repeated, a count is negative, a
-// percentage is malformed or outside 0%..100%, the percentages sum to more
-// than 100%, minReplicas exceeds maxReplicas, or an int is outside
-// [minReplicas, maxReplicas].
+// seat. Errors name the share (by input index) and field: empty, repeated or
+// unnamed shares, negative counts, bad percentages or a sum over 100%, and
+// ints or minReplicas outside [minReplicas, maxReplicas].
 func NewSequence(shares []Share) (*Sequence, error) {
 	return newSequence("shares", shares)
 }
@@ -138,16 +134,7 @@ func (s *Sequence) Name(i int) string { return s.shares[i].name }
 func (s *Sequence) InputIndex(i int) int { return s.shares[i].index }
 
 // Next deals the next seat and returns the index, in name order, of the
-// share that receives it.
-//
-// Stage 1 deals the ints and minReplicas by the quota sequence over those
-// demands. Stage 2 runs the quota sequence over the flexible weights; a pick
-// of a share still inside its minReplicas only uses up a seat it already
-// holds, and a share reaching its maxReplicas drops out, the others starting
-// a fresh quota sequence by their weights. Stage 3, once every share of
-// positive weight is at its maxReplicas (or none has positive weight), deals
-// the rest above maxReplicas by the flexible weights, or evenly when all are
-// zero.
+// share that receives it; the three stages are in the package documentation.
 func (s *Sequence) Next() int {
 	for {
 		switch s.stage {

@@ -35,6 +35,8 @@ func TestWorkHolds(t *testing.T) {
 	deleting := workWith(t, 0, true)
 	now := metav1.Now()
 	deleting.DeletionTimestamp = &now
+	garbled := workWith(t, 1, true)
+	garbled.Spec.Workload.Manifests = append([]workv1.Manifest{{RawExtension: runtime.RawExtension{Raw: []byte("not json")}}}, garbled.Spec.Workload.Manifests...)
 	tests := []struct {
 		name  string
 		w     *workv1.ManifestWork
@@ -46,6 +48,7 @@ func TestWorkHolds(t *testing.T) {
 		{"lower epoch: stale", workWith(t, 0, true), 1, false},
 		{"without fencing", workWith(t, 1, false), 1, false},
 		{"being deleted", deleting, 0, false},
+		{"after a manifest that does not decode", garbled, 1, true},
 		{"another placement only", &workv1.ManifestWork{}, 0, false},
 	}
 	for _, tt := range tests {

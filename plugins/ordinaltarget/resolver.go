@@ -90,16 +90,10 @@ func ForHandle(ctx context.Context, plugin string, h framework.Handle) (*Resolve
 	return r, nil
 }
 
-// ForConfig returns the Resolver for a scheduler's kubeconfig: the plugins of
-// all profiles of one scheduler get the same kubeconfig and share one cache,
-// holding the SubsetPlacement informer. On first use it starts it and waits,
-// at most SyncTimeout, for its first sync, as scheduler-plugins'
-// NewClientWithCachedReader does; the informer stops when ctx is done.
-//
-// It returns an error if the cache or client cannot be built, or the
-// informer stops or does not sync in time (the SubsetPlacement CRD missing,
-// or the scheduler not allowed to list subsetplacements); the scheduler then
-// fails to start with that error rather than leave pods Pending.
+// ForConfig returns the Resolver of a scheduler's kubeconfig, one cache for
+// all its profiles. First use starts the SubsetPlacement informer and waits
+// up to SyncTimeout for its sync; on error (the CRD missing, no RBAC) the
+// scheduler fails to start rather than leave pods Pending.
 func ForConfig(ctx context.Context, cfg *rest.Config) (*Resolver, error) {
 	resolversMu.Lock()
 	defer resolversMu.Unlock()

@@ -1,8 +1,10 @@
 // Package ordinaltarget resolves, for a pod managed by fleetset-scheduler, its
-// SubsetPlacement, its ordinal and the domain that ordinal maps to. It is the
-// part the SubsetPlacement and OrdinalSpread plugins share: one informer-backed
-// reader of SubsetPlacements per scheduler and one ordinal map per placement
-// generation, so a scheduling cycle does no API call and no map rebuild.
+// SubsetPlacement, its ordinal and the domain that ordinal maps to: the part
+// the SubsetPlacement and OrdinalSpread plugins share, with one informer-backed
+// reader per scheduler and one ordinal map per placement generation.
+//
+// Files: target.go (Target, Ordinal, Compile), resolver.go (Resolver),
+// state.go (the Target in the cycle state).
 package ordinaltarget
 
 import (
@@ -69,24 +71,16 @@ func Ordinal(pod *v1.Pod) (int64, error) {
 	return n, nil
 }
 
-// Compile builds the ordinal map of a placement spec, the seat lookup of its
-// domain shares (seat k is the domain of ordinal offset k), and the set of
-// its domain names. The domains are taken by name, so their order in the
-// spec does not matter, and the shares mean what FleetSet domain shares mean:
-// the hub divides a subset with the same apportion.Sequence, so the first n
-// ordinals hold exactly the hub's division of n. A spec without domains
-// gives nil, nil (spread only). Errors name the offending field.
+// Compile returns the ordinal map of a placement spec (apportion.DomainSeats)
+// and its domain names; nil, nil for a spec without domains (spread only).
 func Compile(spec *fleetv1.SubsetPlacementSpec) (*apportion.Seats, map[string]struct{}, error) {
-	if len(spec.Domains) == 0 {
-		return nil, nil, nil
+	seats, err := apportion.DomainSeats(spec.Domains)
+	if seats == nil || err != nil {
+		return nil, nil, err
 	}
 	names := make(map[string]struct{}, len(spec.Domains))
 	for _, d := range spec.Domains {
 		names[d.Name] = struct{}{}
-	}
-	seats, err := apportion.NewSeats("spec.domains", fleetv1.DomainShares(spec.Domains))
-	if err != nil {
-		return nil, nil, err
 	}
 	return seats, names, nil
 }

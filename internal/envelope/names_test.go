@@ -1,4 +1,4 @@
-package manifestwork
+package envelope
 
 import (
 	"testing"
