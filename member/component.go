@@ -340,10 +340,8 @@ func startFencing(ctx context.Context, cfg Config, host Host) (Gate, error) {
 	identity, _ := os.Hostname()
 	hb := &contact.Heartbeat{Cluster: cfg.Cluster, Identity: identity, PeerURL: cfg.PeerURL, Hub: hubCS.CoordinationV1(),
 		Local: host.Client.CoordinationV1(), Monitor: mon, Clock: clk, Period: period,
-		Report: func() (string, string) {
-			v, _ := g.Current()
-			return string(v.State), v.Reason
-		}}
+		Report: g.Report}
+
 	go hb.Run(ctx)
 	go f.Run(ctx, host.Pods.Informer().HasSynced)
 	logger.Info("Member component started", "cluster", cfg.Cluster, "heartbeatTimeout", cfg.HeartbeatTimeout, "peerURL", cfg.PeerURL)

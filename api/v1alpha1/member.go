@@ -68,6 +68,15 @@ const (
 	// last reported them.
 	AnnotationMemberState  = "fleetset.io/member-state"
 	AnnotationMemberReason = "fleetset.io/member-reason"
+	// AnnotationMemberPeers on a heartbeat Lease (and on the member's
+	// record Lease) is how many peers the member knew when it wrote it (a
+	// decimal count). A member whose last successful heartbeat reported 0
+	// never fences on hub silence: it cannot tell its own isolation from a
+	// hub outage. The hub, reading the same count, never relocates its
+	// subsets then (RelocationHeld), unless the cluster carries
+	// TaintOutOfService. Absent (a member before this rule): the member
+	// fences when no peer answers, and the hub relocates as before.
+	AnnotationMemberPeers = "fleetset.io/member-peers"
 	// PeersConfigMapName is the ConfigMap, in ResyncLeaseNamespace of every
 	// member, in which the hub delivers the peers' URLs (key PeersKey: a JSON
 	// object of cluster name to URL), with the resync lease's ManifestWork.

@@ -3,6 +3,7 @@ package contact
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -36,9 +37,10 @@ type Heartbeat struct {
 	// v1alpha1.AnnotationPeerURL: where other members ask this one whether
 	// it reaches the hub. The hub delivers it to the other members.
 	PeerURL string
-	// Report, when set, returns the member's state and its reason, written
-	// to the annotations AnnotationMemberState and AnnotationMemberReason.
-	Report func() (state, reason string)
+	// Report, when set, returns what the heartbeat tells the hub of the
+	// member (annotations AnnotationMemberState, AnnotationMemberReason and
+	// AnnotationMemberPeers); read once per beat.
+	Report func() Report
 	// Hub writes the heartbeat Lease on the hub.
 	Hub coordinationclient.LeasesGetter
 	// Local writes the record Lease in the member cluster; nil: none.
@@ -50,6 +52,17 @@ type Heartbeat struct {
 	// Period is the time between attempts (seconds; a third of the timeout
 	// by default); each attempt is bounded by it too.
 	Period time.Duration
+}
+
+// Report is what a heartbeat tells the hub of the member.
+type Report struct {
+	// State and Reason are the member's fencing state and why.
+	State, Reason string
+	// Peers is how many peers the member knows (the peers ConfigMap the hub
+	// delivered); -1: unknown, not reported. The Monitor keeps the count of
+	// the last successful beat: the member and the hub then judge a cut by
+	// the same number (see AnnotationMemberPeers).
+	Peers int
 }
 
 // Run renews every Period until ctx is done. Before the first attempt it
@@ -70,12 +83,16 @@ func (h *Heartbeat) Beat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, h.Period)
 	defer cancel()
 	sent := h.Clock.Now()
+	r := Report{Peers: -1}
+	if h.Report != nil {
+		r = h.Report()
+	}
 	// Every scheduler replica beats on the same Lease: a race with another
 	// replica's write is retried, not counted as lost contact.
 	err := retry.OnError(retry.DefaultRetry, raced, func() error {
-		return renew(ctx, h.Hub.Leases(h.Cluster), fleetv1.HeartbeatLeaseName, h.lease(sent))
+		return renew(ctx, h.Hub.Leases(h.Cluster), fleetv1.HeartbeatLeaseName, h.lease(sent, r))
 	})
-	h.Monitor.Attempt(sent, err)
+	h.Monitor.AttemptReporting(sent, err, r.Peers)
 	if err != nil {
 		heartbeatFailures.Inc()
 		return fmt.Errorf("renewing Lease %s/%s on the hub: %w", h.Cluster, fleetv1.HeartbeatLeaseName, err)
@@ -83,9 +100,13 @@ func (h *Heartbeat) Beat(ctx context.Context) error {
 	if h.Local == nil {
 		return nil
 	}
-	l := h.lease(sent)
+	// The local record keeps the time and the peers of this contact only.
+	l := h.lease(sent, r)
 	l.Labels = nil
 	l.Annotations = nil
+	if r.Peers >= 0 {
+		l.Annotations = map[string]string{fleetv1.AnnotationMemberPeers: strconv.Itoa(r.Peers)}
+	}
 	if err := retry.OnError(retry.DefaultRetry, raced, func() error {
 		return renew(ctx, h.Local.Leases(fleetv1.ResyncLeaseNamespace), fleetv1.MemberLeaseName, l.DeepCopy())
 	}); err != nil {
@@ -95,7 +116,7 @@ func (h *Heartbeat) Beat(ctx context.Context) error {
 }
 
 // lease is the desired heartbeat Lease at sent.
-func (h *Heartbeat) lease(sent time.Time) *coordinationv1.Lease {
+func (h *Heartbeat) lease(sent time.Time, r Report) *coordinationv1.Lease {
 	l := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{fleetv1.LabelHeartbeat: "true"}},
 		Spec: coordinationv1.LeaseSpec{
@@ -108,10 +129,12 @@ func (h *Heartbeat) lease(sent time.Time) *coordinationv1.Lease {
 	if h.PeerURL != "" {
 		l.Annotations[fleetv1.AnnotationPeerURL] = h.PeerURL
 	}
-	if h.Report != nil {
-		state, reason := h.Report()
-		l.Annotations[fleetv1.AnnotationMemberState] = state
-		l.Annotations[fleetv1.AnnotationMemberReason] = reason
+	if r.State != "" {
+		l.Annotations[fleetv1.AnnotationMemberState] = r.State
+		l.Annotations[fleetv1.AnnotationMemberReason] = r.Reason
+	}
+	if r.Peers >= 0 {
+		l.Annotations[fleetv1.AnnotationMemberPeers] = strconv.Itoa(r.Peers)
 	}
 	return l
 }
@@ -169,8 +192,12 @@ func (h *Heartbeat) restore(ctx context.Context, logger klog.Logger) {
 		return
 	}
 	age := h.Clock.Since(l.Spec.RenewTime.Time)
-	h.Monitor.Restore(age)
-	logger.V(2).Info("Restored last contact with the hub", "age", age.Round(time.Second))
+	peers := -1
+	if n, err := strconv.Atoi(l.Annotations[fleetv1.AnnotationMemberPeers]); err == nil && n >= 0 {
+		peers = n
+	}
+	h.Monitor.Restore(age, peers)
+	logger.V(2).Info("Restored last contact with the hub", "age", age.Round(time.Second), "peers", peers)
 }
 
 // raced reports whether err is another writer's create or update of the

@@ -5,12 +5,15 @@ import (
 	"testing"
 	"time"
 
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -52,5 +55,41 @@ func TestBeatRetriesAnotherReplicasWrite(t *testing.T) {
 				t.Errorf("Monitor after the retried beat: %+v, want in contact since the beat", st)
 			}
 		})
+	}
+}
+
+// TestBeatReportsPeers: the heartbeat writes the member's state and peer
+// count on the hub Lease and the count on the local record, from which a
+// restarted process restores it.
+func TestBeatReportsPeers(t *testing.T) {
+	hub, local := fake.NewClientset(), fake.NewClientset()
+	clk := clocktesting.NewFakeClock(time.Now())
+	mon := NewMonitor(clk, 9*time.Second)
+	hb := &Heartbeat{Cluster: "east", Identity: "a", Hub: hub.CoordinationV1(), Local: local.CoordinationV1(), Monitor: mon, Clock: clk, Period: 3 * time.Second,
+		Report: func() Report { return Report{State: "InContact", Reason: "fine", Peers: 0} }}
+	if err := hb.Beat(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l, err := hub.CoordinationV1().Leases("east").Get(context.Background(), fleetv1.HeartbeatLeaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Annotations[fleetv1.AnnotationMemberPeers]; got != "0" {
+		t.Errorf("hub Lease %s = %q, want 0", fleetv1.AnnotationMemberPeers, got)
+	}
+	if got := l.Annotations[fleetv1.AnnotationMemberState]; got != "InContact" {
+		t.Errorf("hub Lease %s = %q", fleetv1.AnnotationMemberState, got)
+	}
+	rec, err := local.CoordinationV1().Leases(fleetv1.ResyncLeaseNamespace).Get(context.Background(), fleetv1.MemberLeaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.Annotations[fleetv1.AnnotationMemberPeers]; got != "0" || rec.Annotations[fleetv1.AnnotationMemberState] != "" {
+		t.Errorf("local record annotations %v, want only %s=0", rec.Annotations, fleetv1.AnnotationMemberPeers)
+	}
+	restarted := NewMonitor(clk, 9*time.Second)
+	(&Heartbeat{Local: local.CoordinationV1(), Monitor: restarted, Clock: clk}).restore(context.Background(), klog.Background())
+	if s := restarted.Status(); !s.NoPeers || !s.Known {
+		t.Errorf("restored monitor %+v, want a known contact with NoPeers", s)
 	}
 }

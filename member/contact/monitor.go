@@ -33,12 +33,15 @@ type Monitor struct {
 	attempted bool
 	// started is when the Monitor was built.
 	started time.Time
+	// peers is how many peers the member reported in the heartbeat of the
+	// last contact; -1: unknown.
+	peers int
 }
 
 // NewMonitor returns a Monitor on clk that considers the hub lost once no
 // attempt sent in the last timeout succeeded.
 func NewMonitor(clk clock.PassiveClock, timeout time.Duration) *Monitor {
-	return &Monitor{clock: clk, timeout: timeout, started: clk.Now()}
+	return &Monitor{clock: clk, timeout: timeout, started: clk.Now(), peers: -1}
 }
 
 // Timeout is the heartbeat timeout the Monitor was built with.
@@ -48,12 +51,12 @@ func (m *Monitor) Timeout() time.Duration { return m.timeout }
 // restarts: the age comes from the member's own record (the local Lease the
 // Agent keeps), so a member restarted while cut off does not start its
 // timeout over. It never moves the last contact later than one already known.
-func (m *Monitor) Restore(age time.Duration) {
+func (m *Monitor) Restore(age time.Duration, peers int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	at := m.clock.Now().Add(-max(age, 0))
 	if !m.known || at.After(m.last) {
-		m.last, m.known = at, true
+		m.last, m.known, m.peers = at, true, peers
 	}
 }
 
@@ -62,13 +65,18 @@ func (m *Monitor) Restore(age time.Duration) {
 // with err. A success counts from sent, not from when the answer came: the
 // hub may have seen the write as early as that, so the member's timeout
 // never ends later than the hub's.
-func (m *Monitor) Attempt(sent time.Time, err error) {
+func (m *Monitor) Attempt(sent time.Time, err error) { m.AttemptReporting(sent, err, -1) }
+
+// AttemptReporting is Attempt for a heartbeat that reported peers peers to
+// the hub (-1: none reported); a success makes that the count of the last
+// contact (Status.NoPeers when 0), the count the hub also holds.
+func (m *Monitor) AttemptReporting(sent time.Time, err error, peers int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.attempted = true
 	m.failed = err != nil
-	if err == nil && (!m.known || sent.After(m.last)) {
-		m.last, m.known = sent, true
+	if err == nil && (!m.known || !sent.Before(m.last)) {
+		m.last, m.known, m.peers = sent, true, peers
 	}
 }
 
@@ -88,6 +96,9 @@ type Status struct {
 	// attempt failed: its own observation that it cannot reach the hub.
 	// Before the first attempt of this process ends, Lost is false.
 	Lost bool
+	// NoPeers is true when the member's last successful heartbeat reported
+	// that it knew no peer (the hub holds the same count).
+	NoPeers bool
 }
 
 // Status returns the view at the clock's now.
@@ -102,5 +113,5 @@ func (m *Monitor) Status() Status {
 		since = now.Sub(m.started) + m.timeout
 	}
 	in := since < m.timeout
-	return Status{SinceContact: since, Known: m.known, InContact: in, Lost: !in && m.attempted && m.failed}
+	return Status{SinceContact: since, Known: m.known, InContact: in, Lost: !in && m.attempted && m.failed, NoPeers: m.known && m.peers == 0}
 }

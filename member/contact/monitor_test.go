@@ -43,13 +43,46 @@ func TestMonitor(t *testing.T) {
 	// A restarted process restores its record: 40 s old is lost at the
 	// first failure, not 15 s after the restart.
 	r := contact.NewMonitor(clk, 15*time.Second)
-	r.Restore(40 * time.Second)
+	r.Restore(40*time.Second, -1)
 	r.Attempt(clk.Now(), errors.New("refused"))
 	if s := r.Status(); !s.Lost || s.SinceContact != 40*time.Second {
 		t.Errorf("restored 40 s record after a failure: %+v", s)
 	}
-	r.Restore(100 * time.Second) // an older record never moves contact back
+	r.Restore(100*time.Second, -1) // an older record never moves contact back
 	if s := r.Status(); s.SinceContact != 40*time.Second {
 		t.Errorf("older restore moved contact: %+v", s)
+	}
+}
+
+// TestMonitorNoPeers: NoPeers is what the last successful heartbeat
+// reported (0 peers), kept through a failure and a restart, and cleared by a
+// later success that reports peers or none at all.
+func TestMonitorNoPeers(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	m := contact.NewMonitor(clk, 15*time.Second)
+	m.AttemptReporting(clk.Now(), nil, 0)
+	if s := m.Status(); !s.NoPeers {
+		t.Errorf("after a beat reporting 0 peers: %+v, want NoPeers", s)
+	}
+	clk.Step(time.Second)
+	m.AttemptReporting(clk.Now(), errors.New("refused"), 2) // a failed beat changes nothing
+	if s := m.Status(); !s.NoPeers {
+		t.Errorf("after a failed beat reporting 2 peers: %+v, want NoPeers still", s)
+	}
+	m.AttemptReporting(clk.Now(), nil, 2)
+	if s := m.Status(); s.NoPeers {
+		t.Errorf("after a beat reporting 2 peers: %+v, want peers", s)
+	}
+	m.AttemptReporting(clk.Now().Add(time.Millisecond), nil, -1)
+	if s := m.Status(); s.NoPeers {
+		t.Errorf("after a beat reporting no count: %+v, want not NoPeers (unknown fences as before)", s)
+	}
+	r := contact.NewMonitor(clk, 15*time.Second)
+	if s := r.Status(); s.NoPeers {
+		t.Errorf("new monitor: %+v, want not NoPeers", s)
+	}
+	r.Restore(40*time.Second, 0)
+	if s := r.Status(); !s.NoPeers {
+		t.Errorf("restored a record of 0 peers: %+v, want NoPeers", s)
 	}
 }

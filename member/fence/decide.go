@@ -49,8 +49,10 @@ type Verdict struct {
 // peers are every other member). The rule (api/v1alpha1/member.go):
 //   - in contact: InContact;
 //   - not in contact, but no own attempt has failed yet: Holding;
+//   - lost, and no peer known at the last contact (s.NoPeers): Holding,
+//     as the hub holds its relocation;
 //   - lost, and a peer answers that it reaches the hub: Fenced;
-//   - lost, and no peer answers (or there are no peers): Fenced;
+//   - lost, and no peer answers (or the peers are unknown): Fenced;
 //   - lost, and the members confirmed lost (this one and the peers that
 //     answered lost) are more than half of all members: Holding;
 //   - otherwise (too few confirmations for a full disruption): Fenced.
@@ -65,6 +67,10 @@ func Decide(s contact.Status, results []peers.Result) Verdict {
 	}
 	if !s.Lost {
 		return Verdict{State: Holding, Reason: fmt.Sprintf("no contact with the hub for %s, but no attempt of this process has failed yet", since)}
+	}
+	if s.NoPeers {
+		return Verdict{State: Holding, Reason: fmt.Sprintf("no contact with the hub for %s and no peer known at the last contact: "+
+			"isolation cannot be told from a hub outage, so the member holds (the hub does not relocate its subsets unless the cluster is marked out of service)", since)}
 	}
 	v := Verdict{}
 	var lost, inContact, silent []string

@@ -22,6 +22,8 @@ func silent(cluster string) peers.Result {
 // TestDecide covers the rule of api/v1alpha1/member.go, case by case.
 func TestDecide(t *testing.T) {
 	lost := contact.Status{SinceContact: 40 * time.Second, Known: true, Lost: true}
+	noPeers := lost
+	noPeers.NoPeers = true
 	tests := []struct {
 		name       string
 		status     contact.Status
@@ -38,7 +40,13 @@ func TestDecide(t *testing.T) {
 			want: fence.Fenced, reason: "cut off: no contact with the hub for 40s while peer(s) west reach it"},
 		{name: "lost, no peer answers", status: lost, results: []peers.Result{silent("north"), silent("west")},
 			want: fence.Fenced, reason: "isolated: no contact with the hub for 40s and no peer answers (2 asked)"},
-		{name: "lost, no peers at all (a fleet of one)", status: lost, want: fence.Fenced, reason: "isolated"},
+		{name: "lost, no peers asked (peers unknown)", status: lost, want: fence.Fenced, reason: "isolated"},
+		// The safe default: a member that told the hub it knows no peer
+		// holds, whatever the current peers say; the hub holds too.
+		{name: "lost, no peer known at the last contact", status: noPeers, want: fence.Holding,
+			reason: "no peer known at the last contact: isolation cannot be told from a hub outage"},
+		{name: "lost, no peer at the last contact, one delivered since that reaches the hub", status: noPeers,
+			results: []peers.Result{answer("west", true)}, want: fence.Holding, reason: "no peer known at the last contact"},
 		{name: "lost, every peer lost the hub too: hub outage", status: lost, results: []peers.Result{answer("north", false), answer("west", false)},
 			want: fence.Holding, disruption: true, reason: "hub outage: no contact with the hub for 40s, and peer(s) north,west lost it too (3 of 3 members): holding"},
 		{name: "lost, one of two peers lost it, the other silent: 2 of 3 is a majority", status: lost, results: []peers.Result{answer("north", false), silent("west")},

@@ -44,6 +44,11 @@ type Guard struct {
 	asked         time.Time
 	results       []peers.Result
 	listeners     []func()
+	// known is how many peers the last successful read of Peers returned
+	// (valid when knownOK), tried at most once per PeerPoll; counted is when.
+	known   int
+	knownOK bool
+	counted time.Time
 }
 
 // Evaluate decides the member's state now, asking the peers when the
@@ -70,6 +75,8 @@ func (g *Guard) Evaluate(ctx context.Context) (Verdict, time.Time) {
 	var results []peers.Result
 	if s.Lost {
 		results = g.peerResults(ctx)
+	} else {
+		g.countPeers(ctx)
 	}
 	v := Decide(s, results)
 	now := g.Clock.Now()
@@ -135,6 +142,37 @@ func (g *Guard) peerResults(ctx context.Context) []peers.Result {
 	g.asked, g.results = now, r
 	g.mu.Unlock()
 	return r
+}
+
+// countPeers reads the peers, at most once per PeerPoll, for the heartbeat
+// to report (Report); a failed read keeps the last count.
+func (g *Guard) countPeers(ctx context.Context) {
+	now := g.Clock.Now()
+	g.mu.Lock()
+	due := g.counted.IsZero() || now.Sub(g.counted) >= g.PeerPoll
+	g.mu.Unlock()
+	if !due {
+		return
+	}
+	urls, err := g.Peers(ctx)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.counted = now
+	if err == nil {
+		g.known, g.knownOK = len(urls), true
+	}
+}
+
+// Report is what the heartbeat tells the hub: the last Verdict and the
+// peers known (see contact.Report).
+func (g *Guard) Report() contact.Report {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	peers := -1
+	if g.knownOK {
+		peers = g.known
+	}
+	return contact.Report{State: string(g.verdict.State), Reason: g.verdict.Reason, Peers: peers}
 }
 
 // Current returns the last Verdict and when the fence started.

@@ -135,3 +135,35 @@ func TestGuardAsksPeersOnlyWhenLost(t *testing.T) {
 		t.Errorf("asked %d rounds in 10 s lost with a 5 s poll, want 2", asked)
 	}
 }
+
+// TestGuardNoPeersHolds: the Guard counts the peers while in contact for
+// the heartbeat to report; a member whose last successful heartbeat
+// reported none holds when it loses the hub, even if a peer delivered since
+// says the hub is up, because the hub, holding the same count, does not
+// relocate its subsets.
+func TestGuardNoPeersHolds(t *testing.T) {
+	d := fencetest.New()
+	if r := d.Guard.Report(); r.Peers != -1 {
+		t.Errorf("Report before any count: peers %d, want -1 (unknown)", r.Peers)
+	}
+	d.Contact()
+	r := d.Guard.Report()
+	if r.Peers != 0 || r.State != string(fence.InContact) {
+		t.Fatalf("Report in contact with an empty peers ConfigMap: %+v, want InContact and 0 peers", r)
+	}
+	d.Monitor.AttemptReporting(d.Clock.Now(), nil, r.Peers) // the heartbeat that carried it
+	d.SetPeers([]string{"west"}, nil, nil)
+	for range 3 {
+		if v := d.Lose(Timeout()); v.State != fence.Holding || !strings.Contains(v.Reason, "no peer known at the last contact") {
+			t.Fatalf("lost with no peer at the last contact: %s %q, want Holding", v.State, v.Reason)
+		}
+	}
+	// Back in contact, a beat that reports a peer: the next cut fences.
+	d.Monitor.AttemptReporting(d.Clock.Now(), nil, 1)
+	if v := d.Fence(); v.State != fence.Fenced {
+		t.Errorf("cut off after reporting a peer: %s %q, want Fenced", v.State, v.Reason)
+	}
+}
+
+// Timeout is fencetest's heartbeat timeout.
+func Timeout() time.Duration { return fencetest.Timeout }

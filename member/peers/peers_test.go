@@ -22,7 +22,7 @@ func TestAsk(t *testing.T) {
 	in := contact.NewMonitor(clk, 15*time.Second)
 	in.Attempt(clk.Now(), nil)
 	out := contact.NewMonitor(clk, 15*time.Second)
-	out.Restore(time.Minute)
+	out.Restore(time.Minute, -1)
 	west := httptest.NewServer(peers.Handler("west", in))
 	defer west.Close()
 	north := httptest.NewServer(peers.Handler("north", out))
@@ -62,7 +62,7 @@ func TestAsk(t *testing.T) {
 func TestAnswerCountsOnlyRecentContact(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	m := contact.NewMonitor(clk, 15*time.Second)
-	m.Restore(10 * time.Second)
+	m.Restore(10*time.Second, -1)
 	if !m.Status().InContact {
 		t.Fatal("10 s after contact with a 15 s timeout: not in contact by its own measure")
 	}
@@ -74,7 +74,7 @@ func TestAnswerCountsOnlyRecentContact(t *testing.T) {
 	}
 	clk.Step(-4 * time.Second) // 6 s after contact: within half the timeout
 	m2 := contact.NewMonitor(clk, 15*time.Second)
-	m2.Restore(6 * time.Second)
+	m2.Restore(6*time.Second, -1)
 	srv2 := httptest.NewServer(peers.Handler("west", m2))
 	defer srv2.Close()
 	got = peers.Ask(context.Background(), http.DefaultClient, map[string]string{"west": srv2.URL}, time.Second)
