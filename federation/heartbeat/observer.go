@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -39,6 +40,11 @@ type View struct {
 	// State and Reason are what the member last reported of itself
 	// (InContact, Holding, Fenced), from the Lease's annotations.
 	State, Reason string
+	// Peers is how many peers the member knew at its last heartbeat
+	// (AnnotationMemberPeers); -1 when it reported none (a member that
+	// fences when no peer answers). 0: it never fences on hub silence, so
+	// the hub must not relocate from it.
+	Peers int
 }
 
 // record is a View and the renewTime it was observed with.
@@ -97,6 +103,10 @@ func (o *Observer) Observe(l *coordinationv1.Lease) {
 	r.PeerURL = l.Annotations[fleetv1.AnnotationPeerURL]
 	r.State = l.Annotations[fleetv1.AnnotationMemberState]
 	r.Reason = l.Annotations[fleetv1.AnnotationMemberReason]
+	r.Peers = -1
+	if n, err := strconv.Atoi(l.Annotations[fleetv1.AnnotationMemberPeers]); err == nil && n >= 0 {
+		r.Peers = n
+	}
 }
 
 // Forget drops cluster's heartbeat (its Lease was deleted).

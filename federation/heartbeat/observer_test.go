@@ -69,3 +69,23 @@ func TestObserverClockSkew(t *testing.T) {
 		t.Error("forgotten member still viewed")
 	}
 }
+
+// TestObserverPeers: the peers a member reported are in its View; a Lease
+// without the annotation (or with a bad one) is -1.
+func TestObserverPeers(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	o := NewObserver(clk)
+	for name, tc := range map[string]struct {
+		annotation string
+		want       int
+	}{"none": {"", -1}, "zero": {"0", 0}, "two": {"2", 2}, "bad": {"x", -1}, "negative": {"-3", -1}} {
+		l := lease(name, clk.Now())
+		if tc.annotation != "" {
+			l.Annotations[fleetv1.AnnotationMemberPeers] = tc.annotation
+		}
+		o.Observe(l)
+		if v, _ := o.View(name); v.Peers != tc.want {
+			t.Errorf("%s: Peers %d, want %d", name, v.Peers, tc.want)
+		}
+	}
+}
