@@ -255,7 +255,7 @@ func (r *FleetSetReconciler) failoverCluster(ctx context.Context, st *state, c s
 	return out, nil
 }
 
-// fenceDeadline sets out.Heartbeat, out.Fenced and out.Deadline for lost
+// fenceDeadline sets out.Heartbeat, out.NoPeers, out.Fenced and out.Deadline for lost
 // cluster c: the member's fence deadline as the member computes it,
 // counted from the hub's own observation (api/v1alpha1/member.go). It reads
 // the heartbeat Lease live first, so that a renewal the cache has not shown
@@ -281,7 +281,7 @@ func (r *FleetSetReconciler) fenceDeadline(ctx context.Context, fs *fleetv1.Flee
 	}
 	term := terminationGrace(fs)
 	since := r.Heartbeats.Since(v)
-	out.Heartbeat = true
+	out.Heartbeat, out.NoPeers = true, v.Peers == 0
 	confirm := fleetv1.FenceConfirmation(v.Timeout)
 	out.Fenced = since.Add(v.Timeout + confirm + grace + term + r.RelocationMargin)
 	out.Deadline = fmt.Sprintf("heartbeat last observed or disruption ended at %s + timeout %s + confirmation %s + fenceGraceSeconds %s + terminationGracePeriodSeconds %s + margin %s",

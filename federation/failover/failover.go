@@ -54,6 +54,9 @@ type Cluster struct {
 	// Heartbeat is true when the hub has observed the member's heartbeat:
 	// only then can it count on the member to fence itself.
 	Heartbeat bool
+	// NoPeers is true when the member's last heartbeat reported that it
+	// knew no peer: it never fences on hub silence, so the hub holds.
+	NoPeers bool
 	// Fenced is when the member has certainly fenced itself and its pods
 	// have stopped: the hub-observed last heartbeat (or the end of the last
 	// full disruption) + the heartbeat timeout + the fence grace + the
@@ -117,7 +120,7 @@ func fenceDone(spec Spec, c Cluster, now time.Time) bool {
 	if !c.Exists || c.Confirmed {
 		return true
 	}
-	return c.Heartbeat && !spec.Disrupted && !c.Fenced.After(now)
+	return c.Heartbeat && !c.NoPeers && !spec.Disrupted && !c.Fenced.After(now)
 }
 
 // Plan decides, for each subset (in spec order), where it runs at now: a
@@ -277,12 +280,15 @@ func move(spec Spec, s Subset, old Cluster, now time.Time) Decision {
 }
 
 // holdReason says why a due relocation from lost cluster c is held ("" when
-// it is not): no heartbeat observed, a full disruption of the members, or
-// more than half of the FleetSet's clusters lost at once.
+// it is not): no heartbeat observed, a member without peers, a full
+// disruption of the members, or more than half of the FleetSet's clusters
+// lost at once.
 func holdReason(spec Spec, c Cluster, name string, lost, total int) string {
 	switch {
 	case !c.Heartbeat:
 		return fmt.Sprintf("the hub has never observed a heartbeat of %s's fleetset member component, so it cannot know that %s fenced itself; taint ManagedCluster %s %s once it runs none of the subset's pods", name, name, name, fleetv1.TaintOutOfService)
+	case c.NoPeers:
+		return fmt.Sprintf("%s's fleetset member component knew no peer at its last heartbeat, so it does not fence on hub silence (it cannot tell its own isolation from a hub outage); give the members peer endpoints, or taint ManagedCluster %s %s once it runs none of the subset's pods", name, name, fleetv1.TaintOutOfService)
 	case spec.Disrupted:
 		return "full disruption: more than half of the member clusters are lost at once (the hub may be the one cut off); relocating nothing"
 	case 2*lost > total:

@@ -110,6 +110,18 @@ func TestPlan(t *testing.T) {
 				{Cluster: "west", Deliver: true}},
 		},
 		{
+			name: "the lost member knew no peer at its last heartbeat: held, past its deadline", spec: relocate, subsets: two,
+			clusters: map[string]Cluster{"east": func() Cluster { c := down(0, 0); c.NoPeers = true; return c }(), "west": up(0)}, now: 24 * time.Hour,
+			want: []Decision{{Cluster: "east", Deliver: true, Phase: fleetv1.SubsetFailingOver, Held: true, Retry: t0.Add(24*time.Hour + HoldRetry),
+				Waiting: "subset east: cluster east lost; relocation held: east's fleetset member component knew no peer at its last heartbeat, so it does not fence on hub silence (it cannot tell its own isolation from a hub outage); give the members peer endpoints, or taint ManagedCluster east fleetset.io/out-of-service once it runs none of the subset's pods"},
+				{Cluster: "west", Deliver: true}},
+		},
+		{
+			name: "no peer, but the operator confirmed it out of service: relocated", spec: relocate, subsets: two,
+			clusters: map[string]Cluster{"east": func() Cluster { c := down(0, time.Hour); c.NoPeers, c.Confirmed = true, true; return c }(), "west": up(0)}, now: time.Minute,
+			want: []Decision{{Cluster: "west", Deliver: true, Phase: fleetv1.SubsetFailedOver, Epoch: 1, Step: "subset east relocated from east to west, epoch 1"}, {Cluster: "west", Deliver: true}},
+		},
+		{
 			name: "full disruption of the members: held", spec: Spec{Relocate: true, Toleration: 20 * time.Second, Disrupted: true}, subsets: two,
 			clusters: map[string]Cluster{"east": down(0, 0), "west": up(0)}, now: time.Hour,
 			want: []Decision{{Cluster: "east", Deliver: true, Phase: fleetv1.SubsetFailingOver, Held: true, Retry: t0.Add(time.Hour + HoldRetry),
