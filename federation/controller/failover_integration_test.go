@@ -99,6 +99,13 @@ const beatTimeout = 3 * time.Second
 // when the last successful heartbeat was sent.
 func memberBeat(t testing.TB, cluster string) (stop func() time.Time) {
 	t.Helper()
+	return memberBeatReporting(t, cluster, -1)
+}
+
+// memberBeatReporting is memberBeat whose heartbeats report peers peers
+// (-1: none reported, as a member before AnnotationMemberPeers).
+func memberBeatReporting(t testing.TB, cluster string, peers int) (stop func() time.Time) {
+	t.Helper()
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +115,8 @@ func memberBeat(t testing.TB, cluster string) (stop func() time.Time) {
 	var last time.Time
 	mon := contact.NewMonitor(clk, beatTimeout)
 	hb := &contact.Heartbeat{Cluster: cluster, Identity: cluster + "-member", PeerURL: "http://127.0.0.1:1/" + cluster,
-		Hub: cs.CoordinationV1(), Monitor: mon, Clock: clk, Period: 500 * time.Millisecond}
+		Hub: cs.CoordinationV1(), Monitor: mon, Clock: clk, Period: 500 * time.Millisecond,
+		Report: func() contact.Report { return contact.Report{State: "InContact", Peers: peers} }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -259,6 +267,45 @@ func TestRelocationHeld(t *testing.T) {
 	if ws := works(t, "held", "db"); ws["fh-b"] == nil || !manifestwork.HoldsStatefulSet(ws["fh-b"], "db-west") {
 		t.Errorf("db-west moved from fh-b without a confirmation")
 	}
+}
+
+// TestNoPeersHeld: a member whose heartbeats reported no peer does not fence
+// on hub silence, so the hub never relocates from it, past every deadline,
+// and says why; an operator's out-of-service taint relocates at once.
+func TestNoPeersHeld(t *testing.T) {
+	for _, c := range []string{"np-a", "np-b", "np-c"} {
+		createCluster(t, c, true)
+	}
+	createNamespace(t, "nopeers")
+	stopA := memberBeatReporting(t, "np-a", 0)
+	memberBeatReporting(t, "np-b", 2)
+	memberBeatReporting(t, "np-c", 2)
+	startHubWith(t, Options{HubIdentity: "test-hub", LeaseDuration: 3 * time.Second, RelocationMargin: time.Second})
+	if err := k8sClient.Create(t.Context(), threeClusterFleetSet("nopeers", "db", "np-a", "np-b", "np-c")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "works delivered", func() (bool, error) { return len(works(t, "nopeers", "db")) == 3, nil })
+	stopA()
+	setAvailable(t, "np-a", false)
+	lost := time.Now()
+	eventually(t, 20*time.Second, "Degraded RelocationHeld (no peer)", func() (bool, error) {
+		c := condition(getFleetSet(t, "nopeers", "db"), fleetv1.ConditionDegraded)
+		return c.Reason == fleetv1.ReasonRelocationHeld && strings.Contains(c.Message, "np-a's fleetset member component knew no peer at its last heartbeat"), nil
+	})
+	// Past the fence deadline (3 + 1 + 0 + 0 + 1 s) and several hold retries.
+	time.Sleep(time.Until(lost.Add(10 * time.Second)))
+	if ws := works(t, "nopeers", "db"); ws["np-a"] == nil || !manifestwork.HoldsStatefulSet(ws["np-a"], "db-east") {
+		t.Fatalf("db-east moved away from np-a, whose member does not fence")
+	}
+	taint(t, "np-a", fleetv1.TaintOutOfService)
+	eventually(t, 10*time.Second, "db-east relocated after the out-of-service taint", func() (bool, error) {
+		for cl, w := range works(t, "nopeers", "db") {
+			if cl != "np-a" && manifestwork.HoldsStatefulSet(w, "db-east") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 }
 
 // TestHubRestartObservesBeforeRelocating: a hub started while a member is
