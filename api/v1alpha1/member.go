@@ -17,6 +17,9 @@ import "time"
 // its own latest attempt failed, it asks its peers (the other members'
 // components, at the addresses the hub delivers in the ConfigMap
 // PeersConfigMapName of ResyncLeaseNamespace):
+//   - its last successful heartbeat reported no peer (AnnotationMemberPeers
+//     0): it cannot tell its isolation from a hub outage; it holds, and the
+//     hub does not relocate its subsets;
 //   - a peer still reaches the hub, or no peer answers: this member is the
 //     one cut off, and it fences: it schedules no pod of a placement with
 //     spec.fencing and, fenceGraceSeconds later, deletes their running pods;
