@@ -388,13 +388,19 @@ func (f *fleet) do(t *testing.T, op framework.Op, cluster, proc string, args ...
 // doRebuilt is do with a rebuild version for Restart.
 func (f *fleet) doRebuilt(t *testing.T, op framework.Op, cluster, proc, rebuild string, args ...string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(framework.WithLogf(context.Background(), t.Logf), hookTimeout)
+	var logs []string // logged here, at the test's line
+	ctx, cancel := context.WithTimeout(framework.WithLogf(context.Background(), func(format string, args ...any) {
+		logs = append(logs, fmt.Sprintf(format, args...))
+	}), hookTimeout)
 	defer cancel()
 	var err error
 	if op == framework.OpRestart {
 		err = f.provider.Restart(ctx, cluster, proc, rebuild, args...)
 	} else {
 		err = framework.Do(ctx, f.provider, framework.Action{Op: op, Cluster: cluster, Proc: proc})
+	}
+	for _, l := range logs {
+		t.Log(l)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -102,8 +102,14 @@ func (a *Agent) Restart(ctx context.Context, cluster, proc, version string, args
 		return err
 	}
 	before := specOf(d)
-	deletePods := func() error {
-		return k.CoreV1().Pods(t.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: sel})
+	deletePods := func() error { // as kubectl delete pod -l does: one by one
+		ps, err := pods(ctx, k, t.ns, sel)
+		for i := 0; err == nil && i < len(ps); i++ {
+			if err = k.CoreV1().Pods(t.ns).Delete(ctx, ps[i].Name, metav1.DeleteOptions{}); apierrors.IsNotFound(err) {
+				err = nil
+			}
+		}
+		return err
 	}
 	switch {
 	case t.operator:
