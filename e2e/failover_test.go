@@ -152,7 +152,7 @@ func fenceCases(t *testing.T) []fenceCase {
 }
 
 // TestFencedFailover cuts a member off from the hub by a real network cut
-// (FLEETSET_E2E_CUT: its OCM agents and its fleetset member component lose
+// (the provider's Cut: its OCM agents and its fleetset member component lose
 // the hub; its apiserver, scheduler and pods keep running) and checks fenced
 // relocation, for each fenceGraceSeconds/tolerationSeconds case with a
 // terminationGracePeriodSeconds of 20: the member fences itself (its peer
