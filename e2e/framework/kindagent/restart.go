@@ -34,13 +34,9 @@ type target struct {
 	operator bool
 }
 
-// Target is the Deployment behind proc: fleetset-hub, fleetset-scheduler,
-// registration-agent, work-agent, klusterlet, or NAMESPACE/DEPLOYMENT.
-func Target(ctx context.Context, k kubernetes.Interface, cluster, proc string) (ns, name string, operator bool, err error) {
-	t, err := findTarget(ctx, k, cluster, proc)
-	return t.ns, t.name, t.operator, err
-}
-
+// findTarget is the Deployment behind proc: fleetset-hub,
+// fleetset-scheduler, registration-agent, work-agent, klusterlet, or
+// NAMESPACE/DEPLOYMENT.
 func findTarget(ctx context.Context, k kubernetes.Interface, cluster, proc string) (target, error) {
 	switch proc {
 	case "fleetset-hub", "fleetset-scheduler":
