@@ -229,13 +229,7 @@ FLEET_DIR ?= $(CURDIR)/.fleet
 FLEET_KUBECONFIGS = FLEETSET_HUB_KUBECONFIG=$(FLEET_DIR)/hub/kubeconfig \
 	FLEETSET_MEMBER_KUBECONFIGS=east=$(FLEET_DIR)/east/kubeconfig,west=$(FLEET_DIR)/west/kubeconfig \
 	FLEETSET_E2E_SPARE_MEMBERS=$$(test -f $(FLEET_DIR)/north/kubeconfig && echo north=$(FLEET_DIR)/north/kubeconfig) \
-	FLEETSET_E2E_STOP_AGENT="$(CURDIR)/e2e/fleet/agent.sh stop" \
-	FLEETSET_E2E_START_AGENT="$(CURDIR)/e2e/fleet/agent.sh start" \
-	FLEETSET_E2E_RESTART="$(CURDIR)/e2e/fleet/agent.sh restart" \
-	FLEETSET_E2E_CUT="$(CURDIR)/e2e/fleet/agent.sh cut" \
-	FLEETSET_E2E_HEAL="$(CURDIR)/e2e/fleet/agent.sh heal" \
-	FLEETSET_E2E_HUB_APISERVER=kube-apiserver \
-	FLEETSET_E2E_LOGS="$(FLEET_DIR)/<cluster>/logs/<process>.log"
+	FLEETSET_E2E_PROVIDER=local FLEET_DIR=$(FLEET_DIR)
 E2E_TIMEOUT ?= 50m
 
 $(LOCALBIN)/kwok:
@@ -318,7 +312,7 @@ CHAOS_TIMEOUT ?= 120m
 .PHONY: chaos
 chaos: fleet-binaries ## Seeded fault injection on the local fleet (CHAOS_SEED, CHAOS_MINUTES=20, CHAOS_MAX_FAULTS=2); report in bin/chaos/<seed>/.
 	FLEET_MEMBERS="$(CHAOS_FLEET_MEMBERS)" e2e/fleet/fleet-up.sh
-	@rc=0; $(FLEET_KUBECONFIGS) FLEET_DIR=$(FLEET_DIR) CHAOS_AGENT=$(CURDIR)/e2e/fleet/agent.sh CHAOS_REPORT_DIR=$(CHAOS_REPORT_DIR) \
+	@rc=0; $(FLEET_KUBECONFIGS) CHAOS_REPORT_DIR=$(CHAOS_REPORT_DIR) \
 	  CHAOS_EXPECT=$(CHAOS_EXPECT) CHAOS_SEED=$(CHAOS_SEED) CHAOS_MINUTES=$(CHAOS_MINUTES) CHAOS_MAX_FAULTS=$(CHAOS_MAX_FAULTS) CHAOS_CONVERGE_BOUND=$(CHAOS_CONVERGE_BOUND) \
 	  $(GO) test -tags chaos -count=1 -timeout $(CHAOS_TIMEOUT) -run '^TestChaos$$' -v ./e2e/chaos/ || rc=$$?; \
 	e2e/fleet/fleet-down.sh; exit $$rc
@@ -382,8 +376,6 @@ kind-down: $(KIND) ## Delete the kind clusters and what kind-up made (KIND_HOST_
 e2e-kind: kind-up ## The e2e suite on the kind fleet (left up; make kind-down removes it).
 	FLEETSET_HUB_KUBECONFIG=$(KIND_FLEET_DIR)/hub/kubeconfig \
 	FLEETSET_MEMBER_KUBECONFIGS=east=$(KIND_FLEET_DIR)/east/kubeconfig,west=$(KIND_FLEET_DIR)/west/kubeconfig \
-	FLEETSET_E2E_STOP_AGENT="$(CURDIR)/e2e/kind/agent.sh stop" FLEETSET_E2E_START_AGENT="$(CURDIR)/e2e/kind/agent.sh start" \
-	FLEETSET_E2E_RESTART="$(CURDIR)/e2e/kind/agent.sh restart" \
-	FLEETSET_E2E_LOGS="kubectl --kubeconfig $(KIND_FLEET_DIR)/<cluster>/kubeconfig logs -n fleetset-system deploy/<process> (OCM agents: -n open-cluster-management-agent deploy/klusterlet-<registration|work>-agent)" \
+	FLEETSET_E2E_PROVIDER=kind \
 	FLEETSET_E2E_IMAGE=registry.k8s.io/pause:3.10.1 FLEETSET_E2E_TIMEOUT=6m FLEETSET_E2E_HOOK_TIMEOUT=6m $(KIND_ENV) \
 	  $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ $(E2E_ARGS)

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/e2e/framework"
 )
 
 // runningOrdinals lists, per member, the pods of FleetSet ns/name that are
@@ -136,7 +137,7 @@ type fenceCase struct{ grace, toleration int32 }
 // fenceCases reads FLEETSET_E2E_FENCE_CASES ("grace/toleration,...", default
 // "30/20"); `make e2e-fencing` runs 0/0,0/20,30/0,30/20,90/0,90/20.
 func fenceCases(t *testing.T) []fenceCase {
-	spec := envString("FLEETSET_E2E_FENCE_CASES", "30/20")
+	spec := framework.EnvString("FLEETSET_E2E_FENCE_CASES", "30/20")
 	var out []fenceCase
 	for _, c := range strings.Split(spec, ",") {
 		g, tol, ok := strings.Cut(strings.TrimSpace(c), "/")
@@ -151,7 +152,7 @@ func fenceCases(t *testing.T) []fenceCase {
 }
 
 // TestFencedFailover cuts a member off from the hub by a real network cut
-// (FLEETSET_E2E_CUT: its OCM agents and its fleetset member component lose
+// (the provider's Cut: its OCM agents and its fleetset member component lose
 // the hub; its apiserver, scheduler and pods keep running) and checks fenced
 // relocation, for each fenceGraceSeconds/tolerationSeconds case with a
 // terminationGracePeriodSeconds of 20: the member fences itself (its peer
@@ -162,9 +163,7 @@ func fenceCases(t *testing.T) []fenceCase {
 // the same invariant.
 func TestFencedFailover(t *testing.T) {
 	f := theFleet
-	if _, err := runHookCheck("FLEETSET_E2E_CUT"); err != nil {
-		t.Skip(err)
-	}
+	f.skipUnless(t, framework.OpCut, f.members[0].name, "")
 	for _, c := range fenceCases(t) {
 		t.Run(fmt.Sprintf("fenceGrace=%d,toleration=%d", c.grace, c.toleration), func(t *testing.T) {
 			fencedFailover(t, f, c)
@@ -214,11 +213,11 @@ func fencedFailover(t *testing.T, f *fleet, c fenceCase) {
 	}()
 
 	cut := time.Now()
-	runHook(t, "FLEETSET_E2E_CUT", victim.name)
+	f.do(t, framework.OpCut, victim.name, "")
 	healed := false
 	t.Cleanup(func() {
 		if !healed {
-			runHook(t, "FLEETSET_E2E_HEAL", victim.name)
+			f.do(t, framework.OpHeal, victim.name, "")
 		}
 	})
 
@@ -270,7 +269,7 @@ func fencedFailover(t *testing.T, f *fleet, c fenceCase) {
 	// Healed: the victim's copy is removed, then the subset fails back
 	// (Automatic) with epoch 2.
 	back := time.Now()
-	runHook(t, "FLEETSET_E2E_HEAL", victim.name)
+	f.do(t, framework.OpHeal, victim.name, "")
 	healed = true
 	eventually(t, 3*time.Minute, victim.name+": its copy of the moved subset removed", func(ctx context.Context) (bool, string, error) {
 		// Gone, being deleted, or replaced by the failback's new one.
@@ -307,7 +306,7 @@ func fencedFailover(t *testing.T, f *fleet, c fenceCase) {
 
 // silenceFor reads a duration from env (default def), for the outages.
 func silenceFor(env string, def time.Duration) time.Duration {
-	return envDuration(env, def)
+	return framework.EnvDuration(env, def)
 }
 
 // waitHome waits until the clusters are Available again and no subset of
@@ -373,7 +372,7 @@ func hubSilence(t *testing.T, what string, d time.Duration, stop, start func()) 
 	// The longest a relocation could wait after the hub is back: its first
 	// observation + heartbeat timeout + confirmation + fence grace +
 	// termination grace + margin.
-	hb := envDuration("FLEETSET_E2E_HEARTBEAT_TIMEOUT", 15*time.Second)
+	hb := framework.EnvDuration("FLEETSET_E2E_HEARTBEAT_TIMEOUT", 15*time.Second)
 	deadline := hb + fleetv1.FenceConfirmation(hb) + 20*time.Second + fleetv1.RelocationMarginSeconds*time.Second
 	time.Sleep(deadline + 10*time.Second)
 	f.waitHome(t, ns, "db", f.members)
@@ -393,12 +392,12 @@ func hubSilence(t *testing.T, what string, d time.Duration, stop, start func()) 
 // members keep reaching the hub's apiserver, so no pod is deleted, and the
 // restarted hub relocates nothing.
 func TestHubSilenceFencesNothing(t *testing.T) {
-	if _, err := runHookCheck("FLEETSET_E2E_STOP_AGENT"); err != nil {
-		t.Skip(err)
-	}
+	f := theFleet
+	f.skipUnless(t, framework.OpStop, "hub", "fleetset-hub")
+	f.skipUnless(t, framework.OpRestart, "hub", "fleetset-hub")
 	hubSilence(t, "fleetset-hub stopped", silenceFor("FLEETSET_E2E_HUB_SILENCE", 45*time.Second),
-		func() { runHook(t, "FLEETSET_E2E_STOP_AGENT", "hub", "fleetset-hub") },
-		func() { runHook(t, "FLEETSET_E2E_RESTART", "hub", "fleetset-hub") })
+		func() { f.do(t, framework.OpStop, "hub", "fleetset-hub") },
+		func() { f.do(t, framework.OpRestart, "hub", "fleetset-hub") })
 }
 
 // TestMajorityLostRelocatesNothing cuts two of a FleetSet's three clusters
@@ -408,9 +407,7 @@ func TestHubSilenceFencesNothing(t *testing.T) {
 // (FLEETSET_E2E_SPARE_MEMBERS; `make e2e` starts north).
 func TestMajorityLostRelocatesNothing(t *testing.T) {
 	f := theFleet
-	if _, err := runHookCheck("FLEETSET_E2E_CUT"); err != nil {
-		t.Skip(err)
-	}
+	f.skipUnless(t, framework.OpCut, f.members[0].name, "")
 	if len(f.spare) == 0 {
 		t.Skip("FLEETSET_E2E_SPARE_MEMBERS is not set: the majority rule needs a third member")
 	}
@@ -442,14 +439,14 @@ func TestMajorityLostRelocatesNothing(t *testing.T) {
 	lost := []string{f.members[0].name, third.name}
 	cut := time.Now()
 	for _, c := range lost {
-		runHook(t, "FLEETSET_E2E_CUT", c)
+		f.do(t, framework.OpCut, c, "")
 	}
 	healed := false
 	heal := func() {
 		if !healed {
 			healed = true
 			for _, c := range lost {
-				runHook(t, "FLEETSET_E2E_HEAL", c)
+				f.do(t, framework.OpHeal, c, "")
 			}
 		}
 	}

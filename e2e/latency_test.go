@@ -8,7 +8,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,10 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/e2e/framework"
 	"github.com/fleetset/fleetset/federation/manifestwork"
 	"github.com/fleetset/fleetset/federation/plan"
 )
@@ -53,15 +52,11 @@ func (s *seen) reset() {
 	s.at = map[string]time.Time{}
 }
 
-// watchClient returns a client that can watch, for the kubeconfig in env
-// (FLEETSET_HUB_KUBECONFIG) or the member's entry of FLEETSET_MEMBER_KUBECONFIGS.
+// watchClient returns a client of its own (its own connections and rate
+// limit) for a kubeconfig of the fleet's configuration.
 func watchClient(t *testing.T, path string) client.WithWatch {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: newScheme()})
+	c, err := framework.NewClient(path, framework.ClientOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +96,7 @@ func TestScaleLatency(t *testing.T) {
 	defer cancel()
 
 	// Hub: the FleetSet's ManifestWork in every member's namespace.
-	hubW := watchClient(t, os.Getenv("FLEETSET_HUB_KUBECONFIG"))
+	hubW := watchClient(t, f.cfg.HubKubeconfig)
 	for _, m := range f.members {
 		l := &unstructured.UnstructuredList{}
 		l.SetGroupVersionKind(manifestWorkGVK)
@@ -124,8 +119,8 @@ func TestScaleLatency(t *testing.T) {
 		}(m.name)
 	}
 	// Members: the subset's StatefulSet.
-	for _, kv := range splitMembers(os.Getenv("FLEETSET_MEMBER_KUBECONFIGS")) {
-		mw := watchClient(t, kv[1])
+	for _, m := range f.cfg.Members {
+		mw := watchClient(t, m.Path)
 		w, err := mw.Watch(wctx, &appsv1.StatefulSetList{}, client.InNamespace(ns))
 		if err != nil {
 			t.Fatal(err)
@@ -140,7 +135,7 @@ func TestScaleLatency(t *testing.T) {
 				}
 				members.mark(cluster, int64(*s.Spec.Replicas), now)
 			}
-		}(kv[0])
+		}(m.Name)
 	}
 
 	// The division at both sizes, per cluster, as the hub computes it; every
@@ -211,16 +206,6 @@ func TestScaleLatency(t *testing.T) {
 }
 
 // splitMembers parses name=path,name=path into pairs.
-func splitMembers(s string) [][2]string {
-	var out [][2]string
-	for _, kv := range strings.Split(s, ",") {
-		if name, path, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {
-			out = append(out, [2]string{name, path})
-		}
-	}
-	return out
-}
-
 // statefulSetReplicasIn returns spec.replicas of the StatefulSet named sts
 // in the ManifestWork u's manifests.
 func statefulSetReplicasIn(u *unstructured.Unstructured, sts string) (int64, bool) {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/e2e/framework"
 )
 
 func TestFleetViewAndResyncLease(t *testing.T) {
@@ -107,9 +107,7 @@ func leaseExpired(ctx context.Context, m member) (bool, string, error) {
 
 func TestMemberCutOffFromHub(t *testing.T) {
 	f := theFleet
-	if _, err := runHookCheck("FLEETSET_E2E_STOP_AGENT"); err != nil {
-		t.Skip(err)
-	}
+	f.skipUnless(t, framework.OpStop, f.members[len(f.members)-1].name, framework.DefaultAgent)
 	ns := f.newNamespace(t, "e2e-cutoff")
 	fs := f.newFleetSet(ns, "db", 5)
 	f.createFleetSet(t, fs)
@@ -122,12 +120,12 @@ func TestMemberCutOffFromHub(t *testing.T) {
 	})
 
 	t.Logf("stopping the OCM registration agent of %s", victim.name)
-	runHook(t, "FLEETSET_E2E_STOP_AGENT", victim.name)
+	f.do(t, framework.OpStop, victim.name, framework.DefaultAgent)
 	t.Cleanup(func() {
 		if t.Failed() {
 			f.dump(t, ns, "db")
 		}
-		runHook(t, "FLEETSET_E2E_START_AGENT", victim.name)
+		f.do(t, framework.OpStart, victim.name, framework.DefaultAgent)
 		eventually(t, 2*time.Minute, victim.name+" Available again", func(ctx context.Context) (bool, string, error) {
 			st, err := f.managedClusterAvailable(ctx, victim.name)
 			return st == "True", "Available=" + st, err
@@ -161,14 +159,6 @@ func TestMemberCutOffFromHub(t *testing.T) {
 	if expired, why, err := leaseExpired(t.Context(), other); err != nil || expired {
 		t.Errorf("%s: resync lease expired too (%s, %v)", other.name, why, err)
 	}
-}
-
-// runHookCheck reports whether a hook is configured.
-func runHookCheck(env string) (string, error) {
-	if v := os.Getenv(env); v != "" {
-		return v, nil
-	}
-	return "", fmt.Errorf("%s is not set: this fleet offers no way to stop a member's agent", env)
 }
 
 func TestDeleteRemovesEverythingFromMembers(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/e2e/framework"
 )
 
 // patchManagedCluster applies mutate to ManagedCluster name on the hub (as
@@ -24,7 +25,7 @@ func (f *fleet) patchManagedCluster(t *testing.T, name string, mutate func(*unst
 	t.Helper()
 	eventually(t, waitTimeout, "updating ManagedCluster "+name, func(ctx context.Context) (bool, string, error) {
 		mc := &unstructured.Unstructured{}
-		mc.SetGroupVersionKind(managedClusterGVK)
+		mc.SetGroupVersionKind(framework.ManagedClusterGVK)
 		if err := f.hub.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
 			return false, "", err
 		}

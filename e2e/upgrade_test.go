@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -22,17 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/e2e/framework"
 	"github.com/fleetset/fleetset/federation/controller"
 )
-
-// restartHook is the environment variable of the fleet's restart command:
-// "<cmd> <cluster> <process> [arg...]" stops one process (fleetset-hub on
-// the hub, fleetset-scheduler on a member) and starts it again with the args
-// appended to its command line, returning once it is ready; without args it
-// restores the process's original command line. With FLEET_REBUILD_VERSION
-// set in its environment it first rebuilds the binary with that version
-// string (a newer build). The local fleet's is e2e/fleet/agent.sh restart.
-const restartHook = "FLEETSET_E2E_RESTART"
 
 // TestRestartsTouchNoWorkloadPod is the upgrade guarantee: restarting the
 // control plane — fleetset-hub as a newer build with changed flags
@@ -52,9 +43,8 @@ const restartHook = "FLEETSET_E2E_RESTART"
 // ManifestWork written by the hub after its restart.
 func TestRestartsTouchNoWorkloadPod(t *testing.T) {
 	f := theFleet
-	if os.Getenv(restartHook) == "" {
-		t.Skipf("%s is not set: this fleet offers no way to restart fleetset-hub or fleetset-scheduler with other flags (the local fleet's `make e2e-run` sets it to e2e/fleet/agent.sh restart)", restartHook)
-	}
+	f.skipUnless(t, framework.OpRestart, "hub", "fleetset-hub")
+	f.skipUnless(t, framework.OpRestart, f.members[0].name, "fleetset-scheduler")
 	start, last := time.Now(), time.Now()
 	lap := func(what string) {
 		t.Helper()
@@ -123,13 +113,11 @@ func TestRestartsTouchNoWorkloadPod(t *testing.T) {
 	defer stopSampling()
 
 	// The cleanups restore the fleet's own command lines (without
-	// rebuilding: they run after t.Setenv's), the hub's before the
-	// namespace cleanup needs it.
+	// rebuilding), the hub's before the namespace cleanup needs it.
 	victim := f.members[0]
-	t.Cleanup(func() { runHook(t, restartHook, "hub", "fleetset-hub") })
-	t.Cleanup(func() { runHook(t, restartHook, victim.name, "fleetset-scheduler") })
+	t.Cleanup(func() { f.do(t, framework.OpRestart, "hub", "fleetset-hub") })
+	t.Cleanup(func() { f.do(t, framework.OpRestart, victim.name, "fleetset-scheduler") })
 	version := "e2e-upgrade-" + randSuffix()
-	t.Setenv("FLEET_REBUILD_VERSION", version)
 
 	// (1) fleetset-hub: a newer build with changed flags.
 	var newLease time.Duration
@@ -138,11 +126,11 @@ func TestRestartsTouchNoWorkloadPod(t *testing.T) {
 	}
 	newLease += 5 * time.Second
 	hubRestart := time.Now()
-	runHook(t, restartHook, "hub", "fleetset-hub", "--lease-duration="+newLease.String(), "--max-concurrent-reconciles=2")
+	f.doRebuilt(t, framework.OpRestart, "hub", "fleetset-hub", version, "--lease-duration="+newLease.String(), "--max-concurrent-reconciles=2")
 	lap(fmt.Sprintf("fleetset-hub rebuilt (version %s) and restarted with --lease-duration=%v --max-concurrent-reconciles=2, ready", version, newLease))
 
 	// (2) fleetset-scheduler in one member, also rebuilt, with -v 2.
-	runHook(t, restartHook, victim.name, "fleetset-scheduler", "--v=2")
+	f.doRebuilt(t, framework.OpRestart, victim.name, "fleetset-scheduler", version, "--v=2")
 	lap(fmt.Sprintf("fleetset-scheduler in %s rebuilt and restarted with --v=2, ready", victim.name))
 
 	// The new hub has taken over: its lease duration reached every member.

@@ -4,11 +4,12 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fleetset/fleetset/e2e/framework"
 )
 
 // This file's name sorts last, so that the hub apiserver outage runs after
@@ -22,17 +23,13 @@ import (
 // member loses the hub, asks its peers, finds they lost it too and holds;
 // no pod is deleted, and the hub, back, relocates nothing.
 func TestHubOutageFencesNothing(t *testing.T) {
-	if _, err := runHookCheck("FLEETSET_E2E_STOP_AGENT"); err != nil {
-		t.Skip(err)
-	}
-	if os.Getenv("FLEETSET_E2E_HUB_APISERVER") != "kube-apiserver" {
-		t.Skip("FLEETSET_E2E_HUB_APISERVER is not set: this fleet offers no way to stop the hub's apiserver")
-	}
 	f := theFleet
+	f.skipUnless(t, framework.OpStop, "hub", "kube-apiserver")
+	f.skipUnless(t, framework.OpStart, "hub", "kube-apiserver")
 	hubSilence(t, "hub kube-apiserver stopped", silenceFor("FLEETSET_E2E_HUB_OUTAGE", 45*time.Second),
-		func() { runHook(t, "FLEETSET_E2E_STOP_AGENT", "hub", "kube-apiserver") },
+		func() { f.do(t, framework.OpStop, "hub", "kube-apiserver") },
 		func() {
-			runHook(t, "FLEETSET_E2E_START_AGENT", "hub", "kube-apiserver")
+			f.do(t, framework.OpStart, "hub", "kube-apiserver")
 			eventually(t, 2*time.Minute, "hub apiserver back", func(ctx context.Context) (bool, string, error) {
 				_, err := f.getFleetSet(ctx, "default", "none")
 				return err == nil || client.IgnoreNotFound(err) == nil, errString(err), nil

@@ -1,14 +1,12 @@
 package chaos
 
 import (
-	"bufio"
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -214,42 +212,4 @@ func ReadHistory(path string) (*History, error) {
 	}
 	h := &History{}
 	return h, json.NewDecoder(z).Decode(h)
-}
-
-// PeakRSS reads VmHWM (KiB) of every process the local fleet in fleetDir
-// runs (.fleet/<cluster>/run/<proc>.pid), keyed cluster/proc, into peaks,
-// keeping the largest.
-func PeakRSS(fleetDir string, peaks map[string]int64) {
-	pids, _ := filepath.Glob(filepath.Join(fleetDir, "*", "run", "*.pid"))
-	for _, pf := range pids {
-		b, err := os.ReadFile(pf)
-		if err != nil {
-			continue
-		}
-		pid := strings.TrimSpace(string(b))
-		cluster := filepath.Base(filepath.Dir(filepath.Dir(pf)))
-		proc := strings.TrimSuffix(filepath.Base(pf), ".pid")
-		if kib := vmHWM(pid); kib > 0 {
-			k := cluster + "/" + proc
-			peaks[k] = max(peaks[k], kib)
-		}
-	}
-}
-
-// vmHWM returns /proc/<pid>/status VmHWM in KiB, 0 if unreadable. The
-// launcher execs the binary, so the recorded PID is the process's.
-func vmHWM(pid string) int64 {
-	f, err := os.Open("/proc/" + pid + "/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n
-		}
-	}
-	return 0
 }

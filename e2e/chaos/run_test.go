@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -18,26 +17,20 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
-	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/e2e/framework"
 )
 
 // TestChaos is the run: `make chaos` starts the local fleet and runs it
-// with CHAOS_SEED, CHAOS_MINUTES, CHAOS_MAX_FAULTS, CHAOS_AGENT (agent.sh),
-// FLEET_DIR and CHAOS_REPORT_DIR; the fleet's kubeconfigs come as for the
-// e2e suite.
+// with CHAOS_SEED, CHAOS_MINUTES, CHAOS_MAX_FAULTS and CHAOS_REPORT_DIR;
+// the fleet and its provider come from the environment as for the e2e
+// suite (e2e/framework).
 func TestChaos(t *testing.T) {
 	seed, err := strconv.ParseUint(envOr("CHAOS_SEED", strconv.FormatInt(time.Now().Unix(), 10)), 10, 64)
 	if err != nil {
@@ -68,14 +61,19 @@ func TestChaos(t *testing.T) {
 	if d, err := time.ParseDuration(os.Getenv("CHAOS_CONVERGE_BOUND")); err == nil {
 		opts.ConvergeBound = d
 	}
-	agent := envOr("CHAOS_AGENT", "../fleet/agent.sh")
-	fleetDir := envOr("FLEET_DIR", "../../.fleet")
 	reportDir := filepath.Join(envOr("CHAOS_REPORT_DIR", "../../bin/chaos"), strconv.FormatUint(seed, 10))
 
-	hub, members := clients(t)
+	fleet := newFleet(t)
+	hub, members, provider := fleet.Hub, append(fleet.Members, fleet.Spare...), fleet.Provider
+	rssOf, _ := provider.(interface{ PeakRSS(map[string]int64) })
+	peakRSS := func(peaks map[string]int64) {
+		if rssOf != nil {
+			rssOf.PeakRSS(peaks)
+		}
+	}
 	var names []string
 	for _, m := range members {
-		names = append(names, m.name)
+		names = append(names, m.Name)
 	}
 	ns := fmt.Sprintf("chaos-%d", seed)
 	targets := []Target{{Name: "db", MinReplicas: 3, MaxReplicas: 9}, {Name: "web", MinReplicas: 3, MaxReplicas: 8, Failback: true},
@@ -85,10 +83,19 @@ func TestChaos(t *testing.T) {
 		FaultGap: [2]time.Duration{3 * time.Second, 15 * time.Second}, OpGap: [2]time.Duration{8 * time.Second, 20 * time.Second}}
 	sched := Draw(seed, cfg)
 	t.Logf("seed %d: %d faults and %d operations over %v on %v, at most %d faults at once", seed, len(sched.Faults), len(sched.Ops), cfg.Duration, names, maxFaults)
+	for _, f := range sched.Faults {
+		inject, heal := f.Actions()
+		for _, a := range append(inject, heal...) {
+			if !provider.Supports(a.Op, a.Cluster, a.Proc) {
+				t.Fatalf("fault %v: the %s fleet cannot %s (FLEETSET_E2E_PROVIDER=local runs chaos)", f, provider.Name(), a)
+			}
+		}
+	}
 
 	ctx := t.Context()
-	setup(t, hub, ns, names)
-	fsets := []*fleetv1.FleetSet{dbFleetSet(ns, names), webFleetSet(ns, names), cacheFleetSet(ns, names)}
+	setup(t, hub, ns)
+	image := fleet.Config.Image
+	fsets := []*fleetv1.FleetSet{dbFleetSet(ns, names, image), webFleetSet(ns, names, image), cacheFleetSet(ns, names, image)}
 	h := &History{Seed: seed, Schedule: sched}
 	for _, fs := range fsets {
 		if err := hub.Create(ctx, fs); err != nil {
@@ -129,7 +136,7 @@ func TestChaos(t *testing.T) {
 			mu.Lock()
 			h.Samples = append(h.Samples, s)
 			if n%5 == 0 {
-				PeakRSS(fleetDir, rss)
+				peakRSS(rss)
 			}
 			mu.Unlock()
 			n++
@@ -146,14 +153,10 @@ func TestChaos(t *testing.T) {
 	h.Start = start
 	h.Faults = make([]FaultRecord, len(sched.Faults))
 	mu.Unlock()
-	run := func(args ...string) error {
+	run := func(a framework.Action) error {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		out, err := exec.CommandContext(cctx, agent, args...).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("agent.sh %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-		}
-		return nil
+		return framework.Do(cctx, provider, a)
 	}
 	var faults sync.WaitGroup
 	for i, f := range sched.Faults {
@@ -218,7 +221,7 @@ func TestChaos(t *testing.T) {
 	}
 	stopSampling()
 	sampling.Wait()
-	PeakRSS(fleetDir, rss)
+	peakRSS(rss)
 
 	res := Check(h, opts)
 	sum := Summarize(h, res, opts, rss, time.Now())
@@ -228,7 +231,10 @@ func TestChaos(t *testing.T) {
 	if len(res.Violations) > 0 {
 		// Keep the fleet's logs with the report: the next run on this
 		// machine overwrites them, and a violation is explained by them.
-		if err := archiveLogs(fleetDir, filepath.Join(reportDir, "logs.tar.gz")); err != nil {
+		archiver, ok := provider.(interface{ ArchiveLogs(string) error })
+		if !ok {
+			t.Logf("the %s fleet's logs: %s", provider.Name(), provider.Logs())
+		} else if err := archiver.ArchiveLogs(filepath.Join(reportDir, "logs.tar.gz")); err != nil {
 			t.Logf("archiving the fleet's logs: %v", err)
 		} else {
 			t.Logf("the fleet's logs: %s/logs.tar.gz", reportDir)
@@ -262,27 +268,6 @@ func TestChaos(t *testing.T) {
 	_ = hub.DeleteAllOf(cctx, &fleetv1.FleetSet{}, client.InNamespace(ns))
 }
 
-// archiveLogs writes the logs of every cluster of the fleet in fleetDir
-// (<cluster>/logs/) to the gzipped tar file out.
-func archiveLogs(fleetDir, out string) error {
-	dirs, err := filepath.Glob(filepath.Join(fleetDir, "*", "logs"))
-	if err != nil || len(dirs) == 0 {
-		return fmt.Errorf("no logs under %s: %v", fleetDir, err)
-	}
-	args := []string{"-czf", out, "-C", fleetDir}
-	for _, d := range dirs {
-		rel, err := filepath.Rel(fleetDir, d)
-		if err != nil {
-			return err
-		}
-		args = append(args, rel)
-	}
-	if b, err := exec.Command("tar", args...).CombinedOutput(); err != nil {
-		return fmt.Errorf("tar: %v: %s", err, b)
-	}
-	return nil
-}
-
 func errSuffix(errs ...error) string {
 	var s []string
 	for _, e := range errs {
@@ -296,12 +281,12 @@ func errSuffix(errs ...error) string {
 	return " ERROR: " + strings.Join(s, "; ")
 }
 
-// act runs calls through run (agent.sh) in order, all of them, and returns
-// the first error.
-func act(run func(...string) error, calls [][]string) error {
+// act runs actions through run in order, all of them, and returns the
+// first error.
+func act(run func(framework.Action) error, actions []framework.Action) error {
 	var first error
-	for _, c := range calls {
-		if err := run(c...); err != nil && first == nil {
+	for _, a := range actions {
+		if err := run(a); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -351,9 +336,7 @@ func operate(hub client.Client, ns string, o Op) error {
 
 // ---------------------------------------------------------------- sampling
 
-var managedClusterGVK = schema.GroupVersionKind{Group: "cluster.open-cluster-management.io", Version: "v1", Kind: "ManagedClusterList"}
-
-func takeSample(ctx context.Context, hub client.Client, members []member, ns string, fsets []*fleetv1.FleetSet) Sample {
+func takeSample(ctx context.Context, hub client.Client, members []framework.Member, ns string, fsets []*fleetv1.FleetSet) Sample {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	s := Sample{T: time.Now(), Members: map[string]MemberObs{}}
@@ -363,9 +346,9 @@ func takeSample(ctx context.Context, hub client.Client, members []member, ns str
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			mo := observeMember(ctx, m.c, ns)
+			mo := observeMember(ctx, m.Client, ns)
 			mu.Lock()
-			s.Members[m.name] = mo
+			s.Members[m.Name] = mo
 			mu.Unlock()
 		}()
 	}
@@ -447,16 +430,10 @@ func observeHub(ctx context.Context, hub client.Client, ns string, fsets []*flee
 		return nil
 	}
 	ho := &HubObs{Available: map[string]bool{}}
-	mcs := &unstructured.UnstructuredList{}
-	mcs.SetGroupVersionKind(managedClusterGVK)
-	if err := hub.List(ctx, mcs); err == nil {
-		for _, mc := range mcs.Items {
-			conds, _, _ := unstructured.NestedSlice(mc.Object, "status", "conditions")
-			for _, c := range conds {
-				m, _ := c.(map[string]any)
-				if m["type"] == "ManagedClusterConditionAvailable" {
-					ho.Available[mc.GetName()] = m["status"] == "True"
-				}
+	if mcs, err := framework.ManagedClusters(ctx, hub); err == nil {
+		for i := range mcs {
+			if st := framework.AvailableStatus(&mcs[i]); st != "" {
+				ho.Available[mcs[i].GetName()] = st == "True"
 			}
 		}
 	}
@@ -508,104 +485,50 @@ func observeHub(ctx context.Context, hub client.Client, ns string, fsets []*flee
 
 // ---------------------------------------------------------------- the fleet
 
-type member struct {
-	name string
-	c    client.Client
-}
+func envOr(k, def string) string { return framework.EnvString(k, def) }
 
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-func scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, fleetv1.AddToScheme, clusterv1beta2.Install} {
-		if err := add(s); err != nil {
-			panic(err)
-		}
-	}
-	return s
-}
-
-func clientFor(t *testing.T, path string) client.Client {
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		t.Fatalf("kubeconfig %s: %v", path, err)
-	}
-	cfg.QPS, cfg.Burst = 100, 200
-	cfg.Timeout = 5 * time.Second
-	c, err := client.New(cfg, client.Options{Scheme: scheme()})
+// newFleet is the fleet of the environment (framework.FromEnv), its
+// clients bounded to 5 s a request so that a sample never hangs.
+func newFleet(t *testing.T) *framework.Fleet {
+	cfg, err := framework.FromEnv()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
-}
-
-// clients: the hub (FLEETSET_HUB_KUBECONFIG) and every member
-// (FLEETSET_MEMBER_KUBECONFIGS and FLEETSET_E2E_SPARE_MEMBERS, name=path,...).
-func clients(t *testing.T) (client.Client, []member) {
-	hubPath := os.Getenv("FLEETSET_HUB_KUBECONFIG")
-	if hubPath == "" {
-		t.Fatal("set FLEETSET_HUB_KUBECONFIG and FLEETSET_MEMBER_KUBECONFIGS; `make chaos` does it")
+	f, err := framework.NewFleet(cfg, framework.ClientOptions{QPS: 100, Burst: 200, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
 	}
-	var members []member
-	for _, env := range []string{"FLEETSET_MEMBER_KUBECONFIGS", "FLEETSET_E2E_SPARE_MEMBERS"} {
-		for _, kv := range strings.Split(os.Getenv(env), ",") {
-			name, path, ok := strings.Cut(strings.TrimSpace(kv), "=")
-			if ok && name != "" && path != "" {
-				members = append(members, member{name: name, c: clientFor(t, path)})
-			}
-		}
-	}
-	if len(members) < 2 {
-		t.Fatalf("need at least two members, got %d", len(members))
-	}
-	return clientFor(t, hubPath), members
+	return f
 }
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func(context.Context) (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	why := ""
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		ok, w := cond(ctx)
-		cancel()
-		if ok {
-			return
-		}
-		why = w
-		time.Sleep(time.Second)
+	err := framework.Poll(context.Background(), time.Second, timeout, func(ctx context.Context) (bool, string, error) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		ok, why := cond(ctx)
+		return ok, why, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
 	}
-	t.Fatalf("timed out after %v waiting for %s: %s", timeout, what, why)
 }
 
 // setup creates the run's namespace on the hub, bound to the ManagedClusterSet
 // global.
-func setup(t *testing.T, hub client.Client, ns string, members []string) {
+func setup(t *testing.T, hub client.Client, ns string) {
 	ctx := t.Context()
 	if err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatalf("namespace %s: %v", ns, err)
 	}
-	b := &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "global"},
-		Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "global"}}
-	if err := hub.Create(ctx, b); client.IgnoreAlreadyExists(err) != nil {
-		t.Fatalf("ManagedClusterSetBinding: %v", err)
+	if err := framework.BindClusterSet(ctx, hub, ns, "global", 2*time.Minute); err != nil {
+		t.Fatal(err)
 	}
-	waitFor(t, 2*time.Minute, "ManagedClusterSetBinding global Bound", func(ctx context.Context) (bool, string) {
-		if err := hub.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
-			return false, err.Error()
-		}
-		return apimeta.IsStatusConditionTrue(b.Status.Conditions, clusterv1beta2.ClusterSetBindingBoundType), fmt.Sprint(b.Status.Conditions)
-	})
 }
 
 // ---------------------------------------------------------------- FleetSets
 
-func newFleetSet(ns, name string, replicas int32, members []string, subsetShares []string, domainShares []string) *fleetv1.FleetSet {
+func newFleetSet(ns, name, image string, replicas int32, members []string, subsetShares []string, domainShares []string) *fleetv1.FleetSet {
 	labels := map[string]string{"app": name}
 	fs := &fleetv1.FleetSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -616,7 +539,7 @@ func newFleetSet(ns, name string, replicas int32, members []string, subsetShares
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
 					TerminationGracePeriodSeconds: ptr.To[int64](0),
-					Containers: []corev1.Container{{Name: "app", Image: envOr("FLEETSET_E2E_IMAGE", "registry.k8s.io/pause:3.10"),
+					Containers: []corev1.Container{{Name: "app", Image: image,
 						Env: []corev1.EnvVar{{Name: "VERSION", Value: "1"}}}},
 				},
 			},
@@ -652,8 +575,8 @@ func claim(name, size string) []corev1.PersistentVolumeClaim {
 
 // db: Relocate (toleration 20 s), failback Automatic, percent subset and
 // domain shares, a volume claim template, maxUnavailable 1.
-func dbFleetSet(ns string, members []string) *fleetv1.FleetSet {
-	fs := newFleetSet(ns, "db", 6, members, []string{"50%", "30%"}, []string{"50%", "25%", "25%"})
+func dbFleetSet(ns string, members []string, image string) *fleetv1.FleetSet {
+	fs := newFleetSet(ns, "db", image, 6, members, []string{"50%", "30%"}, []string{"50%", "25%", "25%"})
 	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](20), Failback: fleetv1.FailbackAutomatic}
 	fs.Spec.VolumeClaimTemplates = claim("data", "1Gi")
 	fs.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(1))
@@ -666,8 +589,8 @@ func dbFleetSet(ns string, members []string) *fleetv1.FleetSet {
 // member's fence: a cut member keeps web's pods about a minute, well past
 // the toleration, so a hub that relocated without waiting for the fence
 // (make chaos-unsafe) would run them in two clusters.
-func webFleetSet(ns string, members []string) *fleetv1.FleetSet {
-	fs := newFleetSet(ns, "web", 5, members, nil, nil)
+func webFleetSet(ns string, members []string, image string) *fleetv1.FleetSet {
+	fs := newFleetSet(ns, "web", image, 5, members, nil, nil)
 	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](20), Failback: fleetv1.FailbackManual, FenceGraceSeconds: 40}
 	fs.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromString("40%"))
 	fs.Spec.UpdateStrategy.RollingUpdate.MaxConcurrentSubsets = ptr.To[int32](2)
@@ -676,8 +599,8 @@ func webFleetSet(ns string, members []string) *fleetv1.FleetSet {
 
 // cache: no failover, a volume claim template, maxUnavailable 2, percent
 // subset shares.
-func cacheFleetSet(ns string, members []string) *fleetv1.FleetSet {
-	fs := newFleetSet(ns, "cache", 4, members, []string{"40%"}, []string{"", "", "40%"})
+func cacheFleetSet(ns string, members []string, image string) *fleetv1.FleetSet {
+	fs := newFleetSet(ns, "cache", image, 4, members, []string{"40%"}, []string{"", "", "40%"})
 	fs.Spec.VolumeClaimTemplates = claim("cache", "1Gi")
 	fs.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(2))
 	return fs

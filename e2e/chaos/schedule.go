@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/fleetset/fleetset/e2e/framework"
 )
 
 // FaultKind is one kind of fault the run injects.
@@ -17,7 +19,7 @@ const (
 	HubPause FaultKind = "hub-pause"
 	// HubAPIServer: the hub's kube-apiserver stopped, started after the hold.
 	HubAPIServer FaultKind = "hub-apiserver-stop"
-	// MemberCut: a member's link to the hub cut (agent.sh cut), healed after.
+	// MemberCut: a member's link to the hub cut, healed after.
 	MemberCut FaultKind = "member-cut"
 	// MemberOCM: a member's OCM registration and work agents stopped.
 	MemberOCM FaultKind = "member-ocm-stop"
@@ -88,26 +90,29 @@ func (f Fault) target() string {
 	return string(f.Kind)
 }
 
-// Actions returns the e2e/fleet/agent.sh calls that inject f and those that
-// undo it, each call its arguments; nil for an unknown kind.
-func (f Fault) Actions() (inject, heal [][]string) {
+// Actions returns the provider actions that inject f and those that undo
+// it; nil for an unknown kind.
+func (f Fault) Actions() (inject, heal []framework.Action) {
+	one := func(in, out framework.Op, cluster, proc string) ([]framework.Action, []framework.Action) {
+		return []framework.Action{{Op: in, Cluster: cluster, Proc: proc}}, []framework.Action{{Op: out, Cluster: cluster, Proc: proc}}
+	}
 	c := f.Cluster
 	switch f.Kind {
 	case HubKill:
-		return [][]string{{"kill", "hub", "fleetset-hub"}}, [][]string{{"start", "hub", "fleetset-hub"}}
+		return one(framework.OpKill, framework.OpStart, "hub", "fleetset-hub")
 	case HubPause:
-		return [][]string{{"pause", "hub", "fleetset-hub"}}, [][]string{{"resume", "hub", "fleetset-hub"}}
+		return one(framework.OpPause, framework.OpResume, "hub", "fleetset-hub")
 	case HubAPIServer:
-		return [][]string{{"stop", "hub", "kube-apiserver"}}, [][]string{{"start", "hub", "kube-apiserver"}}
+		return one(framework.OpStop, framework.OpStart, "hub", "kube-apiserver")
 	case MemberCut:
-		return [][]string{{"cut", c}}, [][]string{{"heal", c}}
+		return one(framework.OpCut, framework.OpHeal, c, "")
 	case MemberOCM:
-		return [][]string{{"stop", c, "registration-agent"}, {"stop", c, "work-agent"}},
-			[][]string{{"start", c, "registration-agent"}, {"start", c, "work-agent"}}
+		return []framework.Action{{Op: framework.OpStop, Cluster: c, Proc: "registration-agent"}, {Op: framework.OpStop, Cluster: c, Proc: "work-agent"}},
+			[]framework.Action{{Op: framework.OpStart, Cluster: c, Proc: "registration-agent"}, {Op: framework.OpStart, Cluster: c, Proc: "work-agent"}}
 	case MemberScheduler:
-		return [][]string{{"kill", c, "fleetset-scheduler"}}, [][]string{{"start", c, "fleetset-scheduler"}}
+		return one(framework.OpKill, framework.OpStart, c, "fleetset-scheduler")
 	case MemberKCM:
-		return [][]string{{"kill", c, "kube-controller-manager"}}, [][]string{{"start", c, "kube-controller-manager"}}
+		return one(framework.OpKill, framework.OpStart, c, "kube-controller-manager")
 	}
 	return nil, nil
 }

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/fleetset/fleetset/e2e/framework"
 )
 
 var testConfig = Config{
@@ -71,11 +73,12 @@ func TestDrawRespectsLimits(t *testing.T) {
 	}
 }
 
-// TestFaultActions: every fault kind has agent.sh calls to inject and undo
-// it, aimed at the fault's cluster, and undoing starts what injecting
+// TestFaultActions: every fault kind has provider actions to inject and
+// undo it, aimed at the fault's cluster, and undoing starts what injecting
 // stopped.
 func TestFaultActions(t *testing.T) {
-	undo := map[string]string{"kill": "start", "stop": "start", "pause": "resume", "cut": "heal"}
+	undo := map[framework.Op]framework.Op{framework.OpKill: framework.OpStart, framework.OpStop: framework.OpStart,
+		framework.OpPause: framework.OpResume, framework.OpCut: framework.OpHeal}
 	for _, k := range FaultKinds {
 		f := Fault{Kind: k, Cluster: "hub"}
 		if k.memberScoped() {
@@ -88,7 +91,7 @@ func TestFaultActions(t *testing.T) {
 		}
 		for i := range inject {
 			in, h := inject[i], heal[i]
-			if in[1] != f.Cluster || !reflect.DeepEqual(in[1:], h[1:]) || undo[in[0]] != h[0] {
+			if in.Cluster != f.Cluster || in.Cluster != h.Cluster || in.Proc != h.Proc || undo[in.Op] != h.Op {
 				t.Errorf("%s: inject %v, heal %v: want heal to undo inject on cluster %s", k, in, h, f.Cluster)
 			}
 		}

@@ -2,13 +2,10 @@
 # agent.sh cut|heal CLUSTER: break or mend the member's link to the hub (its
 # hub-link proxy, through which its OCM agents and its fleetset member
 # component reach the hub): a real network cut, every connection closed and
-# new ones refused, while every process of the member keeps running. The e2e
-# suite calls it through FLEETSET_E2E_CUT / FLEETSET_E2E_HEAL.
+# new ones refused, while every process of the member keeps running.
 #
 # agent.sh stop|start|status CLUSTER [PROC]: stop or restart one process of
-# the local fleet (default: the member's OCM registration agent). The e2e
-# suite calls it through FLEET_E2E_STOP_AGENT / FLEETSET_E2E_START_AGENT to
-# cut a member off from the hub and to bring it back.
+# the local fleet (default: the member's OCM registration agent).
 #
 # agent.sh kill CLUSTER PROC: SIGKILL the process (a crash: no graceful
 # shutdown), wait until it is gone; `start` brings it back. agent.sh
@@ -23,8 +20,10 @@
 # FLEET_REBUILD_VERSION=V, fleetset-hub and fleetset-scheduler are first
 # rebuilt into bin/ from the current tree with -ldflags "-X main.version=V"
 # (a newer build at the same path); a failed build leaves the process as it
-# was. The e2e suite calls it through FLEETSET_E2E_RESTART
-# (TestRestartsTouchNoWorkloadPod).
+# was.
+#
+# The e2e suite and the chaos run call it through e2e/framework's local
+# provider (FLEETSET_E2E_PROVIDER=local).
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,45 +17,32 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
-	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
-	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/e2e/framework"
 )
 
-// Timeouts: pods on kwok turn Ready in seconds, on kind images may need
-// pulling; FLEETSET_E2E_TIMEOUT overrides the default wait.
-// FLEETSET_E2E_HOOK_TIMEOUT bounds one hook command (a kind fleet's restart
-// rebuilds an image and rolls a Deployment).
+// The fleet's settings (framework.FromEnv): the default wait (pods on kwok
+// turn Ready in seconds, on kind images may need pulling), the bound of one
+// provider action, and the test workloads' image.
 var (
-	waitTimeout  = envDuration("FLEETSET_E2E_TIMEOUT", 3*time.Minute)
-	hookTimeout  = envDuration("FLEETSET_E2E_HOOK_TIMEOUT", 2*time.Minute)
-	pollInterval = time.Second
+	waitTimeout   time.Duration
+	hookTimeout   time.Duration
+	workloadImage string
+	pollInterval  = time.Second
 )
 
-// workloadImage is the container image of the test FleetSets' pods:
-// FLEETSET_E2E_IMAGE, for a fleet whose nodes cannot pull (a kind node holds
-// only its own pause image and the images loaded into it).
-var workloadImage = envString("FLEETSET_E2E_IMAGE", "registry.k8s.io/pause:3.10")
-
-var (
-	managedClusterGVK = schema.GroupVersionKind{Group: "cluster.open-cluster-management.io", Version: "v1", Kind: "ManagedCluster"}
-	manifestWorkGVK   = schema.GroupVersionKind{Group: "work.open-cluster-management.io", Version: "v1", Kind: "ManifestWorkList"}
-)
+var manifestWorkGVK = schema.GroupVersionKind{Group: "work.open-cluster-management.io", Version: "v1", Kind: "ManifestWorkList"}
 
 // member is one member cluster of the fleet.
 type member struct {
@@ -64,118 +50,47 @@ type member struct {
 	c    client.WithWatch
 }
 
-// fleet is the system under test: the hub and its members, from the
-// environment only.
+// fleet is the system under test: the hub and its members, and the
+// provider that acts on their processes.
 type fleet struct {
 	hub     client.Client
 	members []member
-	// spare are further members (FLEETSET_E2E_SPARE_MEMBERS, name=path,...)
-	// that only the tests needing more than two clusters use.
-	spare []member
-	zones []string
+	// spare are further members (FLEETSET_E2E_SPARE_MEMBERS) that only the
+	// tests needing more than two clusters use.
+	spare    []member
+	zones    []string
+	provider framework.Provider
+	cfg      framework.Config
 }
 
 var theFleet *fleet
 
 func TestMain(m *testing.M) {
-	f, err := fleetFromEnv()
+	cfg, err := framework.FromEnv()
+	if err == nil {
+		theFleet, err = newFleet(cfg)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		os.Exit(1)
 	}
-	theFleet = f
 	os.Exit(m.Run())
 }
 
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := fleetv1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := apiextensionsv1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := clusterv1beta2.Install(s); err != nil {
-		panic(err)
-	}
-	if err := clusterv1beta1.Install(s); err != nil {
-		panic(err)
-	}
-	return s
-}
-
-func clientFor(path string) (client.WithWatch, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
-	}
-	cfg.QPS, cfg.Burst = 50, 100
-	return client.NewWithWatch(cfg, client.Options{Scheme: newScheme()})
-}
-
-func fleetFromEnv() (*fleet, error) {
-	hubPath := os.Getenv("FLEETSET_HUB_KUBECONFIG")
-	members := os.Getenv("FLEETSET_MEMBER_KUBECONFIGS")
-	if hubPath == "" || members == "" {
-		return nil, fmt.Errorf("set FLEETSET_HUB_KUBECONFIG and FLEETSET_MEMBER_KUBECONFIGS (name=path,name=path); `make e2e` does it for the local fleet")
-	}
-	hub, err := clientFor(hubPath)
+func newFleet(cfg framework.Config) (*fleet, error) {
+	fw, err := framework.NewFleet(cfg, framework.ClientOptions{QPS: 50, Burst: 100})
 	if err != nil {
 		return nil, err
 	}
-	f := &fleet{hub: hub, zones: []string{"zone-a", "zone-b", "zone-c"}}
-	if z := os.Getenv("FLEETSET_E2E_ZONES"); z != "" {
-		f.zones = strings.Split(z, ",")
+	waitTimeout, hookTimeout, workloadImage = cfg.Timeout, cfg.ActionTimeout, cfg.Image
+	f := &fleet{hub: fw.Hub, zones: cfg.Zones, provider: fw.Provider, cfg: cfg}
+	for _, m := range fw.Members {
+		f.members = append(f.members, member{name: m.Name, c: m.Client})
 	}
-	if f.members, err = membersFrom("FLEETSET_MEMBER_KUBECONFIGS", members); err != nil {
-		return nil, err
-	}
-	if len(f.members) < 2 {
-		return nil, fmt.Errorf("FLEETSET_MEMBER_KUBECONFIGS: the suite needs at least two members, got %d", len(f.members))
-	}
-	if spare := os.Getenv("FLEETSET_E2E_SPARE_MEMBERS"); spare != "" {
-		if f.spare, err = membersFrom("FLEETSET_E2E_SPARE_MEMBERS", spare); err != nil {
-			return nil, err
-		}
+	for _, m := range fw.Spare {
+		f.spare = append(f.spare, member{name: m.Name, c: m.Client})
 	}
 	return f, nil
-}
-
-// membersFrom parses name=path,... (the value of env) into members with
-// clients.
-func membersFrom(env, value string) ([]member, error) {
-	var out []member
-	for _, kv := range strings.Split(value, ",") {
-		name, path, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		if !ok || name == "" || path == "" {
-			return nil, fmt.Errorf("%s: %q is not name=path", env, kv)
-		}
-		c, err := clientFor(path)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, member{name: name, c: c})
-	}
-	return out, nil
-}
-
-func envString(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}
-
-func envDuration(key string, def time.Duration) time.Duration {
-	if v := os.Getenv(key); v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
-			return d
-		}
-	}
-	return def
 }
 
 func (f *fleet) member(name string) member {
@@ -192,22 +107,8 @@ func (f *fleet) member(name string) member {
 func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string, error)) {
 	t.Helper()
 	// Not canceled with the test: cleanups wait with eventually too.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), timeout)
-	defer cancel()
-	last := ""
-	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
-		ok, why, err := cond(ctx)
-		if err != nil {
-			if ctx.Err() == nil { // not the deadline cutting the last call short
-				last = err.Error()
-			}
-			return false, nil // transient: retry
-		}
-		last = why
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("timed out after %v waiting for %s: %s", timeout, what, last)
+	if err := framework.Poll(context.WithoutCancel(t.Context()), pollInterval, timeout, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
 
@@ -228,22 +129,13 @@ func (f *fleet) newNamespace(t *testing.T, prefix string) string {
 	return ns
 }
 
-// bindClusterSet binds OCM's ManagedClusterSet set to hub namespace ns
-// (ManagedClusterSetBinding named after the set) and waits until OCM's
-// registration controller marks it Bound. "global" holds every cluster.
+// bindClusterSet binds OCM's ManagedClusterSet set to hub namespace ns and
+// waits until it is Bound. "global" holds every cluster.
 func (f *fleet) bindClusterSet(t *testing.T, ns, set string) {
 	t.Helper()
-	b := &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: set},
-		Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: set}}
-	if err := f.hub.Create(t.Context(), b); err != nil {
-		t.Fatalf("binding ManagedClusterSet %s to namespace %s: %v", set, ns, err)
+	if err := framework.BindClusterSet(t.Context(), f.hub, ns, set, waitTimeout); err != nil {
+		t.Fatal(err)
 	}
-	eventually(t, waitTimeout, fmt.Sprintf("ManagedClusterSetBinding %s/%s Bound", ns, set), func(ctx context.Context) (bool, string, error) {
-		if err := f.hub.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
-			return false, "", err
-		}
-		return apimeta.IsStatusConditionTrue(b.Status.Conditions, clusterv1beta2.ClusterSetBindingBoundType), fmt.Sprint(b.Status.Conditions), nil
-	})
 }
 
 // newUnboundNamespace creates a hub namespace with no
@@ -469,20 +361,7 @@ func formatInstances(ins []instance) string {
 // ---------------------------------------------------------------- OCM, leases
 
 func (f *fleet) managedClusterAvailable(ctx context.Context, name string) (string, error) {
-	mc := &unstructured.Unstructured{}
-	mc.SetGroupVersionKind(managedClusterGVK)
-	if err := f.hub.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
-		return "", err
-	}
-	conds, _, _ := unstructured.NestedSlice(mc.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == "ManagedClusterConditionAvailable" {
-			s, _ := m["status"].(string)
-			return s, nil
-		}
-	}
-	return "", nil
+	return framework.ManagedClusterAvailable(ctx, f.hub, name)
 }
 
 func (m member) resyncLease(ctx context.Context) (*coordinationv1.Lease, error) {
@@ -490,22 +369,42 @@ func (m member) resyncLease(ctx context.Context) (*coordinationv1.Lease, error) 
 	return l, m.c.Get(ctx, client.ObjectKey{Namespace: fleetv1.ResyncLeaseNamespace, Name: fleetv1.ResyncLeaseName}, l)
 }
 
-// runHook runs an fleet-specific command from the environment with the
-// cluster name appended; it skips the test when the variable is unset.
-func runHook(t *testing.T, env, cluster string, extra ...string) {
+// skipUnless skips the test when the fleet's provider cannot do op on
+// cluster/proc.
+func (f *fleet) skipUnless(t *testing.T, op framework.Op, cluster, proc string) {
 	t.Helper()
-	cmdline := os.Getenv(env)
-	if cmdline == "" {
-		t.Skipf("%s is not set: this fleet offers no way to stop a member's agent", env)
+	if !f.provider.Supports(op, cluster, proc) {
+		t.Skipf("the %s fleet offers no way to %s %s %s (FLEETSET_E2E_PROVIDER)", f.provider.Name(), op, cluster, proc)
 	}
-	args := append(append(strings.Fields(cmdline), cluster), extra...)
-	ctx, cancel := context.WithTimeout(context.Background(), hookTimeout) // also runs in cleanups
+}
+
+// do runs op on cluster/proc through the fleet's provider (Restart: with
+// args), failing the test on error. It also runs in cleanups.
+func (f *fleet) do(t *testing.T, op framework.Op, cluster, proc string, args ...string) {
+	t.Helper()
+	f.doRebuilt(t, op, cluster, proc, "", args...)
+}
+
+// doRebuilt is do with a rebuild version for Restart.
+func (f *fleet) doRebuilt(t *testing.T, op framework.Op, cluster, proc, rebuild string, args ...string) {
+	t.Helper()
+	var logs []string // logged here, at the test's line
+	ctx, cancel := context.WithTimeout(framework.WithLogf(context.Background(), func(format string, args ...any) {
+		logs = append(logs, fmt.Sprintf(format, args...))
+	}), hookTimeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %q: %v\n%s", env, strings.Join(args, " "), err, out)
+	var err error
+	if op == framework.OpRestart {
+		err = f.provider.Restart(ctx, cluster, proc, rebuild, args...)
+	} else {
+		err = framework.Do(ctx, f.provider, framework.Action{Op: op, Cluster: cluster, Proc: proc})
 	}
-	t.Logf("%s: %s", strings.Join(args, " "), strings.TrimSpace(string(out)))
+	for _, l := range logs {
+		t.Log(l)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // ---------------------------------------------------------------- dump
@@ -596,7 +495,7 @@ func (f *fleet) dump(t *testing.T, ns, name string) {
 			fmt.Fprintf(&b, "  Lease %s/%s: %v\n", fleetv1.ResyncLeaseNamespace, fleetv1.ResyncLeaseName, err)
 		}
 	}
-	if logs := os.Getenv("FLEETSET_E2E_LOGS"); logs != "" {
+	if logs := f.provider.Logs(); logs != "" {
 		fmt.Fprintf(&b, "==== process logs: %s\n", logs)
 	}
 	t.Log(b.String())

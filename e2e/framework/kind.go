@@ -1,0 +1,80 @@
+package framework
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+
+	"github.com/fleetset/fleetset/e2e/framework/kindagent"
+)
+
+// Kind is the kind fleet of e2e/kind/kind-up.sh: a member's OCM agents are
+// stopped and started, fleetset's Deployments restarted (kindagent). A kind
+// fleet has no way to kill, pause or cut.
+type Kind struct {
+	Agent *kindagent.Agent
+}
+
+// KindFromEnv is the kind agent of KIND_FLEET_DIR (default
+// <repo>/.fleet/kind), rebuilding images with make and loading them with
+// kind (KIND, LOCALBIN); KIND_AGENT_WAIT bounds each wait.
+func KindFromEnv() *kindagent.Agent {
+	repo := RepoRoot()
+	dir := EnvString("KIND_FLEET_DIR", filepath.Join(repo, ".fleet", "kind"))
+	a := kindagent.New(dir)
+	a.Wait = EnvDuration("KIND_AGENT_WAIT", a.Wait)
+	a.Rebuild = kindagent.Rebuilder(repo, dir)
+	return a
+}
+
+// NewKind is the provider of agent a.
+func NewKind(a *kindagent.Agent) *Kind { return &Kind{Agent: a} }
+
+func (k *Kind) Name() string { return "kind" }
+
+// Supports: stop and start of a member's OCM agents, restart of
+// fleetset's and OCM's Deployments.
+func (k *Kind) Supports(op Op, cluster, proc string) bool {
+	switch op {
+	case OpStop, OpStart:
+		proc = orDefault(proc)
+		return cluster != kindagent.Hub && (proc == "registration-agent" || proc == "work-agent")
+	case OpRestart:
+		switch proc {
+		case "fleetset-hub", "fleetset-scheduler", "registration-agent", "work-agent", "klusterlet":
+			return true
+		}
+		ns, name, ok := strings.Cut(proc, "/")
+		return ok && ns != "" && name != ""
+	}
+	return false
+}
+
+func (k *Kind) agent(ctx context.Context) *kindagent.Agent {
+	a := *k.Agent
+	a.Logf = func(format string, args ...any) { Log(ctx, format, args...) }
+	return &a
+}
+
+func (k *Kind) Stop(ctx context.Context, cluster, proc string) error {
+	return k.agent(ctx).Stop(ctx, cluster, orDefault(proc))
+}
+
+func (k *Kind) Start(ctx context.Context, cluster, proc string) error {
+	return k.agent(ctx).Start(ctx, cluster, orDefault(proc))
+}
+
+func (k *Kind) Restart(ctx context.Context, cluster, proc, rebuild string, args ...string) error {
+	return k.agent(ctx).Restart(ctx, cluster, proc, rebuild, args...)
+}
+
+func (k *Kind) Kill(context.Context, string, string) error   { return ErrUnsupported }
+func (k *Kind) Pause(context.Context, string, string) error  { return ErrUnsupported }
+func (k *Kind) Resume(context.Context, string, string) error { return ErrUnsupported }
+func (k *Kind) Cut(context.Context, string) error            { return ErrUnsupported }
+func (k *Kind) Heal(context.Context, string) error           { return ErrUnsupported }
+
+func (k *Kind) Logs() string {
+	return "kubectl --kubeconfig " + filepath.Join(k.Agent.Dir, "<cluster>", "kubeconfig") +
+		" logs -n fleetset-system deploy/<process> (OCM agents: -n open-cluster-management-agent deploy/klusterlet-<registration|work>-agent)"
+}
