@@ -208,10 +208,12 @@ func TestHubRestart(t *testing.T) {
 			if err != nil {
 				return false, err
 			}
-			for i := range subsets {
-				subsets[i].Revision = rev
+			delivered := make([]manifestwork.Subset, len(subsets))
+			for i, sp := range subsets {
+				delivered[i] = manifestwork.FromPlan(sp)
+				delivered[i].Revision = rev
 			}
-			desired, err := manifestwork.Works(fs, subsets)
+			desired, err := manifestwork.Works(fs, delivered)
 			if err != nil {
 				return false, err
 			}

@@ -66,7 +66,7 @@ func TestHubAndMemberAgree(t *testing.T) {
 			if err != nil {
 				t.Fatalf("domains %s, %d replicas: Plan: %v", format(domains), n, err)
 			}
-			sp := manifestwork.SubsetPlacement(fs, subsets[0])
+			sp := manifestwork.SubsetPlacement(fs, manifestwork.FromPlan(subsets[0]))
 			if first == nil {
 				first = &sp.Spec
 			} else if diff := cmp.Diff(first, &sp.Spec); diff != "" {

@@ -13,7 +13,6 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/manifestwork"
-	"github.com/fleetset/fleetset/federation/plan"
 )
 
 // The FleetSet's ManifestWorks: the indexes that find them, and the
@@ -89,7 +88,7 @@ type workChanges struct {
 // changed its spec, except in clusters not found; and the deletion of the
 // works in clusters no subset uses. The error names the spec field.
 func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types.NamespacedName]*workv1.ManifestWork, edited func(*workv1.ManifestWork) bool) (workChanges, error) {
-	var delivered []plan.Subset
+	var delivered []manifestwork.Subset
 	named, missing := map[string]bool{}, map[string]bool{}
 	for i := range subsets {
 		sp := &subsets[i]
@@ -121,8 +120,8 @@ func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types
 
 // delivered is the subset as federation/manifestwork renders it: the plan
 // with every step's output, at replicas 0 and partition 0 while draining.
-func (sp *subsetPlan) delivered() plan.Subset {
-	p := sp.planned
+func (sp *subsetPlan) delivered() manifestwork.Subset {
+	p := manifestwork.FromPlan(sp.planned)
 	p.Template, p.Claims = sp.rendered.template, sp.rendered.claims
 	p.Dependencies, p.DependenciesHash = sp.rendered.dependencies, sp.rendered.dependenciesHash
 	p.Epoch, p.Fencing = sp.epoch, sp.fencing

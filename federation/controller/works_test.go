@@ -45,9 +45,9 @@ func TestChooseWrites(t *testing.T) {
 	// rendered returns the work the hub renders in cluster for subsets, as
 	// the cache would hold it once written.
 	rendered := func(cluster string, subsets ...subsetPlan) *workv1.ManifestWork {
-		var ps []plan.Subset
+		var ps []manifestwork.Subset
 		for _, sp := range subsets {
-			ps = append(ps, sp.planned)
+			ps = append(ps, manifestwork.FromPlan(sp.planned))
 		}
 		works, err := manifestwork.Works(fs, ps)
 		if err != nil {

@@ -4,7 +4,7 @@
 // Names, encoding and decoding of manifests are package internal/envelope's,
 // shared with the member.
 //
-// Files: manifestwork.go (Works, StatefulSet, SubsetPlacement), overrides.go
+// Files: manifestwork.go (Subset, Works, StatefulSet, SubsetPlacement), overrides.go
 // (per-subset templates), dependencies.go (ConfigMaps and Secrets delivered
 // with the workload), roles.go, fleetview.go, pdb.go, lease.go (the resync
 // work), feedback.go and feedback_validate.go (statusFeedback, the Applied

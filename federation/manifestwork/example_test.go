@@ -29,13 +29,13 @@ func ExampleWorks() {
 			}},
 		},
 	}
-	plan := []plan.Subset{
+	subsets := []manifestwork.Subset{
 		{Name: "east", Cluster: "east", OrdinalStart: 0, BlockSize: 1000, Replicas: 5, Partition: 2,
 			Domains: []plan.Domain{{Name: "zone-a", Replicas: 2}, {Name: "zone-b", Replicas: 2}, {Name: "zone-c", Replicas: 1}}},
 		{Name: "west", Cluster: "west", OrdinalStart: 1000, BlockSize: 1000, Replicas: 4,
 			Domains: []plan.Domain{{Name: "zone-a", Replicas: 2}, {Name: "zone-b", Replicas: 1}, {Name: "zone-c", Replicas: 1}}},
 	}
-	works, err := manifestwork.Works(fs, plan)
+	works, err := manifestwork.Works(fs, subsets)
 	if err != nil {
 		panic(err)
 	}

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
-	"github.com/fleetset/fleetset/federation/plan"
 	"github.com/fleetset/fleetset/internal/apportion"
 	"github.com/fleetset/fleetset/internal/envelope"
 )
@@ -19,7 +18,7 @@ import (
 // FleetView renders the ConfigMap <fleetset>-fleet holding v1alpha1.FleetView:
 // the subsets, the Service and (see Instances) every desired instance. It
 // errors when domain shares cannot be divided or the view cannot be encoded.
-func FleetView(fs *fleetv1.FleetSet, subsets []plan.Subset) (*corev1.ConfigMap, error) {
+func FleetView(fs *fleetv1.FleetSet, subsets []Subset) (*corev1.ConfigMap, error) {
 	v := fleetv1.FleetView{FleetSet: fs.Name, Namespace: fs.Namespace, Replicas: fs.Spec.Replicas, Subsets: []fleetv1.FleetViewSubset{},
 		ServiceName: envelope.ServiceName(fs)}
 	for _, sp := range subsets {
@@ -62,7 +61,7 @@ func FleetView(fs *fleetv1.FleetSet, subsets []plan.Subset) (*corev1.ConfigMap, 
 // SubsetPlacement the hub delivers). It returns nil for a fleet over
 // v1alpha1.MaxFleetViewInstances replicas, and an error for shares the seat
 // sequence cannot divide.
-func Instances(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]fleetv1.FleetViewInstance, error) {
+func Instances(fs *fleetv1.FleetSet, subsets []Subset) ([]fleetv1.FleetViewInstance, error) {
 	total := int64(0)
 	for _, sp := range subsets {
 		total += int64(max(sp.Replicas, 0))

@@ -17,7 +17,7 @@ import (
 
 // decodeView returns the FleetView the ConfigMap of FleetView(fs, subsets)
 // holds.
-func decodeView(t *testing.T, fs *fleetv1.FleetSet, subsets []plan.Subset) fleetv1.FleetView {
+func decodeView(t *testing.T, fs *fleetv1.FleetSet, subsets []Subset) fleetv1.FleetView {
 	t.Helper()
 	cm, err := FleetView(fs, subsets)
 	if err != nil {
@@ -35,7 +35,7 @@ func decodeView(t *testing.T, fs *fleetv1.FleetSet, subsets []plan.Subset) fleet
 
 func TestFleetView(t *testing.T) {
 	fs := makeFleetSet("db", "mydb").obj()
-	got := decodeView(t, fs, []plan.Subset{east, west})
+	got := decodeView(t, fs, []Subset{east, west})
 	in := func(subset string, ordinal int32, domain string) fleetv1.FleetViewInstance {
 		name := "mydb-" + subset + "-" + strconv.Itoa(int(ordinal))
 		return fleetv1.FleetViewInstance{Name: name, Ordinal: ordinal, Subset: subset, Cluster: subset, Domain: domain, DNSName: name + ".mydb.db.svc"}
@@ -82,7 +82,7 @@ func TestFleetViewInstancesHoldTheDivision(t *testing.T) {
 			if err != nil || len(problems) > 0 {
 				t.Fatalf("plan.For: %v %v", err, problems)
 			}
-			v := decodeView(t, fs, subsets)
+			v := decodeView(t, fs, fromPlan(subsets))
 			if v.ServiceName != "kv-peers" {
 				t.Errorf("serviceName = %q, want kv-peers", v.ServiceName)
 			}
@@ -168,7 +168,7 @@ func TestFleetViewInstancesBound(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cm, err := FleetView(fs, subsets)
+		cm, err := FleetView(fs, fromPlan(subsets))
 		if err != nil {
 			t.Fatal(err)
 		}

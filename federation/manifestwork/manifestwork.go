@@ -24,12 +24,57 @@ import (
 // for the hub's manifests (OCM requires the "work-agent" prefix).
 const FieldManager = "work-agent-fleetset-hub"
 
+// Subset is one subset as Works renders it: plan.For's division and
+// ordinal block (FromPlan) and what the hub adds to deliver it.
+type Subset struct {
+	// Name of the subset; Cluster the ManagedCluster it is delivered to.
+	Name, Cluster string
+	// OrdinalStart and BlockSize are its ordinal block.
+	OrdinalStart, BlockSize int32
+	// Replicas and Partition are its StatefulSet's replicas and partition.
+	Replicas, Partition int32
+	// Domains in spec order (none: spread over the cluster's nodes);
+	// NodeSelector its spec.topology.subsets[].nodeSelector.
+	Domains      []plan.Domain
+	NodeSelector *corev1.NodeSelector
+
+	// Revision is the subset revision, stamped on the StatefulSet as
+	// v1alpha1.AnnotationRevision; empty: no annotation.
+	Revision string
+	// Epoch is the subset's fencing epoch, for the fleet view; Fencing its
+	// SubsetPlacement spec.fencing (failover policy Relocate).
+	Epoch   int64
+	Fencing *fleetv1.PlacementFencing
+	// Template and Claims are the subset's templates after its overrides;
+	// nil: the fleet's spec.template and spec.volumeClaimTemplates.
+	Template *corev1.PodTemplateSpec
+	Claims   []corev1.PersistentVolumeClaim
+	// Dependencies are the ConfigMaps and Secrets delivered with it, sorted
+	// by kind and name; DependenciesHash is their DependenciesHash.
+	Dependencies     []runtime.Object
+	DependenciesHash string
+	// Roles (by pod name) and Leaders are its member's last role report,
+	// for the fleet view.
+	Roles   map[string]string
+	Leaders []string
+	// Update is its member's instruction in a role-ordered rollout
+	// (SubsetPlacement spec.update); nil outside one.
+	Update *fleetv1.PlacementUpdate
+}
+
+// FromPlan returns p as a Subset to render, with the fleet's templates and
+// no dependencies, revision, fencing, roles or update.
+func FromPlan(p plan.Subset) Subset {
+	return Subset{Name: p.Name, Cluster: p.Cluster, OrdinalStart: p.OrdinalStart, BlockSize: p.BlockSize,
+		Replicas: p.Replicas, Partition: p.Partition, Domains: p.Domains, NodeSelector: p.NodeSelector}
+}
+
 // Works renders one ManifestWork per cluster named in subsets (every subset
 // of fs, in spec order), sorted by cluster. It errors when spec.selector is
 // invalid or an object cannot be encoded.
-func Works(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]*workv1.ManifestWork, error) {
+func Works(fs *fleetv1.FleetSet, subsets []Subset) ([]*workv1.ManifestWork, error) {
 	var clusters []string
-	byCluster := map[string][]plan.Subset{}
+	byCluster := map[string][]Subset{}
 	for _, sp := range subsets {
 		if _, ok := byCluster[sp.Cluster]; !ok {
 			clusters = append(clusters, sp.Cluster)
@@ -77,7 +122,7 @@ func Works(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]*workv1.ManifestWork,
 // cluster), then each subset's SubsetPlacement and StatefulSet, then the
 // ConfigMaps and Secrets delivered with them, then each subset's
 // PodDisruptionBudget (spec.disruptionBudget).
-func work(fs *fleetv1.FleetSet, cluster string, subsets []plan.Subset, viewName string, shared []workv1.Manifest) (*workv1.ManifestWork, error) {
+func work(fs *fleetv1.FleetSet, cluster string, subsets []Subset, viewName string, shared []workv1.Manifest) (*workv1.ManifestWork, error) {
 	var objs []runtime.Object
 	configs := []workv1.ManifestConfigOption{
 		createOnlyConfig("", "namespaces", "", fs.Namespace),
@@ -206,7 +251,7 @@ func statefulSetConfig(namespace, name string) workv1.ManifestConfigOption {
 // subset labels, ordinals.start the subset's OrdinalStart, partition as
 // planned (counted from ordinals.start), and Parallel pod management so one
 // full domain does not block the others. It errors when spec.selector is nil.
-func StatefulSet(fs *fleetv1.FleetSet, sp plan.Subset) (*appsv1.StatefulSet, error) {
+func StatefulSet(fs *fleetv1.FleetSet, sp Subset) (*appsv1.StatefulSet, error) {
 	if fs.Spec.Selector == nil {
 		return nil, fmt.Errorf("spec.selector: required")
 	}
@@ -268,7 +313,7 @@ func RoleOrdered(fs *fleetv1.FleetSet) bool {
 
 // updateStrategy is the subset's StatefulSet update strategy: OnDelete in a
 // role-ordered rollout, else RollingUpdate with the subset's partition.
-func updateStrategy(fs *fleetv1.FleetSet, sp plan.Subset) appsv1.StatefulSetUpdateStrategy {
+func updateStrategy(fs *fleetv1.FleetSet, sp Subset) appsv1.StatefulSetUpdateStrategy {
 	if RoleOrdered(fs) {
 		return appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
 	}
@@ -279,8 +324,8 @@ func updateStrategy(fs *fleetv1.FleetSet, sp plan.Subset) appsv1.StatefulSetUpda
 }
 
 // subsetTemplates returns copies of sp's pod template and claim templates
-// (plan.Subset Template and Claims), or of fs's when sp has none.
-func subsetTemplates(fs *fleetv1.FleetSet, sp plan.Subset) (*corev1.PodTemplateSpec, []corev1.PersistentVolumeClaim) {
+// (Template and Claims), or of fs's when sp has none.
+func subsetTemplates(fs *fleetv1.FleetSet, sp Subset) (*corev1.PodTemplateSpec, []corev1.PersistentVolumeClaim) {
 	if sp.Template != nil {
 		var claims []corev1.PersistentVolumeClaim
 		for _, c := range sp.Claims {
@@ -327,7 +372,7 @@ func Service(fs *fleetv1.FleetSet) *corev1.Service {
 // subset's domain shares (sorted by name; not its size, so scaling never
 // rewrites it), topology key, node selector and ordinal start, always
 // DoNotSchedule so a re-created instance returns to its volume's domain.
-func SubsetPlacement(fs *fleetv1.FleetSet, sp plan.Subset) *fleetv1.SubsetPlacement {
+func SubsetPlacement(fs *fleetv1.FleetSet, sp Subset) *fleetv1.SubsetPlacement {
 	key := fleetv1.TopologyKeyOrDefault(fs.Spec.Topology.TopologyKey)
 	var domains []fleetv1.DomainShare
 	for _, d := range sp.Domains {

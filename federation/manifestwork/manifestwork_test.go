@@ -61,9 +61,9 @@ func (w *fleetSetWrapper) claim(name string) *fleetSetWrapper {
 func (w *fleetSetWrapper) obj() *fleetv1.FleetSet { return &w.FleetSet }
 
 var (
-	east = plan.Subset{Name: "east", Cluster: "east", OrdinalStart: 0, BlockSize: 1000, Replicas: 5, Partition: 2,
+	east = Subset{Name: "east", Cluster: "east", OrdinalStart: 0, BlockSize: 1000, Replicas: 5, Partition: 2,
 		Domains: []plan.Domain{{Name: "zone-a", Share: nil, Replicas: 2}, {Name: "zone-b", Share: nil, Replicas: 2}, {Name: "zone-c", Share: nil, Replicas: 1}}}
-	west = plan.Subset{Name: "west", Cluster: "west", OrdinalStart: 1000, BlockSize: 1000, Replicas: 4,
+	west = Subset{Name: "west", Cluster: "west", OrdinalStart: 1000, BlockSize: 1000, Replicas: 4,
 		Domains: []plan.Domain{{Name: "zone-c", Share: ptr.To(intstr.FromString("20%")), Replicas: 1}, {Name: "zone-a", Share: ptr.To(intstr.FromInt32(2)), Replicas: 2}, {Name: "zone-b", Share: nil, Replicas: 1}}}
 )
 
@@ -104,7 +104,7 @@ func TestStatefulSet(t *testing.T) {
 	fs.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenScaled: appsv1.DeletePersistentVolumeClaimRetentionPolicyType}
 	cases := []struct {
 		name string
-		sp   plan.Subset
+		sp   Subset
 		want func() *appsv1.StatefulSet
 	}{
 		{
@@ -175,7 +175,7 @@ func TestSubsetPlacement(t *testing.T) {
 	cases := []struct {
 		name string
 		fs   *fleetv1.FleetSet
-		sp   plan.Subset
+		sp   Subset
 		want fleetv1.SubsetPlacementSpec
 	}{
 		{
@@ -207,7 +207,7 @@ func TestSubsetPlacement(t *testing.T) {
 		{
 			name: "0 replicas: the same shares",
 			fs:   makeFleetSet("db", "mydb").subset("east", "east", nil).obj(),
-			sp:   plan.Subset{Name: "east", Cluster: "east", Domains: []plan.Domain{{Name: "zone-a", Share: nil, Replicas: 0}, {Name: "zone-b", Share: nil, Replicas: 0}}},
+			sp:   Subset{Name: "east", Cluster: "east", Domains: []plan.Domain{{Name: "zone-a", Share: nil, Replicas: 0}, {Name: "zone-b", Share: nil, Replicas: 0}}},
 			want: fleetv1.SubsetPlacementSpec{
 				TopologyKey:       fleetv1.DefaultTopologyKey,
 				Domains:           []fleetv1.DomainShare{{Name: "zone-a"}, {Name: "zone-b"}},
@@ -233,10 +233,10 @@ func TestWorks(t *testing.T) {
 	fs := makeFleetSet("db", "mydb").serviceName("peers").
 		subset("east", "east", ptr.To(intstr.FromString("60%")), "zone-a", "zone-b", "zone-c").
 		subset("west", "west", ptr.To(intstr.FromString("40%")), "zone-a", "zone-b", "zone-c").obj()
-	east2 := plan.Subset{Name: "east2", Cluster: "east", OrdinalStart: 2000, BlockSize: 1000, Replicas: 1}
+	east2 := Subset{Name: "east2", Cluster: "east", OrdinalStart: 2000, BlockSize: 1000, Replicas: 1}
 	cases := []struct {
 		name string
-		plan []plan.Subset
+		plan []Subset
 		// want: per work, cluster and the kind/name of its manifests in order.
 		want map[string][]string
 		// starts: per work, the ordinal-starts annotation.
@@ -244,7 +244,7 @@ func TestWorks(t *testing.T) {
 	}{
 		{
 			name: "east, west: one work each",
-			plan: []plan.Subset{east, west},
+			plan: []Subset{east, west},
 			want: map[string][]string{
 				"east": {"Namespace/db", "Service/peers", "ConfigMap/mydb-fleet", "SubsetPlacement/mydb-east", "StatefulSet/mydb-east"},
 				"west": {"Namespace/db", "Service/peers", "ConfigMap/mydb-fleet", "SubsetPlacement/mydb-west", "StatefulSet/mydb-west"},
@@ -253,7 +253,7 @@ func TestWorks(t *testing.T) {
 		},
 		{
 			name: "east, west, east2 on cluster east: two subsets in one work",
-			plan: []plan.Subset{east, west, east2},
+			plan: []Subset{east, west, east2},
 			want: map[string][]string{
 				"east": {"Namespace/db", "Service/peers", "ConfigMap/mydb-fleet", "SubsetPlacement/mydb-east", "StatefulSet/mydb-east", "SubsetPlacement/mydb-east2", "StatefulSet/mydb-east2"},
 				"west": {"Namespace/db", "Service/peers", "ConfigMap/mydb-fleet", "SubsetPlacement/mydb-west", "StatefulSet/mydb-west"},
@@ -332,11 +332,11 @@ func TestWorks(t *testing.T) {
 
 func TestWorksDeterministicHash(t *testing.T) {
 	fs := makeFleetSet("db", "mydb").subset("east", "east", nil).subset("west", "west", nil).obj()
-	a, err := Works(fs, []plan.Subset{east, west})
+	a, err := Works(fs, []Subset{east, west})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := Works(fs.DeepCopy(), []plan.Subset{east, west})
+	b, _ := Works(fs.DeepCopy(), []Subset{east, west})
 	for i := range a {
 		if !UpToDate(a[i], b[i]) {
 			t.Errorf("work %s: two renderings of the same FleetSet differ", a[i].Namespace)
@@ -344,7 +344,7 @@ func TestWorksDeterministicHash(t *testing.T) {
 	}
 	scaled := west
 	scaled.Replicas = 5
-	c, _ := Works(fs, []plan.Subset{east, scaled})
+	c, _ := Works(fs, []Subset{east, scaled})
 	// The fleet view changes in every cluster when one subset scales.
 	for i := range a {
 		if UpToDate(a[i], c[i]) {

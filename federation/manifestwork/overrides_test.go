@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
-	"github.com/fleetset/fleetset/federation/plan"
 )
 
 func TestRewriteImage(t *testing.T) {
@@ -96,7 +95,7 @@ func TestSubsetTemplatePrecedence(t *testing.T) {
 		t.Error("SubsetTemplate modified the FleetSet")
 	}
 
-	sp := plan.Subset{Name: "east", Cluster: "east", Replicas: 2, BlockSize: 1000, Template: tmpl, Claims: claims}
+	sp := Subset{Name: "east", Cluster: "east", Replicas: 2, BlockSize: 1000, Template: tmpl, Claims: claims}
 	sts, err := StatefulSet(fs, sp)
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +200,7 @@ func TestDependenciesDelivered(t *testing.T) {
 		t.Errorf("hash did not change with the data: %s → %s", h1, h3)
 	}
 
-	sp := plan.Subset{Name: "a", Cluster: "east", Replicas: 1, BlockSize: 1000, Dependencies: deps, DependenciesHash: h1}
+	sp := Subset{Name: "a", Cluster: "east", Replicas: 1, BlockSize: 1000, Dependencies: deps, DependenciesHash: h1}
 	sts, err := StatefulSet(fs, sp)
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +212,7 @@ func TestDependenciesDelivered(t *testing.T) {
 	if sts, _ = StatefulSet(fs, sp); sts.Spec.Template.Annotations != nil {
 		t.Errorf("pod template annotations %v without dependencies, want none", sts.Spec.Template.Annotations)
 	}
-	subsets := []plan.Subset{
+	subsets := []Subset{
 		{Name: "a", Cluster: "east", Replicas: 1, BlockSize: 1000, Dependencies: deps},
 		{Name: "b", Cluster: "east", Replicas: 1, OrdinalStart: 1000, BlockSize: 1000, Dependencies: deps},
 		{Name: "c", Cluster: "west", Replicas: 1, OrdinalStart: 2000, BlockSize: 1000},

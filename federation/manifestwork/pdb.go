@@ -10,7 +10,6 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
-	"github.com/fleetset/fleetset/federation/plan"
 	"github.com/fleetset/fleetset/internal/apportion"
 	"github.com/fleetset/fleetset/internal/envelope"
 )
@@ -21,7 +20,7 @@ import (
 // spec.replicas rounded down): the first budget seats of the subsets' seat
 // sequence, cut to the subset's delivered replicas. unhealthyPodEvictionPolicy
 // is AlwaysAllow: a part of 0 or a crash-looping pod must not block drains.
-func PodDisruptionBudgets(fs *fleetv1.FleetSet, subsets []plan.Subset) ([]*policyv1.PodDisruptionBudget, error) {
+func PodDisruptionBudgets(fs *fleetv1.FleetSet, subsets []Subset) ([]*policyv1.PodDisruptionBudget, error) {
 	if fs.Spec.DisruptionBudget == nil || len(subsets) == 0 {
 		return nil, nil
 	}

@@ -36,7 +36,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
-	"github.com/fleetset/fleetset/federation/plan"
 	"github.com/fleetset/fleetset/internal/envelope"
 	"github.com/fleetset/fleetset/internal/testing/controlplane"
 )
@@ -270,7 +269,7 @@ func TestDisruptionBudgetIntegration(t *testing.T) {
 }
 
 // subsetStart is the ordinal start of the named subset.
-func subsetStart(subsets []plan.Subset, name string) int32 {
+func subsetStart(subsets []Subset, name string) int32 {
 	for _, sp := range subsets {
 		if sp.Name == name {
 			return sp.OrdinalStart

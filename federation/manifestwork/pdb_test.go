@@ -43,14 +43,23 @@ func budgetFleetSet(replicas int32, budget *intstr.IntOrString, shares map[strin
 	return fs
 }
 
-// plannedSubsets is the hub's plan of fs (every subset, spec order).
-func plannedSubsets(t *testing.T, fs *fleetv1.FleetSet) []plan.Subset {
+// plannedSubsets is the hub's plan of fs (every subset, spec order), to render.
+func plannedSubsets(t *testing.T, fs *fleetv1.FleetSet) []Subset {
 	t.Helper()
 	subsets, _, err := plan.For(fs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return subsets
+	return fromPlan(subsets)
+}
+
+// fromPlan is FromPlan of each of ps.
+func fromPlan(ps []plan.Subset) []Subset {
+	out := make([]Subset, len(ps))
+	for i, p := range ps {
+		out[i] = FromPlan(p)
+	}
+	return out
 }
 
 // maxUnavailableOf returns each PDB's maxUnavailable by subset, and their sum.
@@ -172,7 +181,7 @@ func TestPodDisruptionBudgetsDivideOverTheFleet(t *testing.T) {
 	want, _ := maxUnavailableOf(t, all)
 	var sum int32
 	for _, sp := range subsets {
-		one, err := PodDisruptionBudgets(fs, []plan.Subset{sp})
+		one, err := PodDisruptionBudgets(fs, []Subset{sp})
 		if err != nil {
 			t.Fatal(err)
 		}

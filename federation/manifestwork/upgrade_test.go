@@ -36,7 +36,7 @@ func TestRenderedPodTemplatesAreStable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sp := range subsets {
+	for _, sp := range fromPlan(subsets) {
 		sp.Revision = "any" // on the StatefulSet, never in its template
 		sts, err := StatefulSet(fs, sp)
 		if err != nil {

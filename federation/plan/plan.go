@@ -9,7 +9,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"k8s.io/utils/ptr"
@@ -32,10 +31,7 @@ type Domain struct {
 }
 
 // Subset is one subset as For divides it: its cluster, ordinal block,
-// replicas, manual partition and domains. The fields after NodeSelector are
-// the renderer's (federation/manifestwork) further inputs: For leaves them
-// empty; the hub controller fills them in one place when it renders a
-// subset's ManifestWork (controller subsetPlan.delivered).
+// replicas, manual partition, domains and node selector.
 type Subset struct {
 	// Name of the subset.
 	Name string
@@ -53,29 +49,6 @@ type Subset struct {
 	Domains []Domain
 	// NodeSelector is the subset's spec.topology.subsets[].nodeSelector.
 	NodeSelector *corev1.NodeSelector
-
-	// Revision is the subset revision, stamped on the StatefulSet as
-	// v1alpha1.AnnotationRevision; empty: no annotation.
-	Revision string
-	// Epoch is the subset's fencing epoch, for the fleet view; Fencing its
-	// SubsetPlacement spec.fencing (failover policy Relocate).
-	Epoch   int64
-	Fencing *fleetv1.PlacementFencing
-	// Template and Claims are the subset's templates after its overrides;
-	// nil: the fleet's spec.template and spec.volumeClaimTemplates.
-	Template *corev1.PodTemplateSpec
-	Claims   []corev1.PersistentVolumeClaim
-	// Dependencies are the ConfigMaps and Secrets delivered with it, sorted
-	// by kind and name; DependenciesHash is their manifestwork.DependenciesHash.
-	Dependencies     []runtime.Object
-	DependenciesHash string
-	// Roles (by pod name) and Leaders are its member's last role report,
-	// for the fleet view.
-	Roles   map[string]string
-	Leaders []string
-	// Update is its member's instruction in a role-ordered rollout
-	// (SubsetPlacement spec.update); nil outside one.
-	Update *fleetv1.PlacementUpdate
 }
 
 // Finding is one way For could not follow the spec to the letter (a share

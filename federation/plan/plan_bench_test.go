@@ -39,7 +39,11 @@ func BenchmarkRender(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := manifestwork.Works(fs, subsets); err != nil {
+				delivered := make([]manifestwork.Subset, len(subsets))
+				for i, sp := range subsets {
+					delivered[i] = manifestwork.FromPlan(sp)
+				}
+				if _, err := manifestwork.Works(fs, delivered); err != nil {
 					b.Fatal(err)
 				}
 			}

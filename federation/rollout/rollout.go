@@ -53,7 +53,7 @@ type Subset struct {
 	Replicas int32
 	// ClusterAvailable is whether its ManagedCluster is Available.
 	ClusterAvailable bool
-	// Target is the subset revision the hub delivers (plan.Subset
+	// Target is the subset revision the hub delivers (manifestwork.Subset
 	// Revision); "": Spec.Revision.
 	Target string
 	// Revision is the subset revision the member StatefulSet carries, as

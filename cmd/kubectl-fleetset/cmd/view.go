@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -208,14 +207,15 @@ func Instances(fs *fleetv1.FleetSet) ([]fleetv1.FleetViewInstance, error) {
 	if err != nil {
 		return nil, err
 	}
-	homes := slices.Clone(subsets)
-	for i := range subsets {
-		if c := current[subsets[i].Name]; c != "" && c != subsets[i].Cluster {
-			subsets[i].Cluster = c
-			subsets[i].Domains, _ = plan.RelocatedDomains(homes, homes[i], c)
+	placed := make([]manifestwork.Subset, len(subsets))
+	for i, p := range subsets {
+		placed[i] = manifestwork.FromPlan(p)
+		if c := current[p.Name]; c != "" && c != p.Cluster {
+			placed[i].Cluster = c
+			placed[i].Domains, _ = plan.RelocatedDomains(subsets, p, c)
 		}
 	}
-	return manifestwork.Instances(fs, subsets)
+	return manifestwork.Instances(fs, placed)
 }
 
 // fromStatus copies a status.subsets entry into r.
