@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -324,7 +323,7 @@ func startFencing(ctx context.Context, cfg Config, host Host) (Gate, error) {
 	if err := servePeers(ctx, cfg, mon); err != nil {
 		return nil, err
 	}
-	hc := &http.Client{}
+	hc := peers.NewClient()
 	g := &fence.Guard{
 		Monitor: mon, Clock: clk, PeerPoll: fleetv1.FenceConfirmation(cfg.HeartbeatTimeout),
 		Peers: func(ctx context.Context) (map[string]string, error) { return peerURLs(ctx, host.Client, cfg.Cluster) },
@@ -358,14 +357,7 @@ func servePeers(ctx context.Context, cfg Config, mon *contact.Monitor) error {
 	if err != nil {
 		return fmt.Errorf("peer endpoint: %w", err)
 	}
-	srv := &http.Server{Handler: peers.Handler(cfg.Cluster, mon), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
+	peers.Serve(ctx, ln, peers.Handler(cfg.Cluster, mon))
 	return nil
 }
 
