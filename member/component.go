@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -180,20 +179,26 @@ func (m *Component) start(ctx context.Context, host Host) (Gate, error) {
 	if err := cfg.validate(host); err != nil {
 		return nil, err
 	}
-	if err := startControllers(ctx, cfg, host); err != nil {
-		return nil, err
-	}
 	if cfg.HubKubeconfig == "" {
 		klog.FromContext(ctx).Info("No --member-hub-kubeconfig: the member sends no heartbeat and fences nothing; the hub relocates none of its subsets")
-		return nil, nil
+		return nil, startControllers(ctx, cfg, host, nil)
 	}
-	return startFencing(ctx, cfg, host)
+	g, err := startFencing(ctx, cfg, host)
+	if err != nil {
+		return nil, err
+	}
+	inContact := func() (bool, string) {
+		v, _ := g.Current()
+		return v.State == fence.InContact, v.Reason
+	}
+	return g, startControllers(ctx, cfg, host, inContact)
 }
 
 // startControllers starts the enabled member controllers over one
 // StatefulSet informer and one event broadcaster, under leader election
-// when cfg.LeaderElect.
-func startControllers(ctx context.Context, cfg Config, host Host) error {
+// when cfg.LeaderElect; inContact (nil: no hub) gates what must wait for
+// the hub.
+func startControllers(ctx context.Context, cfg Config, host Host, inContact func() (bool, string)) error {
 	if !cfg.ClaimExpansion && !cfg.Roles && !cfg.RoleUpdates {
 		return nil
 	}
@@ -203,7 +208,7 @@ func startControllers(ctx context.Context, cfg Config, host Host) error {
 		return err
 	}
 	d := wiring.Deps{Client: host.Client, Pods: host.Pods, StatefulSets: factory.Apps().V1().StatefulSets(),
-		Placements: host.Placements, Writer: host.Writer, Recorder: recorder}
+		Placements: host.Placements, Writer: host.Writer, Recorder: recorder, InContact: inContact}
 	d.StatefulSets.Informer() // registered before the factory starts
 	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		return err
@@ -298,8 +303,8 @@ func elect(ctx context.Context, lec leaderelection.LeaderElectionConfig, run fun
 }
 
 // startFencing starts the heartbeat, the peer endpoint and the Fencer of
-// cfg over host, and returns the Guard as the Gate.
-func startFencing(ctx context.Context, cfg Config, host Host) (Gate, error) {
+// cfg over host, and returns the Guard, the Gate.
+func startFencing(ctx context.Context, cfg Config, host Host) (*fence.Guard, error) {
 	logger := klog.FromContext(ctx)
 	hubCfg, err := clientcmd.BuildConfigFromFlags("", cfg.HubKubeconfig)
 	if err != nil {
@@ -324,7 +329,7 @@ func startFencing(ctx context.Context, cfg Config, host Host) (Gate, error) {
 	if err := servePeers(ctx, cfg, mon); err != nil {
 		return nil, err
 	}
-	hc := &http.Client{}
+	hc := peers.NewClient()
 	g := &fence.Guard{
 		Monitor: mon, Clock: clk, PeerPoll: fleetv1.FenceConfirmation(cfg.HeartbeatTimeout),
 		Peers: func(ctx context.Context) (map[string]string, error) { return peerURLs(ctx, host.Client, cfg.Cluster) },
@@ -358,14 +363,7 @@ func servePeers(ctx context.Context, cfg Config, mon *contact.Monitor) error {
 	if err != nil {
 		return fmt.Errorf("peer endpoint: %w", err)
 	}
-	srv := &http.Server{Handler: peers.Handler(cfg.Cluster, mon), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
+	peers.Serve(ctx, ln, peers.Handler(cfg.Cluster, mon))
 	return nil
 }
 

@@ -377,6 +377,8 @@ type FleetSetSpec struct {
 	ServiceName string `json:"serviceName,omitempty"`
 
 	// Template is the pod template of every subset's StatefulSet.
+	// spec.nodeName is refused: fleetset-scheduler places every pod.
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.nodeName)",message="spec.template.spec.nodeName must not be set: fleetset-scheduler places every pod (a pod bound by nodeName skips its domain and its fencing gate)"
 	Template corev1.PodTemplateSpec `json:"template"`
 
 	// VolumeClaimTemplates are copied to every subset's StatefulSet (with

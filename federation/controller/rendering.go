@@ -105,6 +105,11 @@ func (r *FleetSetReconciler) renderSubsets(ctx context.Context, st *state, plann
 			ok = false
 			continue
 		}
+		if err := tenancy.CheckScheduling(field+" (spec.template with the subset's overrides)", tmpl); err != nil {
+			st.report(subsetProblem(fleetv1.ReasonInvalidSpec, sp.Name, "", err.Error()))
+			ok = false
+			continue
+		}
 		if spec != nil && overridesTemplate(spec) {
 			if err := tenancy.CheckPodTemplate(field+" (spec.template with the subset's overrides)", string(fs.Spec.PodSecurityLevelOrDefault()), tmpl); err != nil {
 				st.report(subsetProblem(fleetv1.ReasonPodSecurity, sp.Name, "", err.Error()))

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
@@ -120,6 +121,31 @@ func TestClusterSetBindings(t *testing.T) {
 	delete(after, "FleetSet")
 	if !maps.Equal(before, after) {
 		t.Errorf("works changed while the template was refused: %v → %v", before, after)
+	}
+
+	// nodeName in spec.template is refused at admission; through a subset's
+	// patch, by the hub (InvalidSpec naming the subset): a pod bound by name
+	// would skip fleetset-scheduler's domain and fencing gate.
+	fs = getFleetSet(t, "tenant-a", "mydb")
+	fs.Spec.Template.Spec.Containers[0].SecurityContext = nil
+	fs.Spec.Template.Spec.NodeName = "node-1"
+	if err := k8sClient.Update(t.Context(), fs); err == nil || !strings.Contains(err.Error(), "spec.template.spec.nodeName must not be set") {
+		t.Fatalf("update with spec.template.spec.nodeName: %v, want refused at admission", err)
+	}
+	before = resourceVersions(t, "tenant-a", "mydb")
+	updateFleetSet(t, "tenant-a", "mydb", func(fs *fleetv1.FleetSet) {
+		fs.Spec.Template.Spec.Containers[0].SecurityContext = nil
+		fs.Spec.Topology.Subsets[1].Patch = &runtime.RawExtension{Raw: []byte(`{"spec":{"nodeName":"node-1"}}`)}
+	})
+	eventually(t, 20*time.Second, "Degraded InvalidSpec naming nodeName in subset west's patch", func() (bool, error) {
+		c := condition(getFleetSet(t, "tenant-a", "mydb"), fleetv1.ConditionDegraded)
+		return c.Reason == fleetv1.ReasonInvalidSpec && strings.Contains(c.Message, `spec.topology.subsets[1]`) && strings.Contains(c.Message, `spec.nodeName "node-1" must not be set`), nil
+	})
+	after = resourceVersions(t, "tenant-a", "mydb")
+	delete(before, "FleetSet")
+	delete(after, "FleetSet")
+	if !maps.Equal(before, after) {
+		t.Errorf("works changed while a patch set nodeName: %v → %v", before, after)
 	}
 }
 

@@ -48,3 +48,13 @@ func CheckPodTemplate(field, level string, tmpl *corev1.PodTemplateSpec) error {
 	}
 	return fmt.Errorf("%s violates PodSecurity %q: %s", field, level, res.ForbiddenDetail())
 }
+
+// CheckScheduling returns an error naming field when tmpl sets
+// spec.nodeName: a pod bound by name never reaches fleetset-scheduler, so
+// it skips its placement's domain and its fencing gate. nil otherwise.
+func CheckScheduling(field string, tmpl *corev1.PodTemplateSpec) error {
+	if tmpl.Spec.NodeName != "" {
+		return fmt.Errorf("%s: spec.nodeName %q must not be set: fleetset-scheduler places every pod (a pod bound by nodeName skips its domain and its fencing gate)", field, tmpl.Spec.NodeName)
+	}
+	return nil
+}

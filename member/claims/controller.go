@@ -40,6 +40,7 @@ const (
 	ReasonClaimShrinkRefused       = "ClaimShrinkRefused"
 	ReasonClaimsPending            = "ClaimsPending"
 	ReasonNotOwned                 = "NotOwned"
+	ReasonReplacementHeld          = "ReplacementHeld"
 )
 
 // DefaultResync is the default time between passes over every placement
@@ -59,6 +60,10 @@ type Controller struct {
 	Client kubernetes.Interface
 	// Recorder records events on SubsetPlacements.
 	Recorder events.EventRecorder
+	// InContact, when set, says whether the member is in contact with the
+	// hub, and why not: a StatefulSet is replaced (orphaning its pods) only
+	// in contact. nil: always.
+	InContact func() (bool, string)
 	// Resync is the time between passes over every placement with
 	// claimStorage: a refused or pending expansion is retried at that pace.
 	Resync time.Duration
@@ -104,6 +109,7 @@ func Run(ctx context.Context, d wiring.Deps, resync time.Duration) error {
 	logger := klog.FromContext(ctx).WithName("claims")
 	ctx = klog.NewContext(ctx, logger)
 	c := New(d.Placements, d.StatefulSets.Lister(), d.Client, d.Recorder, resync)
+	c.InContact = d.InContact
 	var hs wiring.Handlers
 	if err := hs.Add(d.StatefulSets.Informer(), c.StatefulSetHandler()); err != nil {
 		return err
@@ -235,6 +241,14 @@ func (c *Controller) Sync(ctx context.Context, key types.NamespacedName) error {
 		return err
 	}
 	if len(grow) > 0 {
+		if c.InContact != nil {
+			if ok, why := c.InContact(); !ok {
+				// Orphaned pods have no StatefulSet for the fence to find,
+				// and only the work agent, through the hub, re-creates it.
+				c.warn(ctx, sp, ReasonReplacementHeld, "Replace", fmt.Sprintf("StatefulSet %s is not replaced while the member is not in contact with the hub (%s); its claims are expanded, the replacement waits", sts.Name, why))
+				return fmt.Errorf("StatefulSet %s: replacement held: member not in contact with the hub", klog.KObj(sts))
+			}
+		}
 		return c.replace(ctx, sp, sts, grow)
 	}
 	if left == 0 {

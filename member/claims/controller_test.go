@@ -268,3 +268,30 @@ func TestNoStatefulSetWaits(t *testing.T) {
 		t.Fatalf("actions %v", a)
 	}
 }
+
+// TestReplacementHeldOutOfContact: claims are expanded while the member is
+// out of contact with the hub, but the StatefulSet is not deleted (its
+// orphaned pods would have no StatefulSet for the fence to find, and only
+// the work agent re-creates it); back in contact, it is.
+func TestReplacementHeldOutOfContact(t *testing.T) {
+	pvc := claim("data-db-east-5", "1Gi", "fast", v1.ClaimBound)
+	r := newRig(t, placement("2Gi"), statefulSet("1Gi", owner), class("fast", true), &pvc)
+	inContact := false
+	r.c.InContact = func() (bool, string) { return inContact, "Fenced: cut off" }
+	if err := r.c.Sync(context.Background(), types.NamespacedName{Namespace: ns, Name: "db-east"}); err == nil {
+		t.Fatal("Sync out of contact returned no error, want a retry")
+	}
+	for _, w := range r.writes() {
+		if strings.HasPrefix(w, "delete ") {
+			t.Fatalf("writes %q out of contact, want no delete", r.writes())
+		}
+	}
+	if evs := r.events(); !hasEvent(evs, "Warning ReplacementHeld") {
+		t.Errorf("events %q, want ReplacementHeld", evs)
+	}
+	inContact = true
+	r.sync(t)
+	if w := r.writes(); len(w) == 0 || w[len(w)-1] != "delete statefulsets/db-east" {
+		t.Errorf("writes %q in contact, want the StatefulSet deleted last", w)
+	}
+}

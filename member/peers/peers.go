@@ -14,10 +14,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sort"
 	"sync"
 	"time"
+
+	"golang.org/x/net/netutil"
 
 	"github.com/fleetset/fleetset/member/contact"
 )
@@ -52,6 +55,35 @@ func Handler(cluster string, m *contact.Monitor) http.Handler {
 			SinceContactSeconds: int64(s.SinceContact / time.Second)})
 	})
 	return mux
+}
+
+// MaxConnections is how many connections the peer endpoint serves at once;
+// more wait in the listen backlog.
+const MaxConnections = 32
+
+// NewClient returns the HTTP client members ask peers with: no proxy, no
+// kept-alive connections, and no redirect followed (a 3xx is a failed
+// answer, so a peer cannot send the question elsewhere).
+func NewClient() *http.Client {
+	return &http.Client{
+		Transport:     &http.Transport{Proxy: nil, DisableKeepAlives: true, ResponseHeaderTimeout: 5 * time.Second},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// Serve serves h on ln until ctx is done, at most MaxConnections at once,
+// with read, write and idle timeouts of a few seconds and 4 KiB of headers:
+// an endpoint any member's network can reach must not be held open.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second,
+		WriteTimeout: 5 * time.Second, IdleTimeout: 10 * time.Second, MaxHeaderBytes: 4096}
+	go func() { _ = srv.Serve(netutil.LimitListener(ln, MaxConnections)) }()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
 }
 
 // Result is one peer's answer, or why there is none.

@@ -2,6 +2,7 @@ package peers_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -80,5 +81,68 @@ func TestAnswerCountsOnlyRecentContact(t *testing.T) {
 	got = peers.Ask(context.Background(), http.DefaultClient, map[string]string{"west": srv2.URL}, time.Second)
 	if len(got) != 1 || !got[0].Answer.InContact {
 		t.Errorf("answer %+v, want in contact (6 s < 7.5 s)", got)
+	}
+}
+
+// TestAskFollowsNoRedirect: a peer that redirects the question is a failed
+// answer; the client never asks the address it was sent to.
+func TestAskFollowsNoRedirect(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	in := contact.NewMonitor(clk, 15*time.Second)
+	in.Attempt(clk.Now(), nil)
+	asked := make(chan struct{}, 1)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked <- struct{}{}
+		peers.Handler("west", in).ServeHTTP(w, r)
+	}))
+	defer target.Close()
+	redirector := httptest.NewServer(http.RedirectHandler(target.URL+peers.Path, http.StatusFound))
+	defer redirector.Close()
+	got := peers.Ask(context.Background(), peers.NewClient(), map[string]string{"west": redirector.URL}, time.Second)
+	if len(got) != 1 || got[0].Err == nil || got[0].Answer.InContact {
+		t.Fatalf("Ask through a redirect = %+v, want a failed answer", got)
+	}
+	select {
+	case <-asked:
+		t.Error("the client followed the redirect")
+	default:
+	}
+}
+
+// TestServeLimitsConnections: connections beyond MaxConnections wait, and
+// one that sends nothing is closed by the server's read timeout; the
+// endpoint then answers again.
+func TestServeLimitsConnections(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	in := contact.NewMonitor(clk, 15*time.Second)
+	in.Attempt(clk.Now(), nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	peers.Serve(ctx, ln, peers.Handler("west", in))
+	url := "http://" + ln.Addr().String()
+	var idle []net.Conn
+	for range peers.MaxConnections {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	got := peers.Ask(context.Background(), peers.NewClient(), map[string]string{"west": url}, 500*time.Millisecond)
+	if got[0].Err == nil {
+		t.Fatalf("answered with %d idle connections held: %+v, want the question to wait past its timeout", peers.MaxConnections, got[0])
+	}
+	start := time.Now()
+	got = peers.Ask(context.Background(), peers.NewClient(), map[string]string{"west": url}, 5*time.Second)
+	if got[0].Err != nil || !got[0].Answer.InContact {
+		t.Fatalf("after the idle connections timed out: %+v, want an answer", got[0])
+	}
+	t.Logf("answered %s after the idle connections were dropped by the server", time.Since(start).Round(100*time.Millisecond))
+	for _, c := range idle {
+		_ = c.Close()
 	}
 }

@@ -48,6 +48,9 @@ type Deps struct {
 	Writer client.Writer
 	// Recorder records events as Component.
 	Recorder events.EventRecorder
+	// InContact says whether the member is in contact with the hub, and
+	// why not; nil: no hub, always.
+	InContact func() (bool, string)
 }
 
 // NewStatefulSetFactory returns an informer factory over cs whose
