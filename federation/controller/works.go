@@ -130,7 +130,7 @@ func (sp *subsetPlan) delivered() manifestwork.Subset {
 		p.Roles, p.Leaders = sp.roles.Roles, sp.roles.Leaders
 	}
 	if sp.draining {
-		p.Replicas, p.Partition = 0, 0
+		p.Replicas, p.Partition, p.Draining = 0, 0, true
 	}
 	return p
 }

@@ -60,6 +60,10 @@ type Subset struct {
 	// Update is its member's instruction in a role-ordered rollout
 	// (SubsetPlacement spec.update); nil outside one.
 	Update *fleetv1.PlacementUpdate
+	// Draining is true while the subset leaves this cluster (a move or a
+	// failback, at replicas 0): its claims are retained whatever the
+	// FleetSet's persistentVolumeClaimRetentionPolicy says.
+	Draining bool
 }
 
 // FromPlan returns p as a Subset to render, with the fleet's templates and
@@ -296,7 +300,7 @@ func StatefulSet(fs *fleetv1.FleetSet, sp Subset) (*appsv1.StatefulSet, error) {
 			RevisionHistoryLimit:                 fs.Spec.RevisionHistoryLimit,
 			UpdateStrategy:                       updateStrategy(fs, sp),
 			VolumeClaimTemplates:                 claims,
-			PersistentVolumeClaimRetentionPolicy: fs.Spec.PersistentVolumeClaimRetentionPolicy.DeepCopy(),
+			PersistentVolumeClaimRetentionPolicy: retention(fs.Spec.PersistentVolumeClaimRetentionPolicy, sp.Draining),
 			Ordinals:                             &appsv1.StatefulSetOrdinals{Start: sp.OrdinalStart},
 		},
 	}
@@ -420,4 +424,17 @@ func ownedBy(fs *fleetv1.FleetSet, labels map[string]string) map[string]string {
 		out[fleetv1.LabelOwnerUID] = string(fs.UID)
 	}
 	return out
+}
+
+// retention is the claim retention policy of a subset's StatefulSet: the
+// FleetSet's, or Retain on scale-down and deletion while draining, because
+// a subset leaving a cluster must never delete the only copy of its data.
+func retention(p *appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy, draining bool) *appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy {
+	if !draining || p == nil {
+		return p.DeepCopy()
+	}
+	return &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+		WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+		WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+	}
 }

@@ -120,6 +120,17 @@ func TestStatefulSet(t *testing.T) {
 			want: func() *appsv1.StatefulSet {
 				return wantStatefulSet("west", 1000, 4, 0)
 			},
+		},		{
+			// whenScaled Delete would delete every claim of a subset
+			// drained to 0 to move or fail back: the only copy of its data.
+			name: "subset east draining: replicas 0, claims retained on scale-down and deletion",
+			sp:   func() Subset { d := east; d.Replicas, d.Partition, d.Draining = 0, 0, true; return d }(),
+			want: func() *appsv1.StatefulSet {
+				sts := wantStatefulSet("east", 0, 0, 0)
+				sts.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+					WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType}
+				return sts
+			},
 		},
 	}
 	for _, tc := range cases {
