@@ -533,6 +533,9 @@ func TestSpecMoveIsTwoPhase(t *testing.T) {
 	startHubWith(t, Options{HubIdentity: "test-hub", LeaseDuration: 3 * time.Second})
 	fs := sampleFleetSet("move", "db")
 	fs.Spec.Topology.Subsets[0].Cluster, fs.Spec.Topology.Subsets[1].Cluster = "mv-east", "mv-west"
+	// Claims deleted on scale-down: the drain to 0 of a move must not.
+	fs.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+		WhenScaled: appsv1.DeletePersistentVolumeClaimRetentionPolicyType, WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType}
 	if err := k8sClient.Create(t.Context(), fs); err != nil {
 		t.Fatal(err)
 	}
@@ -554,6 +557,16 @@ func TestSpecMoveIsTwoPhase(t *testing.T) {
 		return got.Status.Subsets[0].Failover == fleetv1.SubsetMoving && c.Reason == fleetv1.ReasonMoving &&
 			strings.Contains(c.Message, "moving from mv-east to mv-north") && ptr.Deref(sts.Spec.Replicas, -1) == 0, nil
 	})
+	var drained appsv1.StatefulSet
+	manifest(t, works(t, "move", "db")["mv-east"], "StatefulSet", "db-east", &drained)
+	if p := drained.Spec.PersistentVolumeClaimRetentionPolicy; p == nil || p.WhenScaled != appsv1.RetainPersistentVolumeClaimRetentionPolicyType || p.WhenDeleted != appsv1.RetainPersistentVolumeClaimRetentionPolicyType {
+		t.Errorf("drained db-east's claim retention %+v, want Retain on scale-down and deletion", p)
+	}
+	var staying appsv1.StatefulSet
+	manifest(t, works(t, "move", "db")["mv-west"], "StatefulSet", "db-west", &staying)
+	if p := staying.Spec.PersistentVolumeClaimRetentionPolicy; p == nil || p.WhenScaled != appsv1.DeletePersistentVolumeClaimRetentionPolicyType {
+		t.Errorf("db-west's claim retention %+v, want the FleetSet's (Delete on scale-down)", p)
+	}
 	notYet := func(why string) {
 		t.Helper()
 		time.Sleep(2 * time.Second)
