@@ -120,7 +120,7 @@ func TestStatefulSet(t *testing.T) {
 			want: func() *appsv1.StatefulSet {
 				return wantStatefulSet("west", 1000, 4, 0)
 			},
-		},		{
+		}, {
 			// whenScaled Delete would delete every claim of a subset
 			// drained to 0 to move or fail back: the only copy of its data.
 			name: "subset east draining: replicas 0, claims retained on scale-down and deletion",
