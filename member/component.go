@@ -28,6 +28,7 @@ import (
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/member/claims"
 	"github.com/fleetset/fleetset/member/contact"
+	"github.com/fleetset/fleetset/member/endpoints"
 	"github.com/fleetset/fleetset/member/fence"
 	"github.com/fleetset/fleetset/member/internal/wiring"
 	"github.com/fleetset/fleetset/member/peers"
@@ -78,12 +79,19 @@ type Config struct {
 	// Identity is this process's leader-election identity; "" is
 	// <hostname>_<random UUID>, as kube-scheduler's.
 	Identity string
+	// FleetDNS publishes this member's instances to the hub for fleet DNS
+	// (package member/endpoints; api/v1alpha1/fleetdns.go), in the leader,
+	// when there is a hub kubeconfig.
+	FleetDNS bool
+	// FleetDNSResync is how often every FleetSet's report is written again
+	// whether or not a pod changed.
+	FleetDNSResync time.Duration
 }
 
 // DefaultConfig returns the defaults of the --member-* flags.
 func DefaultConfig() Config {
 	return Config{HeartbeatTimeout: fleetv1.DefaultHeartbeatTimeoutSeconds * time.Second, ClaimExpansion: true, ClaimResync: claims.DefaultResync,
-		Roles: true, RoleUpdates: true, LeaderElect: true, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+		Roles: true, RoleUpdates: true, LeaderElect: true, FleetDNS: true, FleetDNSResync: time.Minute, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
 }
 
 // AddFlags adds the member component's --member-* flags to fs, writing
@@ -102,6 +110,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.LeaseDuration, "member-leader-elect-lease-duration", c.LeaseDuration, "Leader election lease duration of the member controllers.")
 	fs.DurationVar(&c.RenewDeadline, "member-leader-elect-renew-deadline", c.RenewDeadline, "Leader election renew deadline of the member controllers.")
 	fs.DurationVar(&c.RetryPeriod, "member-leader-elect-retry-period", c.RetryPeriod, "Leader election retry period of the member controllers.")
+	fs.BoolVar(&c.FleetDNS, "member-fleet-dns", c.FleetDNS, "Publish this member's instances (pod name, IP, readiness) to the hub, which delivers them to the other members as EndpointSlices of the governing Service: every instance's name <pod>.<service>.<namespace>.svc resolves in every member. Needs --member-hub-kubeconfig; runs in the leader.")
+	fs.DurationVar(&c.FleetDNSResync, "member-fleet-dns-resync", c.FleetDNSResync, "Time between full passes of the fleet DNS publisher, which write every report again if the hub's copy differs.")
 }
 
 // validate reports the first bad setting of c, by flag name.
@@ -199,7 +209,7 @@ func (m *Component) start(ctx context.Context, host Host) (Gate, error) {
 // when cfg.LeaderElect; inContact (nil: no hub) gates what must wait for
 // the hub.
 func startControllers(ctx context.Context, cfg Config, host Host, inContact func() (bool, string)) error {
-	if !cfg.ClaimExpansion && !cfg.Roles && !cfg.RoleUpdates {
+	if !cfg.ClaimExpansion && !cfg.Roles && !cfg.RoleUpdates && !(cfg.FleetDNS && cfg.HubKubeconfig != "") {
 		return nil
 	}
 	factory := wiring.NewStatefulSetFactory(host.Client)
@@ -209,6 +219,11 @@ func startControllers(ctx context.Context, cfg Config, host Host, inContact func
 	}
 	d := wiring.Deps{Client: host.Client, Pods: host.Pods, StatefulSets: factory.Apps().V1().StatefulSets(),
 		Placements: host.Placements, Writer: host.Writer, Recorder: recorder, InContact: inContact}
+	if cfg.FleetDNS && cfg.HubKubeconfig != "" {
+		if d.Hub, err = hubClient(cfg.HubKubeconfig, 10*time.Second); err != nil {
+			return err
+		}
+	}
 	d.StatefulSets.Informer() // registered before the factory starts
 	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		return err
@@ -248,6 +263,9 @@ func runControllers(ctx context.Context, cfg Config, d wiring.Deps) {
 	start("claims", cfg.ClaimExpansion, func(ctx context.Context) error { return claims.Run(ctx, d, cfg.ClaimResync) })
 	start("roles", cfg.Roles, func(ctx context.Context) error { return roles.Run(ctx, d) })
 	start("updater", cfg.RoleUpdates, func(ctx context.Context) error { return updater.Run(ctx, d) })
+	start("fleet-dns", d.Hub != nil, func(ctx context.Context) error {
+		return endpoints.Run(ctx, d, d.Hub, cfg.Cluster, cfg.FleetDNSResync)
+	})
 	wg.Wait()
 }
 
@@ -311,9 +329,9 @@ func startFencing(ctx context.Context, cfg Config, host Host) (*fence.Guard, err
 		return nil, fmt.Errorf("hub kubeconfig %s: %w", cfg.HubKubeconfig, err)
 	}
 	hubCfg.Timeout = cfg.HeartbeatTimeout / 3
-	hubCS, err := kubernetes.NewForConfig(hubCfg)
+	hubCS, err := hubClient(cfg.HubKubeconfig, cfg.HeartbeatTimeout/3)
 	if err != nil {
-		return nil, fmt.Errorf("hub client: %w", err)
+		return nil, err
 	}
 	scheme := runtime.NewScheme()
 	if err := workv1.Install(scheme); err != nil {
@@ -394,4 +412,19 @@ func confirm(ctx context.Context, hub client.Reader, cluster string, sp *fleetv1
 		return false, client.IgnoreNotFound(err)
 	}
 	return fence.WorkHolds(w, sp.Namespace, sp.Name, epoch), nil
+}
+
+// hubClient returns a clientset of the hub from the kubeconfig at path,
+// each request bounded by timeout.
+func hubClient(path string, timeout time.Duration) (kubernetes.Interface, error) {
+	c, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("hub kubeconfig %s: %w", path, err)
+	}
+	c.Timeout = timeout
+	cs, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		return nil, fmt.Errorf("hub client: %w", err)
+	}
+	return cs, nil
 }

@@ -213,7 +213,7 @@ func TestHubRestart(t *testing.T) {
 				delivered[i] = manifestwork.FromPlan(sp)
 				delivered[i].Revision = rev
 			}
-			desired, err := manifestwork.Works(fs, delivered)
+			desired, err := manifestwork.Works(fs, delivered, nil)
 			if err != nil {
 				return false, err
 			}

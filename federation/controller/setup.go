@@ -28,6 +28,8 @@ import (
 	"fmt"
 	"time"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -116,6 +118,8 @@ func CacheOptions() cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&workv1.ManifestWork{}:  {Label: labels.SelectorFromSet(labels.Set{fleetv1.LabelManagedBy: fleetv1.ManagedByHub})},
 			&coordinationv1.Lease{}: {Label: labels.SelectorFromSet(labels.Set{fleetv1.LabelHeartbeat: "true"})},
+			// The members' fleet DNS reports only.
+			&discoveryv1.EndpointSlice{}: {Label: labels.SelectorFromSet(labels.Set{fleetv1.LabelMemberEndpoints: "true"})},
 		},
 		DefaultTransform: cache.TransformStripManagedFields(),
 	}

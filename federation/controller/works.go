@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -80,14 +82,19 @@ type workChanges struct {
 	apply []workWrite
 	// remove are the works to delete, sorted by cluster.
 	remove []*workv1.ManifestWork
+	// records are the fleet DNS records the works carry.
+	records *manifestwork.Records
 }
 
 // chooseWrites decides what a reconcile writes of fs's ManifestWorks: the
 // work rendered per cluster a subset is delivered to (delivered), where it
 // differs from the existing one or edited (nil: never) says someone else
 // changed its spec, except in clusters not found; and the deletion of the
-// works in clusters no subset uses. The error names the spec field.
-func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types.NamespacedName]*workv1.ManifestWork, edited func(*workv1.ManifestWork) bool) (workChanges, error) {
+// works in clusters no subset uses. Each work carries the fleet DNS records
+// of the other clusters' instances accepted from reports (the members'
+// EndpointSlices on the hub, by cluster; manifestwork.AcceptRecords). The
+// error names the spec field.
+func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types.NamespacedName]*workv1.ManifestWork, edited func(*workv1.ManifestWork) bool, reports map[string]*discoveryv1.EndpointSlice) (workChanges, error) {
 	var delivered []manifestwork.Subset
 	named, missing := map[string]bool{}, map[string]bool{}
 	for i := range subsets {
@@ -98,11 +105,12 @@ func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types
 		delivered = append(delivered, sp.delivered())
 		named[sp.planned.Cluster] = true
 	}
-	desired, err := manifestwork.Works(fs, delivered)
+	records := manifestwork.AcceptRecords(fs, delivered, reports)
+	desired, err := manifestwork.Works(fs, delivered, records)
 	if err != nil {
 		return workChanges{}, err
 	}
-	var out workChanges
+	out := workChanges{records: records}
 	for _, w := range desired {
 		if missing[w.Namespace] {
 			continue
@@ -158,11 +166,16 @@ func deletable(works map[types.NamespacedName]*workv1.ManifestWork, kept map[str
 // nothing written), and records them in st. Write failures are ApplyFailed
 // problems; a conflict is returned, to retry with fresh objects.
 func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
-	changes, err := chooseWrites(st.fs, st.subsets, st.existingWorks, r.editedByOthers)
+	reports, err := r.readMemberEndpoints(ctx, st.fs)
+	if err != nil {
+		return err
+	}
+	changes, err := chooseWrites(st.fs, st.subsets, st.existingWorks, r.editedByOthers, reports)
 	if err != nil {
 		st.invalidSpec(err)
 		return nil
 	}
+	observeRecords(st, changes.records)
 	if len(changes.apply)+len(changes.remove) > 0 {
 		switch ok, err := r.current(ctx, st.fs); {
 		case err != nil:

@@ -49,7 +49,7 @@ func TestChooseWrites(t *testing.T) {
 		for _, sp := range subsets {
 			ps = append(ps, manifestwork.FromPlan(sp.planned))
 		}
-		works, err := manifestwork.Works(fs, ps)
+		works, err := manifestwork.Works(fs, ps, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +122,7 @@ func TestChooseWrites(t *testing.T) {
 			for _, w := range tc.existing {
 				existing[client.ObjectKeyFromObject(w)] = w
 			}
-			got, err := chooseWrites(tc.fs, tc.subsets, existing, tc.edited)
+			got, err := chooseWrites(tc.fs, tc.subsets, existing, tc.edited, nil)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("chooseWrites error = %v, want an error: %v", err, tc.wantErr)
 			}

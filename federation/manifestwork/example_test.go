@@ -35,7 +35,7 @@ func ExampleWorks() {
 		{Name: "west", Cluster: "west", OrdinalStart: 1000, BlockSize: 1000, Replicas: 4,
 			Domains: []plan.Domain{{Name: "zone-a", Replicas: 2}, {Name: "zone-b", Replicas: 1}, {Name: "zone-c", Replicas: 1}}},
 	}
-	works, err := manifestwork.Works(fs, subsets)
+	works, err := manifestwork.Works(fs, subsets, nil)
 	if err != nil {
 		panic(err)
 	}

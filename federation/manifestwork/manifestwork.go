@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -75,8 +76,9 @@ func FromPlan(p plan.Subset) Subset {
 
 // Works renders one ManifestWork per cluster named in subsets (every subset
 // of fs, in spec order), sorted by cluster. It errors when spec.selector is
-// invalid or an object cannot be encoded.
-func Works(fs *fleetv1.FleetSet, subsets []Subset) ([]*workv1.ManifestWork, error) {
+// invalid or an object cannot be encoded. records (nil: none) are the fleet
+// DNS records each work carries for the other clusters' instances.
+func Works(fs *fleetv1.FleetSet, subsets []Subset, records *Records) ([]*workv1.ManifestWork, error) {
 	var clusters []string
 	byCluster := map[string][]Subset{}
 	for _, sp := range subsets {
@@ -112,7 +114,7 @@ func Works(fs *fleetv1.FleetSet, subsets []Subset) ([]*workv1.ManifestWork, erro
 	}
 	works := make([]*workv1.ManifestWork, 0, len(clusters))
 	for _, c := range clusters {
-		w, err := work(fs, c, byCluster[c], view.Name, shared)
+		w, err := work(fs, c, byCluster[c], view.Name, shared, records.Slices(fs, c))
 		if err != nil {
 			return nil, fmt.Errorf("cluster %s: %w", c, err)
 		}
@@ -125,8 +127,9 @@ func Works(fs *fleetv1.FleetSet, subsets []Subset) ([]*workv1.ManifestWork, erro
 // namespace, Service and fleet view ConfigMap viewName, the same in every
 // cluster), then each subset's SubsetPlacement and StatefulSet, then the
 // ConfigMaps and Secrets delivered with them, then each subset's
-// PodDisruptionBudget (spec.disruptionBudget).
-func work(fs *fleetv1.FleetSet, cluster string, subsets []Subset, viewName string, shared []workv1.Manifest) (*workv1.ManifestWork, error) {
+// PodDisruptionBudget (spec.disruptionBudget), then dns, the fleet DNS
+// EndpointSlices of the other clusters' instances (Records.Slices).
+func work(fs *fleetv1.FleetSet, cluster string, subsets []Subset, viewName string, shared []workv1.Manifest, dns []*discoveryv1.EndpointSlice) (*workv1.ManifestWork, error) {
 	var objs []runtime.Object
 	configs := []workv1.ManifestConfigOption{
 		createOnlyConfig("", "namespaces", "", fs.Namespace),
@@ -171,6 +174,10 @@ func work(fs *fleetv1.FleetSet, cluster string, subsets []Subset, viewName strin
 	for _, p := range pdbs {
 		objs = append(objs, p)
 		configs = append(configs, pdbConfig(fs.Namespace, p.Name))
+	}
+	for _, es := range dns {
+		objs = append(objs, es)
+		configs = append(configs, applyConfig("discovery.k8s.io", "endpointslices", fs.Namespace, es.Name))
 	}
 	own, err := envelope.Encode(objs)
 	if err != nil {

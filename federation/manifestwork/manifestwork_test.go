@@ -274,7 +274,7 @@ func TestWorks(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			works, err := Works(fs, tc.plan)
+			works, err := Works(fs, tc.plan, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -343,11 +343,11 @@ func TestWorks(t *testing.T) {
 
 func TestWorksDeterministicHash(t *testing.T) {
 	fs := makeFleetSet("db", "mydb").subset("east", "east", nil).subset("west", "west", nil).obj()
-	a, err := Works(fs, []Subset{east, west})
+	a, err := Works(fs, []Subset{east, west}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := Works(fs.DeepCopy(), []Subset{east, west})
+	b, _ := Works(fs.DeepCopy(), []Subset{east, west}, nil)
 	for i := range a {
 		if !UpToDate(a[i], b[i]) {
 			t.Errorf("work %s: two renderings of the same FleetSet differ", a[i].Namespace)
@@ -355,7 +355,7 @@ func TestWorksDeterministicHash(t *testing.T) {
 	}
 	scaled := west
 	scaled.Replicas = 5
-	c, _ := Works(fs, []Subset{east, scaled})
+	c, _ := Works(fs, []Subset{east, scaled}, nil)
 	// The fleet view changes in every cluster when one subset scales.
 	for i := range a {
 		if UpToDate(a[i], c[i]) {

@@ -217,7 +217,7 @@ func TestDependenciesDelivered(t *testing.T) {
 		{Name: "b", Cluster: "east", Replicas: 1, OrdinalStart: 1000, BlockSize: 1000, Dependencies: deps},
 		{Name: "c", Cluster: "west", Replicas: 1, OrdinalStart: 2000, BlockSize: 1000},
 	}
-	works, err := Works(fs, subsets)
+	works, err := Works(fs, subsets, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func BenchmarkRender(b *testing.B) {
 				for i, sp := range subsets {
 					delivered[i] = manifestwork.FromPlan(sp)
 				}
-				if _, err := manifestwork.Works(fs, delivered); err != nil {
+				if _, err := manifestwork.Works(fs, delivered, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -51,6 +51,9 @@ type Deps struct {
 	// InContact says whether the member is in contact with the hub, and
 	// why not; nil: no hub, always.
 	InContact func() (bool, string)
+	// Hub is the hub's clientset with the add-on's credentials, for the
+	// fleet DNS publisher; nil: no hub, or fleet DNS disabled.
+	Hub kubernetes.Interface
 }
 
 // NewStatefulSetFactory returns an informer factory over cs whose

@@ -1,0 +1,179 @@
+package manifestwork
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/internal/envelope"
+)
+
+// Records are a FleetSet's fleet DNS records as the hub accepted them from
+// the members' reports (AcceptRecords): at most one address per instance,
+// from the cluster the hub places its subset on now.
+type Records struct {
+	// TooLarge is true when the fleet has more than
+	// v1alpha1.MaxFleetDNSInstances instances: no record is delivered.
+	TooLarge bool
+	// Rejected counts the reported endpoints ignored: not an instance of a
+	// subset placed on the reporting cluster, no hostname, or no valid
+	// IPv4 address.
+	Rejected int
+	records  []record
+}
+
+// record is one accepted instance.
+type record struct {
+	ordinal  int32
+	cluster  string
+	endpoint discoveryv1.Endpoint
+}
+
+// AcceptRecords returns the records to deliver for fs from reports, the
+// EndpointSlices members published on the hub by cluster name (the
+// namespace each was read from, which the member's hub credentials cannot
+// choose). An endpoint of cluster C is accepted only when its hostname is
+// <statefulset>-<ordinal> of a subset in subsets placed on C, with the
+// ordinal in that subset's block, and it has an IPv4 address (its first);
+// its Ready condition is recomputed as the EndpointSlice controller does
+// for the governing Service (publishNotReadyAddresses, or serving and not
+// terminating). Records are sorted by ordinal.
+func AcceptRecords(fs *fleetv1.FleetSet, subsets []Subset, reports map[string]*discoveryv1.EndpointSlice) *Records {
+	out := &Records{}
+	total := int64(0)
+	for _, sp := range subsets {
+		total += int64(max(sp.Replicas, 0))
+	}
+	if total > fleetv1.MaxFleetDNSInstances || int64(fs.Spec.Replicas) > fleetv1.MaxFleetDNSInstances {
+		out.TooLarge = true
+		return out
+	}
+	publishNotReady := Service(fs).Spec.PublishNotReadyAddresses
+	seen := map[int32]bool{}
+	for cluster, slice := range reports {
+		if slice == nil || slice.AddressType != discoveryv1.AddressTypeIPv4 {
+			if slice != nil {
+				out.Rejected += len(slice.Endpoints)
+			}
+			continue
+		}
+		for _, ep := range slice.Endpoints {
+			ordinal, ok := instanceOn(fs, subsets, cluster, ptr.Deref(ep.Hostname, ""))
+			addr, valid := firstIPv4(ep.Addresses)
+			if !ok || !valid || seen[ordinal] {
+				out.Rejected++
+				continue
+			}
+			seen[ordinal] = true
+			serving, terminating := ptr.Deref(ep.Conditions.Serving, false), ptr.Deref(ep.Conditions.Terminating, false)
+			out.records = append(out.records, record{ordinal: ordinal, cluster: cluster, endpoint: discoveryv1.Endpoint{
+				Addresses: []string{addr},
+				Hostname:  ptr.To(*ep.Hostname),
+				Conditions: discoveryv1.EndpointConditions{
+					Ready:       ptr.To(publishNotReady || (serving && !terminating)),
+					Serving:     ptr.To(serving),
+					Terminating: ptr.To(terminating),
+				},
+			}})
+		}
+	}
+	slices.SortFunc(out.records, func(a, b record) int { return cmp.Compare(a.ordinal, b.ordinal) })
+	return out
+}
+
+// instanceOn returns the ordinal of hostname when it names an instance of a
+// subset of fs placed on cluster: "<fleetset>-<subset>-<ordinal>" with the
+// ordinal in the subset's block.
+func instanceOn(fs *fleetv1.FleetSet, subsets []Subset, cluster, hostname string) (int32, bool) {
+	for _, sp := range subsets {
+		if sp.Cluster != cluster {
+			continue
+		}
+		rest, found := strings.CutPrefix(hostname, envelope.StatefulSetName(fs.Name, sp.Name)+"-")
+		if !found {
+			continue
+		}
+		n, err := strconv.ParseInt(rest, 10, 32)
+		if err != nil || strconv.FormatInt(n, 10) != rest {
+			continue
+		}
+		if o := int32(n); o >= sp.OrdinalStart && o < sp.OrdinalStart+max(sp.BlockSize, sp.Replicas) {
+			return o, true
+		}
+	}
+	return 0, false
+}
+
+// firstIPv4 returns the first of addresses when it is a valid IPv4 address.
+func firstIPv4(addresses []string) (string, bool) {
+	if len(addresses) == 0 {
+		return "", false
+	}
+	a, err := netip.ParseAddr(addresses[0])
+	if err != nil || !a.Is4() {
+		return "", false
+	}
+	return a.String(), true
+}
+
+// Len returns how many records r holds.
+func (r *Records) Len() int {
+	if r == nil {
+		return 0
+	}
+	return len(r.records)
+}
+
+// Slices returns the EndpointSlices of fs's governing Service to deliver to
+// cluster: the records of every other cluster, in slices of
+// v1alpha1.FleetDNSBucket ordinals (FleetDNSSliceName; only non-empty
+// buckets), endpoints sorted by ordinal. It returns nil for a nil or
+// TooLarge r. A cluster's own instances are never in its slices: its
+// EndpointSlice controller publishes them from its pods.
+func (r *Records) Slices(fs *fleetv1.FleetSet, cluster string) []*discoveryv1.EndpointSlice {
+	if r == nil || r.TooLarge {
+		return nil
+	}
+	svc := envelope.ServiceName(fs)
+	var out []*discoveryv1.EndpointSlice
+	bucket := -1
+	for _, rec := range r.records {
+		if rec.cluster == cluster {
+			continue
+		}
+		if k := int(rec.ordinal) / fleetv1.FleetDNSBucket; k != bucket {
+			bucket = k
+			out = append(out, fleetDNSSlice(fs, svc, k))
+		}
+		s := out[len(out)-1]
+		s.Endpoints = append(s.Endpoints, rec.endpoint)
+	}
+	return out
+}
+
+// fleetDNSSlice returns the empty k-th fleet DNS EndpointSlice of Service
+// svc of fs.
+func fleetDNSSlice(fs *fleetv1.FleetSet, svc string, k int) *discoveryv1.EndpointSlice {
+	return &discoveryv1.EndpointSlice{
+		TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      fleetv1.FleetDNSSliceName(svc, k),
+			Namespace: fs.Namespace,
+			Labels: ownedBy(fs, map[string]string{
+				fleetv1.LabelSet:             fs.Name,
+				discoveryv1.LabelServiceName: svc,
+				discoveryv1.LabelManagedBy:   fleetv1.FleetDNSManagedBy,
+			}),
+		},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{},
+		Ports:       []discoveryv1.EndpointPort{},
+	}
+}

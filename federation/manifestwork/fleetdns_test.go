@@ -1,0 +1,193 @@
+package manifestwork
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/utils/ptr"
+	"open-cluster-management.io/api/utils/work/v1/workvalidator"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/internal/envelope"
+)
+
+// report is what a member publishes: hostname → IP, all serving.
+func report(endpoints map[string]string) *discoveryv1.EndpointSlice {
+	s := &discoveryv1.EndpointSlice{AddressType: discoveryv1.AddressTypeIPv4}
+	for h, ip := range endpoints {
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}, Hostname: ptr.To(h),
+			Conditions: discoveryv1.EndpointConditions{Serving: ptr.To(true), Terminating: ptr.To(false)}})
+	}
+	return s
+}
+
+// resolved returns hostname → addresses over slices, as CoreDNS would
+// answer for them.
+func resolved(slices []*discoveryv1.EndpointSlice) map[string][]string {
+	out := map[string][]string{}
+	for _, s := range slices {
+		for _, ep := range s.Endpoints {
+			out[*ep.Hostname] = append(out[*ep.Hostname], ep.Addresses...)
+		}
+	}
+	return out
+}
+
+func TestRecordsDeliverOtherClustersInstances(t *testing.T) {
+	fs := makeFleetSet("db", "mydb").subset("east", "east", nil).subset("west", "west", nil).obj()
+	reports := map[string]*discoveryv1.EndpointSlice{
+		"east": report(map[string]string{"mydb-east-0": "10.1.0.1", "mydb-east-1": "10.1.0.2"}),
+		"west": report(map[string]string{"mydb-west-1000": "10.2.0.1"}),
+	}
+	r := AcceptRecords(fs, []Subset{east, west}, reports)
+	if r.Len() != 3 || r.Rejected != 0 {
+		t.Fatalf("accepted %d, rejected %d; want 3, 0", r.Len(), r.Rejected)
+	}
+	inWest := resolved(r.Slices(fs, "west"))
+	if fmt.Sprint(inWest) != "map[mydb-east-0:[10.1.0.1] mydb-east-1:[10.1.0.2]]" {
+		t.Errorf("west's records = %v, want east's two instances only", inWest)
+	}
+	inEast := resolved(r.Slices(fs, "east"))
+	if fmt.Sprint(inEast) != "map[mydb-west-1000:[10.2.0.1]]" {
+		t.Errorf("east's records = %v, want west's instance only", inEast)
+	}
+	// Each slice is one of the governing Service, not the EndpointSlice
+	// controller's, and Ready follows publishNotReadyAddresses.
+	for _, s := range r.Slices(fs, "west") {
+		if s.Labels[discoveryv1.LabelServiceName] != envelope.ServiceName(fs) || s.Labels[discoveryv1.LabelManagedBy] != fleetv1.FleetDNSManagedBy {
+			t.Errorf("slice %s labels %v", s.Name, s.Labels)
+		}
+		for _, ep := range s.Endpoints {
+			if !*ep.Conditions.Ready {
+				t.Errorf("%s not ready with publishNotReadyAddresses", *ep.Hostname)
+			}
+		}
+	}
+}
+
+func TestRecordsRefuseStaleAndForgedReports(t *testing.T) {
+	fs := makeFleetSet("db", "mydb").subset("east", "east", nil).subset("west", "west", nil).obj()
+	// east was relocated to north: east's last report (from before its
+	// cut) names the same instances as north's new one.
+	relocated := east
+	relocated.Cluster = "north"
+	reports := map[string]*discoveryv1.EndpointSlice{
+		"east":  report(map[string]string{"mydb-east-0": "10.1.0.1", "mydb-east-1": "10.1.0.2"}),
+		"north": report(map[string]string{"mydb-east-0": "10.3.0.7"}),
+		// west claims an instance of east's block, one outside its own
+		// block, a name of another FleetSet, and an IPv6 address.
+		"west": report(map[string]string{"mydb-west-1000": "10.2.0.1", "mydb-east-1": "10.2.0.9", "mydb-west-2000": "10.2.0.8",
+			"other-west-1001": "10.2.0.7", "mydb-west-1001": "fd00::1"}),
+	}
+	r := AcceptRecords(fs, []Subset{relocated, west}, reports)
+	got := resolved(r.Slices(fs, "member-x"))
+	want := "map[mydb-east-0:[10.3.0.7] mydb-west-1000:[10.2.0.1]]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("records = %v, want %v", got, want)
+	}
+	if r.Rejected != 6 {
+		t.Errorf("rejected %d endpoints, want 6 (2 stale of east, 4 of west's)", r.Rejected)
+	}
+	// north, which runs mydb-east-0 now, gets no remote record of it.
+	if n := resolved(r.Slices(fs, "north")); len(n["mydb-east-0"]) != 0 {
+		t.Errorf("north's remote records name its own instance: %v", n)
+	}
+}
+
+func TestRecordsReadiness(t *testing.T) {
+	fs := makeFleetSet("db", "mydb").subset("east", "east", nil).obj()
+	s := &discoveryv1.EndpointSlice{AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{
+		{Addresses: []string{"10.1.0.1"}, Hostname: ptr.To("mydb-east-0"), Conditions: discoveryv1.EndpointConditions{Serving: ptr.To(false), Terminating: ptr.To(false)}},
+		{Addresses: []string{"10.1.0.2"}, Hostname: ptr.To("mydb-east-1"), Conditions: discoveryv1.EndpointConditions{Serving: ptr.To(true), Terminating: ptr.To(true)}},
+	}}
+	r := AcceptRecords(fs, []Subset{east}, map[string]*discoveryv1.EndpointSlice{"east": s})
+	for _, ep := range r.Slices(fs, "west")[0].Endpoints {
+		if !*ep.Conditions.Ready {
+			t.Errorf("%s: Ready false; the governing Service publishes not-ready addresses", *ep.Hostname)
+		}
+	}
+}
+
+// TestRecordsFitOCMLimits renders the largest fleet fleet DNS serves,
+// v1alpha1.MaxFleetDNSInstances instances over 10 clusters, and checks
+// every work against OCM's own manifest validator (500 KiB) and every slice
+// against the EndpointSlice API's 1000 endpoints; one instance more
+// delivers no record and says so.
+func TestRecordsFitOCMLimits(t *testing.T) {
+	for _, total := range []int{1000, fleetv1.MaxFleetDNSInstances} {
+		t.Run(fmt.Sprint(total), func(t *testing.T) {
+			w := makeFleetSet("db", "mydb")
+			var subsets []Subset
+			reports := map[string]*discoveryv1.EndpointSlice{}
+			per := total / 10
+			for c := range 10 {
+				name := fmt.Sprintf("cluster-%02d", c)
+				w = w.subset(name, name, nil)
+				sp := Subset{Name: name, Cluster: name, OrdinalStart: int32(c * 1000), BlockSize: 1000, Replicas: int32(per)}
+				subsets = append(subsets, sp)
+				eps := map[string]string{}
+				for k := range per {
+					eps[fmt.Sprintf("mydb-%s-%d", name, c*1000+k)] = fmt.Sprintf("10.%d.%d.%d", 100+c, k/250, k%250+1)
+				}
+				reports[name] = report(eps)
+			}
+			fs := w.obj()
+			fs.Spec.Replicas = int32(total)
+			r := AcceptRecords(fs, subsets, reports)
+			if r.TooLarge || r.Len() != total {
+				t.Fatalf("accepted %d of %d (too large %v)", r.Len(), total, r.TooLarge)
+			}
+			works, err := Works(fs, subsets, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			largest := 0
+			for _, wk := range works {
+				size := 0
+				for _, m := range wk.Spec.Workload.Manifests {
+					size += len(m.Raw)
+				}
+				largest = max(largest, size)
+				if err := workvalidator.ManifestValidator.ValidateManifests(wk.Spec.Workload.Manifests); err != nil {
+					t.Errorf("work %s (%d bytes): %v", wk.Namespace, size, err)
+				}
+				n := 0
+				for _, s := range r.Slices(fs, wk.Namespace) {
+					if len(s.Endpoints) > 1000 {
+						t.Errorf("slice %s holds %d endpoints", s.Name, len(s.Endpoints))
+					}
+					n += len(s.Endpoints)
+				}
+				if n != total-per {
+					t.Errorf("work %s carries %d records, want %d", wk.Namespace, n, total-per)
+				}
+			}
+			t.Logf("%d instances over 10 clusters: largest work %d bytes of OCM's %d", total, largest, 500*1024)
+		})
+	}
+	fs := makeFleetSet("db", "mydb").subset("east", "east", nil).obj()
+	fs.Spec.Replicas = fleetv1.MaxFleetDNSInstances + 1
+	big := east
+	big.Replicas = fleetv1.MaxFleetDNSInstances + 1
+	r := AcceptRecords(fs, []Subset{big}, map[string]*discoveryv1.EndpointSlice{"east": report(map[string]string{"mydb-east-0": "10.1.0.1"})})
+	if !r.TooLarge || r.Slices(fs, "west") != nil {
+		t.Errorf("over MaxFleetDNSInstances: TooLarge %v, slices %v; want true, none", r.TooLarge, r.Slices(fs, "west"))
+	}
+}
+
+func TestRecordsBucketByOrdinal(t *testing.T) {
+	fs := makeFleetSet("db", "mydb").subset("east", "east", nil).subset("west", "west", nil).obj()
+	r := AcceptRecords(fs, []Subset{east, west}, map[string]*discoveryv1.EndpointSlice{
+		"east": report(map[string]string{"mydb-east-3": "10.1.0.1"}),
+		"west": report(map[string]string{"mydb-west-1002": "10.2.0.1"}),
+	})
+	var names []string
+	for _, s := range r.Slices(fs, "north") {
+		names = append(names, s.Name)
+	}
+	if strings.Join(names, ",") != "mydb-fleet-0,mydb-fleet-1" {
+		t.Errorf("slices %v, want one per ordinal bucket of 1000", names)
+	}
+}

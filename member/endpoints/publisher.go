@@ -1,0 +1,307 @@
+// Package endpoints publishes a member cluster's instances to the hub for
+// fleet DNS (see api/v1alpha1/fleetdns.go): for every FleetSet with pods in
+// this cluster, one EndpointSlice in the member's cluster namespace on the
+// hub, listing each of its pods as the EndpointSlice controller would, with
+// the pod's name as hostname. The hub delivers them to the other members.
+//
+// The publisher runs in the member controllers' leader only. It never
+// deletes a report because the hub is unreachable: a failed write is
+// retried, and the hub keeps the last report (silence keeps records). It
+// deletes a FleetSet's report only when this cluster runs none of its pods.
+package endpoints
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/member/internal/placementqueue"
+	"github.com/fleetset/fleetset/member/internal/wiring"
+)
+
+// Results of publishes.
+const (
+	resultApplied = "applied"
+	resultDeleted = "deleted"
+	resultFailed  = "failed"
+)
+
+var publishes = metrics.NewCounterVec(&metrics.CounterOpts{
+	Namespace: "fleetset", Subsystem: "member", Name: "fleet_dns_publishes_total",
+	Help: "Writes of this member's fleet DNS reports (its instances' addresses, one EndpointSlice per FleetSet in its cluster namespace on the hub), " +
+		"by result: applied (created or updated), deleted (no pod of the FleetSet runs here any more), failed (retried).",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"result"})
+
+func init() {
+	legacyregistry.MustRegister(publishes)
+}
+
+// Publisher keeps the hub's copy of this member's instances current.
+type Publisher struct {
+	// Cluster is this member's ManagedCluster name: its namespace on the hub.
+	Cluster string
+	// Pods lists the member's pods.
+	Pods corelisters.PodLister
+	// Hub is the hub's clientset, with the add-on's credentials.
+	Hub kubernetes.Interface
+	// Resync is how often every FleetSet is published again, whether or
+	// not a pod changed (a hub restored from backup gets its reports back).
+	Resync time.Duration
+
+	queue placementqueue.Queue
+	mu    sync.Mutex
+	// known are the FleetSets (namespace/name) published and the endpoints
+	// last written; a key is dropped once its report is deleted.
+	known map[types.NamespacedName][]discoveryv1.Endpoint
+}
+
+// Run publishes over d's pod informer to hub as cluster until ctx is done;
+// it returns an error when the informer's handler cannot be registered or
+// its cache never syncs.
+func Run(ctx context.Context, d wiring.Deps, hub kubernetes.Interface, cluster string, resync time.Duration) error {
+	logger := klog.FromContext(ctx).WithName("fleet-dns")
+	ctx = klog.NewContext(ctx, logger)
+	p := &Publisher{Cluster: cluster, Pods: d.Pods.Lister(), Hub: hub, Resync: resync}
+	var hs wiring.Handlers
+	if err := hs.Add(d.Pods.Informer(), p.PodHandler()); err != nil {
+		return err
+	}
+	return hs.Run(ctx, "fleetset-member-fleet-dns", func(ctx context.Context) {
+		logger.Info("Fleet DNS publisher started", "cluster", cluster, "resync", resync)
+		p.Run(ctx, 2)
+	})
+}
+
+func (p *Publisher) init() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.queue == nil {
+		p.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](100*time.Millisecond, 10*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "fleetset-member-fleet-dns"})
+		p.known = map[types.NamespacedName][]discoveryv1.Endpoint{}
+	}
+}
+
+// Run runs workers until ctx is done, and enqueues every FleetSet every
+// Resync.
+func (p *Publisher) Run(ctx context.Context, workers int) {
+	p.init()
+	defer p.queue.ShutDown()
+	for range workers {
+		go wait.UntilWithContext(ctx, func(ctx context.Context) {
+			for placementqueue.ProcessNext(ctx, p.queue, p.Sync, "Publishing fleet DNS records failed") {
+			}
+		}, time.Second)
+	}
+	wait.UntilWithContext(ctx, p.enqueueAll, p.Resync)
+}
+
+// enqueueAll adds every FleetSet with a pod here or a report published,
+// and forgets what was last written, so the next sync reads the hub again.
+func (p *Publisher) enqueueAll(ctx context.Context) {
+	pods, err := p.Pods.List(labels.Everything())
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Listing pods")
+		return
+	}
+	p.mu.Lock()
+	keys := make([]types.NamespacedName, 0, len(p.known))
+	for k := range p.known {
+		keys = append(keys, k)
+		p.known[k] = nil
+	}
+	p.mu.Unlock()
+	for _, pod := range pods {
+		if k, ok := fleetSetOf(pod); ok {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		p.queue.Add(k)
+	}
+}
+
+// PodHandler enqueues the FleetSet of every pod event.
+func (p *Publisher) PodHandler() toolscache.ResourceEventHandler {
+	p.init()
+	add := func(obj any) {
+		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if pod, ok := obj.(*corev1.Pod); ok {
+			if k, ok := fleetSetOf(pod); ok {
+				p.queue.Add(k)
+			}
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{AddFunc: add, UpdateFunc: func(_, n any) { add(n) }, DeleteFunc: add}
+}
+
+// fleetSetOf returns the FleetSet of a delivered pod: its namespace and
+// label fleetset.io/set, for pods that also carry fleetset.io/subset.
+func fleetSetOf(pod *corev1.Pod) (types.NamespacedName, bool) {
+	set, subset := pod.Labels[fleetv1.LabelSet], pod.Labels[fleetv1.LabelSubset]
+	if set == "" || subset == "" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: pod.Namespace, Name: set}, true
+}
+
+// Sync publishes FleetSet key: writes its report when the endpoints differ
+// from what the hub holds, or deletes it when no pod of key runs here. It
+// returns the hub's error, to retry.
+func (p *Publisher) Sync(ctx context.Context, key types.NamespacedName) error {
+	sel := labels.SelectorFromSet(labels.Set{fleetv1.LabelSet: key.Name})
+	pods, err := p.Pods.Pods(key.Namespace).List(sel)
+	if err != nil {
+		return err
+	}
+	pods = slices.DeleteFunc(pods, func(pod *corev1.Pod) bool { _, ok := fleetSetOf(pod); return !ok })
+	reports := p.Hub.DiscoveryV1().EndpointSlices(p.Cluster)
+	name := fleetv1.MemberEndpointsName(key.Namespace, key.Name)
+	if len(pods) == 0 {
+		if err := reports.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			publishes.WithLabelValues(resultFailed).Inc()
+			return fmt.Errorf("deleting fleet DNS report %s/%s on the hub: %w", p.Cluster, name, err)
+		}
+		p.mu.Lock()
+		_, had := p.known[key]
+		delete(p.known, key)
+		p.mu.Unlock()
+		if had {
+			publishes.WithLabelValues(resultDeleted).Inc()
+		}
+		return nil
+	}
+	want := Report(p.Cluster, key.Namespace, key.Name, pods)
+	p.mu.Lock()
+	last, published := p.known[key]
+	p.mu.Unlock()
+	if published && last != nil && apiequality.Semantic.DeepEqual(last, want.Endpoints) {
+		return nil
+	}
+	if err := p.write(ctx, want); err != nil {
+		publishes.WithLabelValues(resultFailed).Inc()
+		return err
+	}
+	publishes.WithLabelValues(resultApplied).Inc()
+	p.mu.Lock()
+	p.known[key] = want.Endpoints
+	p.mu.Unlock()
+	return nil
+}
+
+// write creates want on the hub, or updates the existing report when its
+// endpoints or labels differ.
+func (p *Publisher) write(ctx context.Context, want *discoveryv1.EndpointSlice) error {
+	c := p.Hub.DiscoveryV1().EndpointSlices(want.Namespace)
+	cur, err := c.Get(ctx, want.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		if _, err := c.Create(ctx, want, metav1.CreateOptions{FieldManager: wiring.Component}); err != nil {
+			return fmt.Errorf("creating fleet DNS report %s/%s on the hub: %w", want.Namespace, want.Name, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading fleet DNS report %s/%s on the hub: %w", want.Namespace, want.Name, err)
+	}
+	if apiequality.Semantic.DeepEqual(cur.Endpoints, want.Endpoints) && labels.Equals(cur.Labels, want.Labels) {
+		return nil
+	}
+	cur.Labels, cur.Endpoints = want.Labels, want.Endpoints
+	if _, err := c.Update(ctx, cur, metav1.UpdateOptions{FieldManager: wiring.Component}); err != nil {
+		return fmt.Errorf("updating fleet DNS report %s/%s on the hub: %w", want.Namespace, want.Name, err)
+	}
+	return nil
+}
+
+// Report returns the EndpointSlice a member publishes on the hub
+// for the FleetSet namespace/name from its own pods of that FleetSet: one
+// endpoint per pod the EndpointSlice controller would list (an IP, not
+// finished; terminating included), with the pod's name as hostname, its
+// first IPv4 address, Serving = the pod is Ready, Terminating = it is being
+// deleted (Ready is the hub's to compute), sorted by hostname. cluster is
+// the member's cluster namespace on the hub.
+func Report(cluster, namespace, name string, pods []*corev1.Pod) *discoveryv1.EndpointSlice {
+	s := &discoveryv1.EndpointSlice{
+		TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      fleetv1.MemberEndpointsName(namespace, name),
+			Namespace: cluster,
+			Labels: map[string]string{
+				fleetv1.LabelMemberEndpoints: "true",
+				fleetv1.LabelOwnerNamespace:  namespace,
+				fleetv1.LabelOwnerName:       name,
+			},
+		},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{},
+	}
+	for _, p := range pods {
+		if p.Spec.Hostname == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		var ips []string
+		for _, ip := range p.Status.PodIPs {
+			ips = append(ips, ip.IP)
+		}
+		if len(ips) == 0 && p.Status.PodIP != "" {
+			ips = []string{p.Status.PodIP}
+		}
+		addr := ""
+		for _, ip := range ips {
+			if a, err := netip.ParseAddr(ip); err == nil && a.Is4() {
+				addr = a.String()
+				break
+			}
+		}
+		if addr == "" {
+			continue
+		}
+		ready := podReady(p)
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
+			Addresses: []string{addr},
+			Hostname:  ptr.To(p.Spec.Hostname),
+			Conditions: discoveryv1.EndpointConditions{
+				Serving:     ptr.To(ready),
+				Terminating: ptr.To(p.DeletionTimestamp != nil),
+			},
+		})
+	}
+	slices.SortFunc(s.Endpoints, func(a, b discoveryv1.Endpoint) int { return strings.Compare(*a.Hostname, *b.Hostname) })
+	return s
+}
+
+// podReady reports whether p's Ready condition is True.
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
