@@ -76,6 +76,13 @@ $(LOCALBIN)/etcd: e2e/tools/etcd/go.mod
 	@mkdir -p $(LOCALBIN)
 	cd e2e/tools/etcd && $(GO) build -o $@ go.etcd.io/etcd/server/v3
 
+# CoreDNS, the version kubeadm v1.34.4 deploys, pinned by the same module the
+# kind node image builds it from: the local fleet runs one per member, for
+# fleet DNS.
+$(LOCALBIN)/coredns: e2e/kind/coredns/go.mod
+	@mkdir -p $(LOCALBIN)
+	cd e2e/kind/coredns && CGO_ENABLED=0 $(GO) build -trimpath -o $@ github.com/coredns/coredns
+
 .PHONY: test-binaries
 test-binaries: $(LOCALBIN)/kube-apiserver $(LOCALBIN)/etcd ## Build what integration tests need.
 
@@ -255,7 +262,7 @@ kubectl:
 	@command -v kubectl >/dev/null || [ -x $(LOCALBIN)/kubectl ] || { cd e2e/tools && $(OCM_GOENV) $(GO) build -o $(LOCALBIN)/kubectl ./kubectl; }
 
 .PHONY: fleet-binaries
-fleet-binaries: kubectl $(LOCALBIN)/etcd $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager $(LOCALBIN)/kwok $(LOCALBIN)/registration $(LOCALBIN)/work $(LOCALBIN)/addon $(LOCALBIN)/placement $(LOCALBIN)/fleetset-scheduler $(LOCALBIN)/fleetset-hub $(LOCALBIN)/netcut $(LOCALBIN)/fleetset-local-provisioner ## Build every binary of the local fleet into bin/.
+fleet-binaries: kubectl $(LOCALBIN)/etcd $(LOCALBIN)/kube-apiserver $(LOCALBIN)/kube-controller-manager $(LOCALBIN)/kwok $(LOCALBIN)/registration $(LOCALBIN)/work $(LOCALBIN)/addon $(LOCALBIN)/placement $(LOCALBIN)/fleetset-scheduler $(LOCALBIN)/fleetset-hub $(LOCALBIN)/netcut $(LOCALBIN)/fleetset-local-provisioner $(LOCALBIN)/coredns ## Build every binary of the local fleet into bin/.
 
 .PHONY: fleet-up
 fleet-up: fleet-binaries ## Start the local fleet (hub + east + west on 127.0.0.1); kubeconfigs in .fleet/<cluster>/kubeconfig.

@@ -61,14 +61,14 @@ if [[ -d $FLEET_DIR ]]; then
   rm -rf "$FLEET_DIR"
 fi
 
-for b in etcd kube-apiserver kube-controller-manager kwok registration work addon placement fleetset-scheduler netcut fleetset-local-provisioner; do
+for b in etcd kube-apiserver kube-controller-manager kwok coredns registration work addon placement fleetset-scheduler netcut fleetset-local-provisioner; do
   [[ -x $LOCALBIN/$b ]] || die "missing $LOCALBIN/$b: run make fleet-binaries"
 done
 command -v openssl >/dev/null || die "openssl not found: apt-get install -y openssl"
 command -v "$KUBECTL" >/dev/null || die "kubectl not found"
 
 for c in $FLEET_CLUSTERS; do
-  for s in $SLOT_APISERVER $SLOT_ETCD $SLOT_ETCD_PEER $SLOT_KCM $SLOT_REGISTRATION $SLOT_WORK $SLOT_SCHEDULER $SLOT_KWOK $SLOT_HUB_METRICS $SLOT_HUB_HEALTH $SLOT_ADDON $SLOT_HUB_LINK $SLOT_PEER $SLOT_PROVISIONER; do
+  for s in $SLOT_APISERVER $SLOT_ETCD $SLOT_ETCD_PEER $SLOT_KCM $SLOT_REGISTRATION $SLOT_WORK $SLOT_SCHEDULER $SLOT_KWOK $SLOT_HUB_METRICS $SLOT_HUB_HEALTH $SLOT_ADDON $SLOT_HUB_LINK $SLOT_PEER $SLOT_PROVISIONER $SLOT_DNS $SLOT_DNS_READY; do
     pt=$(port "$c" "$s")
     port_free "$pt" || die "127.0.0.1:$pt is in use: set FLEET_PORT_BASE to another base (now $FLEET_PORT_BASE)"
   done
@@ -83,7 +83,7 @@ echo "$FLEET_MEMBERS" >"$FLEET_DIR/members"
 {
   echo "# port plan of the local fleet (FLEET_PORT_BASE=$FLEET_PORT_BASE)"
   for c in $FLEET_CLUSTERS; do
-    echo "$c apiserver=$(port "$c" $SLOT_APISERVER) etcd=$(port "$c" $SLOT_ETCD) kcm=$(port "$c" $SLOT_KCM) ocm-registration=$(port "$c" $SLOT_REGISTRATION) ocm-work=$(port "$c" $SLOT_WORK) scheduler=$(port "$c" $SLOT_SCHEDULER) kwok=$(port "$c" $SLOT_KWOK) hub-metrics=$(port "$c" $SLOT_HUB_METRICS) hub-health=$(port "$c" $SLOT_HUB_HEALTH) ocm-addon=$(port "$c" $SLOT_ADDON) hub-link=$(port "$c" $SLOT_HUB_LINK) peer=$(port "$c" $SLOT_PEER) ocm-placement=$(port "$c" $SLOT_PLACEMENT) provisioner=$(port "$c" $SLOT_PROVISIONER)"
+    echo "$c apiserver=$(port "$c" $SLOT_APISERVER) etcd=$(port "$c" $SLOT_ETCD) kcm=$(port "$c" $SLOT_KCM) ocm-registration=$(port "$c" $SLOT_REGISTRATION) ocm-work=$(port "$c" $SLOT_WORK) scheduler=$(port "$c" $SLOT_SCHEDULER) kwok=$(port "$c" $SLOT_KWOK) hub-metrics=$(port "$c" $SLOT_HUB_METRICS) hub-health=$(port "$c" $SLOT_HUB_HEALTH) ocm-addon=$(port "$c" $SLOT_ADDON) hub-link=$(port "$c" $SLOT_HUB_LINK) peer=$(port "$c" $SLOT_PEER) ocm-placement=$(port "$c" $SLOT_PLACEMENT) provisioner=$(port "$c" $SLOT_PROVISIONER) dns=$(port "$c" $SLOT_DNS)"
   done
 } >"$FLEET_DIR/ports"
 
@@ -362,7 +362,7 @@ for c in $FLEET_MEMBERS; do
   make_nodes "$c" | kc "$c" apply -f - >/dev/null
   start_proc "$c" kwok "$LOCALBIN/kwok" --kubeconfig "$d/kubeconfig" \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
-    --cidr 10.0.0.1/16 --node-ip 127.0.0.1 \
+    --cidr "$(pod_cidr "$c")" --node-ip 127.0.0.1 \
     --server-address "127.0.0.1:$(port "$c" $SLOT_KWOK)"
   # Dynamic volumes: fleetset-local-provisioner (e2e/tools/provisioner)
   # provisions, expands and deletes the PVs of the StorageClass
@@ -372,6 +372,20 @@ for c in $FLEET_MEMBERS; do
   start_proc "$c" provisioner "$LOCALBIN/fleetset-local-provisioner" --kubeconfig "$d/kubeconfig" \
     --health-bind-address "127.0.0.1:$(port "$c" $SLOT_PROVISIONER)"
   kc "$c" apply -f "$REPO_ROOT/e2e/tools/provisioner/storageclass.yaml" >/dev/null
+  # The member's stock CoreDNS (its kubernetes plugin over the member's
+  # apiserver, as in any cluster), on a loopback port: fleet DNS names
+  # (<pod>.<service>.<namespace>.svc.cluster.local) resolve through it.
+  cat >"$d/Corefile" <<EOF
+.:$(port "$c" $SLOT_DNS) {
+    bind 127.0.0.1
+    errors
+    ready 127.0.0.1:$(port "$c" $SLOT_DNS_READY)
+    kubernetes cluster.local {
+        kubeconfig $d/kubeconfig
+    }
+}
+EOF
+  start_proc "$c" coredns "$LOCALBIN/coredns" -conf "$d/Corefile"
   # The member's link to the hub.
   start_proc "$c" hub-link "$LOCALBIN/netcut" -listen "127.0.0.1:$(port "$c" $SLOT_HUB_LINK)" \
     -target "127.0.0.1:$(port hub $SLOT_APISERVER)" -state "$d/run/hub-link.state"
@@ -431,6 +445,8 @@ done
 for c in $FLEET_MEMBERS; do
   wait_for "$STEP_TIMEOUT" "$c: provisioner /readyz" curl -sf "http://127.0.0.1:$(port "$c" $SLOT_PROVISIONER)/readyz" ||
     die "the volume provisioner of $c is not ready; see .fleet/$c/logs/provisioner.log"
+  wait_for "$STEP_TIMEOUT" "$c: CoreDNS /ready" curl -sf "http://127.0.0.1:$(port "$c" $SLOT_DNS_READY)/ready" ||
+    die "CoreDNS of $c is not ready; see .fleet/$c/logs/coredns.log"
 done
 
 # ---------------------------------------------------------------- fleetset add-on

@@ -54,8 +54,12 @@ cluster_index() {
 SLOT_APISERVER=0 SLOT_ETCD=1 SLOT_ETCD_PEER=2 SLOT_KCM=3 SLOT_REGISTRATION=4
 SLOT_WORK=5 SLOT_SCHEDULER=6 SLOT_KWOK=7 SLOT_HUB_METRICS=8 SLOT_HUB_HEALTH=9
 SLOT_ADDON=10 SLOT_HUB_LINK=11 SLOT_PEER=12 SLOT_PLACEMENT=13 SLOT_PROVISIONER=14
+SLOT_DNS=15 SLOT_DNS_READY=16
 
 # port CLUSTER SLOT
+# pod_cidr CLUSTER: the range kwok hands the cluster's pod IPs from, its own
+# per member (10.100+i.0.0/16), so an address says where a pod runs.
+pod_cidr() { echo "10.$((100 + $(cluster_index "$1"))).0.1/16"; }
 port() { echo $((FLEET_PORT_BASE + 20 * $(cluster_index "$1") + $2)); }
 
 cdir() { echo "$FLEET_DIR/$1"; }

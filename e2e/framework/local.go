@@ -167,3 +167,25 @@ func (l *Local) ArchiveLogs(out string) error {
 	}
 	return nil
 }
+
+// DNSAddress returns host:port of the CoreDNS the local fleet runs for
+// cluster (the dns= entry of Dir/ports, written by fleet-up.sh); an error
+// when the fleet has none for it.
+func (l *Local) DNSAddress(cluster string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(l.Dir, "ports"))
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || fields[0] != cluster {
+			continue
+		}
+		for _, f := range fields[1:] {
+			if port, ok := strings.CutPrefix(f, "dns="); ok {
+				return "127.0.0.1:" + port, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%s/ports: no dns= entry for %s (a fleet started before fleet DNS?)", l.Dir, cluster)
+}
