@@ -36,7 +36,7 @@ const (
 	// FleetDNSManagedBy is the endpointslice.kubernetes.io/managed-by value
 	// of the EndpointSlices the hub delivers to members: not the
 	// EndpointSlice controller's, which leaves them alone.
-	FleetDNSManagedBy = "fleetset.io/hub"
+	FleetDNSManagedBy = "fleet-dns.fleetset.io"
 	// FleetDNSBucket is how many ordinals one delivered EndpointSlice
 	// covers: slice k holds the remote instances with ordinals in
 	// [k*FleetDNSBucket, (k+1)*FleetDNSBucket). It equals the

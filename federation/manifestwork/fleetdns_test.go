@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"open-cluster-management.io/api/utils/work/v1/workvalidator"
 
@@ -56,6 +58,9 @@ func TestRecordsDeliverOtherClustersInstances(t *testing.T) {
 	// Each slice is one of the governing Service, not the EndpointSlice
 	// controller's, and Ready follows publishNotReadyAddresses.
 	for _, s := range r.Slices(fs, "west") {
+		if errs := metav1validation.ValidateLabels(s.Labels, field.NewPath("labels")); len(errs) > 0 {
+			t.Errorf("slice %s: %v", s.Name, errs.ToAggregate())
+		}
 		if s.Labels[discoveryv1.LabelServiceName] != envelope.ServiceName(fs) || s.Labels[discoveryv1.LabelManagedBy] != fleetv1.FleetDNSManagedBy {
 			t.Errorf("slice %s labels %v", s.Name, s.Labels)
 		}
