@@ -256,10 +256,24 @@ func TestFleetDNS(t *testing.T) {
 	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](0),
 		Failback: fleetv1.FailbackAutomatic}
 	f.createFleetSet(t, fs)
-	home := f.waitReady(t, ns, "db", 6)
+	eventually(t, 5*time.Minute, "6 instances ready in three clusters", func(ctx context.Context) (bool, string, error) {
+		got, err := f.getFleetSet(ctx, ns, "db")
+		if err != nil {
+			return false, "", err
+		}
+		return got.Status.ReadyReplicas == 6 && got.Status.ObservedGeneration == got.Generation,
+			fmt.Sprintf("%d ready", got.Status.ReadyReplicas), nil
+	})
+	before, home, err := f.podIPs(t.Context(), ns, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(home) != 6 {
+		t.Fatalf("%d pods Running with an IP, want 6: %v", len(home), home)
+	}
 	names := map[string]string{}
-	for _, in := range home {
-		names[in.pod] = in.pod + ".db." + ns + ".svc.cluster.local."
+	for pod := range home {
+		names[pod] = pod + ".db." + ns + ".svc.cluster.local."
 	}
 	all := make([]string, 0, len(servers))
 	for m := range servers {
@@ -274,14 +288,10 @@ func TestFleetDNS(t *testing.T) {
 	t.Logf("fleet DNS: 6 instances resolve in %d members, %s after they were ready", len(all), time.Since(start).Round(100*time.Millisecond))
 
 	victim := f.members[0].name
-	before, _, err := f.podIPs(t.Context(), ns, "db")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var moved []string
-	for _, in := range home {
-		if in.cluster == victim {
-			moved = append(moved, in.pod)
+	for pod, c := range home {
+		if c == victim {
+			moved = append(moved, pod)
 		}
 	}
 	others := slices.DeleteFunc(slices.Clone(all), func(m string) bool { return m == victim })
