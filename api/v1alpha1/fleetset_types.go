@@ -484,6 +484,11 @@ type FleetSetSpec struct {
 	// BestEffort, 60 seconds.
 	// +optional
 	Switchover *Switchover `json:"switchover,omitempty"`
+
+	// Network says how the instances are named beyond fleet DNS (see
+	// FleetNetwork). Nil: fleet DNS only.
+	// +optional
+	Network *FleetNetwork `json:"network,omitempty"`
 }
 
 // PodSecurityLevel is a Pod Security Standards level.

@@ -9,6 +9,7 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
@@ -176,4 +177,20 @@ func fleetDNSSlice(fs *fleetv1.FleetSet, svc string, k int) *discoveryv1.Endpoin
 		Endpoints:   []discoveryv1.Endpoint{},
 		Ports:       []discoveryv1.EndpointPort{},
 	}
+}
+
+// MCSGroup is the Multi-Cluster Services API group (KEP-1645).
+const MCSGroup = "multicluster.x-k8s.io"
+
+// ServiceExport renders the ServiceExport (multicluster.x-k8s.io/v1alpha1)
+// of fs's governing Service, delivered to every member when
+// spec.network.export is MultiClusterService.
+func ServiceExport(fs *fleetv1.FleetSet) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(MCSGroup + "/v1alpha1")
+	u.SetKind("ServiceExport")
+	u.SetNamespace(fs.Namespace)
+	u.SetName(envelope.ServiceName(fs))
+	u.SetLabels(ownedBy(fs, map[string]string{fleetv1.LabelSet: fs.Name}))
+	return u
 }

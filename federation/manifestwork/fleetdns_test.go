@@ -196,3 +196,28 @@ func TestRecordsBucketByOrdinal(t *testing.T) {
 		t.Errorf("slices %v, want one per ordinal bucket of 1000", names)
 	}
 }
+
+func TestServiceExportOnlyWhenAsked(t *testing.T) {
+	fs := makeFleetSet("db", "mydb").subset("east", "east", nil).obj()
+	kinds := func() []string {
+		works, err := Works(fs, []Subset{east}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range works[0].Spec.Workload.Manifests {
+			if strings.Contains(string(m.Raw), `"kind":"ServiceExport"`) {
+				out = append(out, string(m.Raw))
+			}
+		}
+		return out
+	}
+	if got := kinds(); len(got) != 0 {
+		t.Errorf("no spec.network: work carries %v", got)
+	}
+	fs.Spec.Network = &fleetv1.FleetNetwork{Export: fleetv1.NetworkExportMultiClusterService}
+	got := kinds()
+	if len(got) != 1 || !strings.Contains(got[0], `"apiVersion":"multicluster.x-k8s.io/v1alpha1"`) || !strings.Contains(got[0], `"name":"mydb"`) {
+		t.Errorf("export MultiClusterService: work carries %v, want one ServiceExport mydb", got)
+	}
+}

@@ -105,6 +105,9 @@ func Works(fs *fleetv1.FleetSet, subsets []Subset, records *Records) ([]*workv1.
 		}},
 	}
 	sharedObjs := []runtime.Object{ns, Service(fs), view}
+	if fs.Spec.ExportsMultiClusterService() {
+		sharedObjs = append(sharedObjs, ServiceExport(fs))
+	}
 	for _, rs := range RoleServices(fs) {
 		sharedObjs = append(sharedObjs, rs)
 	}
@@ -135,6 +138,9 @@ func work(fs *fleetv1.FleetSet, cluster string, subsets []Subset, viewName strin
 		createOnlyConfig("", "namespaces", "", fs.Namespace),
 		applyConfig("", "services", fs.Namespace, envelope.ServiceName(fs)),
 		applyConfig("", "configmaps", fs.Namespace, viewName),
+	}
+	if fs.Spec.ExportsMultiClusterService() {
+		configs = append(configs, applyConfig(MCSGroup, "serviceexports", fs.Namespace, envelope.ServiceName(fs)))
 	}
 	for _, rs := range fs.Spec.RoleServices {
 		configs = append(configs, applyConfig("", "services", fs.Namespace, rs.Name))
