@@ -363,7 +363,7 @@ func startFencing(ctx context.Context, cfg Config, host Host) (*fence.Guard, err
 	identity, _ := os.Hostname()
 	hb := &contact.Heartbeat{Cluster: cfg.Cluster, Identity: identity, PeerURL: cfg.PeerURL, Hub: hubCS.CoordinationV1(),
 		Local: host.Client.CoordinationV1(), Monitor: mon, Clock: clk, Period: period,
-		Report: g.Report}
+		Report: reportWith(g, f)}
 
 	go hb.Run(ctx)
 	go f.Run(ctx, host.Pods.Informer().HasSynced)
@@ -427,4 +427,17 @@ func hubClient(path string, timeout time.Duration) (kubernetes.Interface, error)
 		return nil, fmt.Errorf("hub client: %w", err)
 	}
 	return cs, nil
+}
+
+// reportWith returns what each heartbeat tells the hub: g's state and
+// peers, and the longest fence f enforces (-1 when it cannot be read).
+func reportWith(g *fence.Guard, f *fence.Fencer) func() contact.Report {
+	return func() contact.Report {
+		r := g.Report()
+		r.FenceSeconds = -1
+		if s, err := f.EnforcedSeconds(context.Background()); err == nil {
+			r.FenceSeconds = s
+		}
+		return r
+	}
 }

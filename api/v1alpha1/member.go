@@ -80,6 +80,16 @@ const (
 	// TaintOutOfService. Absent (a member before this rule): the member
 	// fences when no peer answers, and the hub relocates as before.
 	AnnotationMemberPeers = "fleetset.io/member-peers"
+	// AnnotationMemberFenceSeconds on a heartbeat Lease is the longest time,
+	// in whole seconds, the member would take from the start of a fence
+	// until the last fenced pod has stopped, as it enforces it: the largest
+	// fenceGraceSeconds of its placements plus the largest
+	// terminationGracePeriodSeconds of their pods. The hub counts the
+	// larger of it and the FleetSet's spec into the fence deadline, so that
+	// lowering either in the spec during a cut, or pods with a longer grace
+	// (old revisions, a subset patch), never relocate before the member has
+	// fenced. Absent: the spec alone.
+	AnnotationMemberFenceSeconds = "fleetset.io/member-fence-seconds"
 	// PeersConfigMapName is the ConfigMap, in ResyncLeaseNamespace of every
 	// member, in which the hub delivers the peers' URLs (key PeersKey: a JSON
 	// object of cluster name to URL), with the resync lease's ManifestWork.

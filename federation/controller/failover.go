@@ -283,9 +283,16 @@ func (r *FleetSetReconciler) fenceDeadline(ctx context.Context, fs *fleetv1.Flee
 	since := r.Heartbeats.Since(v)
 	out.Heartbeat, out.NoPeers = true, v.Peers == 0
 	confirm := fleetv1.FenceConfirmation(v.Timeout)
+	fence := fmt.Sprintf("fenceGraceSeconds %s + terminationGracePeriodSeconds %s", grace, term)
+	// The member enforces the fence it had at its last heartbeat, whatever
+	// the spec says now: wait for the longer of the two.
+	if enforced := time.Duration(v.FenceSeconds) * time.Second; enforced > grace+term {
+		grace, term = enforced, 0
+		fence = fmt.Sprintf("the fence the member enforces %s (its fence grace and its pods' termination grace, as it last reported them; the spec's is shorter)", enforced)
+	}
 	out.Fenced = since.Add(v.Timeout + confirm + grace + term + r.RelocationMargin)
-	out.Deadline = fmt.Sprintf("heartbeat last observed or disruption ended at %s + timeout %s + confirmation %s + fenceGraceSeconds %s + terminationGracePeriodSeconds %s + margin %s",
-		since.UTC().Format(time.RFC3339), v.Timeout, confirm, grace, term, r.RelocationMargin)
+	out.Deadline = fmt.Sprintf("heartbeat last observed or disruption ended at %s + timeout %s + confirmation %s + %s + margin %s",
+		since.UTC().Format(time.RFC3339), v.Timeout, confirm, fence, r.RelocationMargin)
 	if v.State != "" {
 		out.Deadline += fmt.Sprintf("; member last reported %s: %s", v.State, v.Reason)
 	}

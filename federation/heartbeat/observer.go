@@ -45,6 +45,10 @@ type View struct {
 	// fences when no peer answers). 0: it never fences on hub silence, so
 	// the hub must not relocate from it.
 	Peers int
+	// FenceSeconds is the longest fence the member enforces, in seconds
+	// (AnnotationMemberFenceSeconds: fence grace plus its pods' termination
+	// grace); -1 when it reported none.
+	FenceSeconds int64
 }
 
 // record is a View and the renewTime it was observed with.
@@ -107,7 +111,15 @@ func (o *Observer) Observe(l *coordinationv1.Lease) {
 	if n, err := strconv.Atoi(l.Annotations[fleetv1.AnnotationMemberPeers]); err == nil && n >= 0 {
 		r.Peers = n
 	}
+	r.FenceSeconds = -1
+	if n, err := strconv.ParseInt(l.Annotations[fleetv1.AnnotationMemberFenceSeconds], 10, 64); err == nil && n >= 0 && n <= maxFenceSeconds {
+		r.FenceSeconds = n
+	}
 }
+
+// maxFenceSeconds bounds a member's reported fence (a week): a larger value
+// is not believed, and the spec alone counts.
+const maxFenceSeconds = 7 * 24 * 3600
 
 // Forget drops cluster's heartbeat (its Lease was deleted).
 func (o *Observer) Forget(cluster string) {

@@ -63,6 +63,9 @@ type Report struct {
 	// the last successful beat: the member and the hub then judge a cut by
 	// the same number (see AnnotationMemberPeers).
 	Peers int
+	// FenceSeconds is the longest fence the member enforces, in seconds
+	// (AnnotationMemberFenceSeconds); -1: unknown, not reported.
+	FenceSeconds int64
 }
 
 // Run renews every Period until ctx is done. Before the first attempt it
@@ -83,7 +86,7 @@ func (h *Heartbeat) Beat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, h.Period)
 	defer cancel()
 	sent := h.Clock.Now()
-	r := Report{Peers: -1}
+	r := Report{Peers: -1, FenceSeconds: -1}
 	if h.Report != nil {
 		r = h.Report()
 	}
@@ -132,6 +135,9 @@ func (h *Heartbeat) lease(sent time.Time, r Report) *coordinationv1.Lease {
 	if r.State != "" {
 		l.Annotations[fleetv1.AnnotationMemberState] = r.State
 		l.Annotations[fleetv1.AnnotationMemberReason] = r.Reason
+	}
+	if r.FenceSeconds >= 0 {
+		l.Annotations[fleetv1.AnnotationMemberFenceSeconds] = strconv.FormatInt(r.FenceSeconds, 10)
 	}
 	if r.Peers >= 0 {
 		l.Annotations[fleetv1.AnnotationMemberPeers] = strconv.Itoa(r.Peers)

@@ -66,13 +66,16 @@ func TestBeatReportsPeers(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	mon := NewMonitor(clk, 9*time.Second)
 	hb := &Heartbeat{Cluster: "east", Identity: "a", Hub: hub.CoordinationV1(), Local: local.CoordinationV1(), Monitor: mon, Clock: clk, Period: 3 * time.Second,
-		Report: func() Report { return Report{State: "InContact", Reason: "fine", Peers: 0} }}
+		Report: func() Report { return Report{State: "InContact", Reason: "fine", Peers: 0, FenceSeconds: 75} }}
 	if err := hb.Beat(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	l, err := hub.CoordinationV1().Leases("east").Get(context.Background(), fleetv1.HeartbeatLeaseName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := l.Annotations[fleetv1.AnnotationMemberFenceSeconds]; got != "75" {
+		t.Errorf("hub Lease %s = %q, want 75", fleetv1.AnnotationMemberFenceSeconds, got)
 	}
 	if got := l.Annotations[fleetv1.AnnotationMemberPeers]; got != "0" {
 		t.Errorf("hub Lease %s = %q, want 0", fleetv1.AnnotationMemberPeers, got)
