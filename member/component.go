@@ -349,7 +349,7 @@ func startFencing(ctx context.Context, cfg Config, host Host) (*fence.Guard, err
 	}
 	hc := peers.NewClient()
 	g := &fence.Guard{
-		Monitor: mon, Clock: clk, PeerPoll: fleetv1.FenceConfirmation(cfg.HeartbeatTimeout),
+		Monitor: mon, Clock: clk, PeerPoll: fleetv1.FenceConfirmation(cfg.HeartbeatTimeout), FrozenAfter: cfg.HeartbeatTimeout,
 		Peers: func(ctx context.Context) (map[string]string, error) { return peerURLs(ctx, host.Client, cfg.Cluster) },
 		Ask: func(ctx context.Context, p map[string]string) []peers.Result {
 			return peers.Ask(ctx, hc, p, min(2*time.Second, period))

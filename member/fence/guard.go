@@ -33,6 +33,11 @@ type Guard struct {
 	// long a Fenced decision must hold before the member fences: one
 	// heartbeat period (v1alpha1.FenceConfirmation).
 	PeerPoll time.Duration
+	// FrozenAfter is how long without an evaluation means the process did
+	// not run (frozen whole, suspended): on resuming, the member fences as
+	// it would have (thawed). The Fencer evaluates every second; the member
+	// component sets the heartbeat timeout. 0: never.
+	FrozenAfter time.Duration
 
 	mu          sync.Mutex
 	verdict     Verdict
@@ -49,6 +54,11 @@ type Guard struct {
 	known   int
 	knownOK bool
 	counted time.Time
+	// evaluated is when Evaluate last ran, and lastContact the member's
+	// last contact with the hub as that evaluation saw it: a gap in the
+	// evaluations longer than the timeout means the process did not run
+	// (frozen, suspended), and the contact before it is lastContact.
+	evaluated, lastContact time.Time
 }
 
 // Evaluate decides the member's state now, asking the peers when the
@@ -80,7 +90,9 @@ func (g *Guard) Evaluate(ctx context.Context) (Verdict, time.Time) {
 	}
 	v := Decide(s, results)
 	now := g.Clock.Now()
-
+	if v, since, ok := g.thawed(s, now); ok {
+		return v, since
+	}
 	g.mu.Lock()
 	prev := g.verdict
 	switch {
@@ -120,6 +132,45 @@ func (g *Guard) Evaluate(ctx context.Context) (Verdict, time.Time) {
 		fn()
 	}
 	return v, since
+}
+
+// thawed handles the first evaluation after the process did not run for
+// longer than the heartbeat timeout (frozen whole, suspended) while the
+// member was out of contact for at least timeout + PeerPoll: the hub may
+// have relocated its subsets meanwhile, and the heartbeat that may already
+// have succeeded since says nothing of that. The member fences as it would
+// have had it run: Fenced, counted from its last contact before the gap +
+// timeout + PeerPoll, so the Fencer at once deletes the pods whose fence
+// grace is over, and the fence records stay until the hub confirms the
+// placements are still this cluster's (a later evaluation in contact lifts
+// nothing by itself). It reports false, changing nothing, otherwise.
+// Without the gap in evaluations the member was observing: a hub outage it
+// held through is never a reason to fence.
+func (g *Guard) thawed(s contact.Status, now time.Time) (Verdict, time.Time, bool) {
+	g.mu.Lock()
+	timeout := g.Monitor.Timeout()
+	prevEval, prevContact := g.evaluated, g.lastContact
+	g.evaluated = now
+	if s.Known {
+		g.lastContact = now.Add(-s.SinceContact)
+	}
+	if g.FrozenAfter <= 0 || prevEval.IsZero() || prevContact.IsZero() || now.Sub(prevEval) <= g.FrozenAfter || g.verdict.State == Fenced ||
+		now.Sub(prevContact) < timeout+g.PeerPoll {
+		g.mu.Unlock()
+		return Verdict{}, time.Time{}, false
+	}
+	v := Verdict{State: Fenced, Reason: fmt.Sprintf("this process did not run for %s (frozen or suspended) while out of contact with the hub for %s: fencing as it would have, until the hub confirms its placements",
+		now.Sub(prevEval).Round(time.Second), now.Sub(prevContact).Round(time.Second))}
+	g.verdict, g.candidate = v, time.Time{}
+	g.fencedSince = prevContact.Add(timeout + g.PeerPoll)
+	since, fire := g.fencedSince, g.listeners
+	g.mu.Unlock()
+	thaws.Inc()
+	setStateMetrics(v, s)
+	for _, fn := range fire {
+		fn()
+	}
+	return v, since, true
 }
 
 // peerResults asks the peers, or returns the last round's results when it

@@ -167,3 +167,52 @@ func TestGuardNoPeersHolds(t *testing.T) {
 
 // Timeout is fencetest's heartbeat timeout.
 func Timeout() time.Duration { return fencetest.Timeout }
+
+// TestGuardFencesOnThaw: a member frozen whole (no evaluation, no
+// heartbeat) for longer than timeout + poll may have been relocated
+// meanwhile. On resume, even when a heartbeat succeeded before the first
+// evaluation, it is Fenced, counted from its last contact before the
+// freeze; a shorter freeze, or a hub outage it observed and held through,
+// fences nothing.
+func TestGuardFencesOnThaw(t *testing.T) {
+	d := fencetest.New()
+	d.Guard.PeerPoll = 5 * time.Second
+	d.Guard.FrozenAfter = fencetest.Timeout
+	if v := d.Contact(); v.State != fence.InContact {
+		t.Fatalf("after contact: %s", v.State)
+	}
+	last := d.Clock.Now()
+	// Frozen 2 minutes: nothing runs; then the heartbeat wins the race.
+	d.Clock.Step(2 * time.Minute)
+	v := d.Contact()
+	_, since := d.Guard.Current()
+	if v.State != fence.Fenced || !strings.Contains(v.Reason, "did not run") {
+		t.Fatalf("thawed after 2m: %s %q, want Fenced", v.State, v.Reason)
+	}
+	if want := last.Add(fencetest.Timeout + 5*time.Second); !since.Equal(want) {
+		t.Errorf("fence counted from %s, want last contact + timeout + poll %s", since, want)
+	}
+	// The next evaluation, in contact, is InContact (the Fencer lifts its
+	// records only on the hub's confirmation).
+	d.Clock.Step(time.Second)
+	if v := d.Contact(); v.State != fence.InContact {
+		t.Errorf("a second later, in contact: %s", v.State)
+	}
+
+	// Frozen 18 s (over the timeout, under timeout + poll): the hub cannot
+	// have relocated; nothing fences.
+	d.Clock.Step(18 * time.Second)
+	if v := d.Contact(); v.State != fence.InContact {
+		t.Errorf("thawed after 18s: %s %q, want InContact", v.State, v.Reason)
+	}
+
+	// A hub outage observed every second for 2 minutes: held, and when the
+	// hub returns nothing fences.
+	d.SetPeers(nil, []string{"west", "north"}, nil)
+	for range 120 {
+		d.Lose(time.Second)
+	}
+	if v := d.Contact(); v.State != fence.InContact {
+		t.Errorf("after an observed hub outage: %s %q, want InContact", v.State, v.Reason)
+	}
+}

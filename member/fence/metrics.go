@@ -35,6 +35,11 @@ var (
 		Help:           "Pods of failover-protected placements the member deleted because it was fenced.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	thaws = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: "fleetset", Subsystem: "member", Name: "thaw_fences_total",
+		Help:           "Times the member fenced on resuming after its process did not run for longer than the heartbeat timeout (frozen, suspended) while out of contact with the hub long enough to have been relocated.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	fencedPlacements = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace: "fleetset", Subsystem: "member", Name: "fenced_placements",
 		Help:           "SubsetPlacements carrying a fence record the hub has not yet confirmed.",
@@ -43,7 +48,7 @@ var (
 )
 
 func init() {
-	legacyregistry.MustRegister(stateGauge, contactAge, peersAnswered, peersInContact, fencedPods, fencedPlacements)
+	legacyregistry.MustRegister(stateGauge, contactAge, peersAnswered, peersInContact, fencedPods, thaws, fencedPlacements)
 }
 
 // setStateMetrics publishes a verdict and the contact status.
