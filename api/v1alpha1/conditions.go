@@ -66,6 +66,10 @@ const (
 	// ReasonApplyFailed: the hub could not write a ManifestWork, or the work
 	// agent reports it not applied.
 	ReasonApplyFailed = "ApplyFailed"
+	// ReasonWorkTooLarge: a cluster's rendered ManifestWork is over OCM's
+	// manifest size limit (500 KiB); the hub does not write it, and the
+	// cluster keeps the work it has.
+	ReasonWorkTooLarge = "WorkTooLarge"
 	// ReasonClusterUnavailable: a subset's ManagedCluster is not Available; its
 	// ManifestWork is still written and its resync lease is not renewed.
 	ReasonClusterUnavailable = "ClusterUnavailable"

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"open-cluster-management.io/api/utils/work/v1/workvalidator"
+
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -84,6 +86,9 @@ type workChanges struct {
 	remove []*workv1.ManifestWork
 	// records are the fleet DNS records the works carry.
 	records *manifestwork.Records
+	// tooLarge are the works not written for being over OCM's manifest
+	// limit, as WorkTooLarge problems.
+	tooLarge []problem
 }
 
 // chooseWrites decides what a reconcile writes of fs's ManifestWorks: the
@@ -113,6 +118,11 @@ func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types
 	out := workChanges{records: records}
 	for _, w := range desired {
 		if missing[w.Namespace] {
+			continue
+		}
+		if err := workvalidator.ManifestValidator.ValidateManifests(w.Spec.Workload.Manifests); err != nil {
+			out.tooLarge = append(out.tooLarge, clusterProblem(fleetv1.ReasonWorkTooLarge, w.Namespace, fmt.Sprintf(
+				"the ManifestWork %s/%s rendered for this cluster is refused by OCM's validation (%v); it is not written, and the cluster keeps the work it has: fewer subsets, instances or delivered ConfigMaps and Secrets in this cluster bring it under the limit", w.Namespace, w.Name, err)))
 			continue
 		}
 		cur := existing[client.ObjectKeyFromObject(w)]
@@ -176,6 +186,7 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 		return nil
 	}
 	observeRecords(st, changes.records)
+	st.report(changes.tooLarge...)
 	if len(changes.apply)+len(changes.remove) > 0 {
 		switch ok, err := r.current(ctx, st.fs); {
 		case err != nil:

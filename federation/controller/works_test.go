@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -168,5 +169,40 @@ func TestChooseWrites(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestChooseWritesRefusesWorksOverOCMsLimit: a cluster's work over OCM's
+// manifest limit (here a 600 KB ConfigMap delivered with its subset) is not
+// written, the other cluster's is, and a WorkTooLarge problem names the
+// cluster; the existing work is kept, not deleted.
+func TestChooseWritesRefusesWorksOverOCMsLimit(t *testing.T) {
+	fs := &fleetv1.FleetSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "mydb"},
+		Spec: fleetv1.FleetSetSpec{Replicas: 2, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "mydb"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "mydb"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "db:1"}}}}},
+	}
+	east := subsetPlan{planned: plan.Subset{Name: "east", Cluster: "east", Replicas: 1, BlockSize: 1000}, clusterExists: true, clusterAvailable: true}
+	west := subsetPlan{planned: plan.Subset{Name: "west", Cluster: "west", OrdinalStart: 1000, Replicas: 1, BlockSize: 1000}, clusterExists: true, clusterAvailable: true}
+	big := make([]byte, 600*1024)
+	for i := range big {
+		big[i] = 'x'
+	}
+	west.rendered.dependencies = []runtime.Object{&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "huge"}, Data: map[string]string{"blob": string(big)}}}
+	old := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: "west", Name: manifestwork.WorkName("db", "mydb"), ResourceVersion: "1"}}
+	got, err := chooseWrites(fs, []subsetPlan{east, west}, map[types.NamespacedName]*workv1.ManifestWork{client.ObjectKeyFromObject(old): old}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.apply) != 1 || got.apply[0].desired.Namespace != "east" {
+		t.Errorf("applies %d works, want only east's", len(got.apply))
+	}
+	if len(got.remove) != 0 {
+		t.Errorf("removes %d works; west's existing work must be kept", len(got.remove))
+	}
+	if len(got.tooLarge) != 1 || got.tooLarge[0].Reason != fleetv1.ReasonWorkTooLarge || got.tooLarge[0].Cluster != "west" {
+		t.Errorf("problems %+v, want one WorkTooLarge for west", got.tooLarge)
 	}
 }
