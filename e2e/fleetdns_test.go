@@ -256,13 +256,24 @@ func TestFleetDNS(t *testing.T) {
 	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](0),
 		Failback: fleetv1.FailbackAutomatic}
 	f.createFleetSet(t, fs)
-	eventually(t, 5*time.Minute, "6 instances ready in three clusters", func(ctx context.Context) (bool, string, error) {
+	// Ready, each instance in the cluster its subset names (a member just
+	// healed by an earlier test may still be unavailable to the hub).
+	eventually(t, 5*time.Minute, "6 instances ready, each at home", func(ctx context.Context) (bool, string, error) {
 		got, err := f.getFleetSet(ctx, ns, "db")
 		if err != nil {
 			return false, "", err
 		}
-		return got.Status.ReadyReplicas == 6 && got.Status.ObservedGeneration == got.Generation,
-			fmt.Sprintf("%d ready", got.Status.ReadyReplicas), nil
+		_, where, err := f.podIPs(ctx, ns, "db")
+		if err != nil {
+			return false, "", err
+		}
+		for pod, c := range where {
+			if !strings.HasPrefix(pod, "db-"+c+"-") {
+				return false, fmt.Sprintf("%s runs in %s", pod, c), nil
+			}
+		}
+		return got.Status.ReadyReplicas == 6 && got.Status.ObservedGeneration == got.Generation && len(where) == 6,
+			fmt.Sprintf("%d ready, %d Running with an IP", got.Status.ReadyReplicas, len(where)), nil
 	})
 	before, home, err := f.podIPs(t.Context(), ns, "db")
 	if err != nil {
@@ -293,6 +304,9 @@ func TestFleetDNS(t *testing.T) {
 		if c == victim {
 			moved = append(moved, pod)
 		}
+	}
+	if len(moved) != 2 {
+		t.Fatalf("%d instances run in %s, want 2: %v", len(moved), victim, home)
 	}
 	others := slices.DeleteFunc(slices.Clone(all), func(m string) bool { return m == victim })
 	var relocation, failback []time.Duration
