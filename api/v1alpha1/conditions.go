@@ -17,8 +17,10 @@ const (
 // Reasons of the FleetSet conditions, most severe first where they compete
 // for Degraded.
 const (
-	// ReasonInvalidSpec: the spec cannot be divided or rendered (the message
-	// names the field). Existing ManifestWorks are left as they are.
+	// ReasonInvalidSpec: the spec cannot be divided or rendered, or tenancy
+	// refuses it (a reserved namespace, spec.podSecurityLevel above the
+	// namespace's platform level, a Secret never copied); the message names
+	// the field. Existing ManifestWorks are left as they are.
 	ReasonInvalidSpec = "InvalidSpec"
 	// ReasonClusterNotBound: a subset's cluster or fallback cluster is in no
 	// ManagedClusterSet bound to the FleetSet's namespace (a
@@ -27,7 +29,8 @@ const (
 	// anywhere until it is bound: existing ManifestWorks are left as they
 	// are.
 	ReasonClusterNotBound = "ClusterNotBound"
-	// ReasonPodSecurity: spec.template violates spec.podSecurityLevel (the
+	// ReasonPodSecurity: spec.template violates the effective Pod Security
+	// level (the namespace's platform level or spec.podSecurityLevel; the
 	// message names each container and setting). Nothing is delivered or
 	// changed; existing ManifestWorks are left as they are.
 	ReasonPodSecurity = "PodSecurityViolation"

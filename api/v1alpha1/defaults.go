@@ -109,11 +109,14 @@ func (s *FleetSetSpec) PodManagementPolicyOrDefault() appsv1.PodManagementPolicy
 	return s.PodManagementPolicy
 }
 
-// DefaultPodSecurityLevel is spec.podSecurityLevel when unset.
+// DefaultPodSecurityLevel is the level of a hub namespace without the label
+// LabelPodSecurityLevel (and so of a FleetSet there without
+// spec.podSecurityLevel).
 const DefaultPodSecurityLevel = PodSecurityBaseline
 
 // PodSecurityLevelOrDefault returns spec.podSecurityLevel, or
-// DefaultPodSecurityLevel when unset.
+// DefaultPodSecurityLevel when unset. It ignores the namespace's platform
+// level: the hub uses tenancy.EffectiveLevel.
 func (s *FleetSetSpec) PodSecurityLevelOrDefault() PodSecurityLevel {
 	if s.PodSecurityLevel == "" {
 		return DefaultPodSecurityLevel

@@ -425,13 +425,18 @@ type FleetSetSpec struct {
 	// +optional
 	Failover *Failover `json:"failover,omitempty"`
 
-	// PodSecurityLevel is the Pod Security level (privileged, baseline or
-	// restricted) the hub enforces on the FleetSet's namespace in every
-	// member cluster it creates there (label
-	// pod-security.kubernetes.io/enforce), and against which it checks
-	// spec.template before delivering anything: a template the level forbids
-	// is refused on the hub (Degraded, naming the container and setting).
-	// Default baseline.
+	// PodSecurityLevel (privileged, baseline or restricted) may tighten the
+	// Pod Security level the platform team allows in the FleetSet's hub
+	// namespace (its label fleetset.io/pod-security-level, default
+	// baseline), never raise it: a more permissive level is refused at
+	// admission (manifests/hub/admission.yaml) and by the hub (Degraded
+	// InvalidSpec naming this field; nothing is delivered). The effective
+	// level (this one when set, else the namespace's) is enforced on the
+	// namespace the hub creates in every member cluster (label
+	// pod-security.kubernetes.io/enforce), and spec.template is checked
+	// against it before anything is delivered: a template it forbids is
+	// refused on the hub (Degraded, naming the container and setting).
+	// Unset: the namespace's level.
 	// +kubebuilder:validation:Enum=privileged;baseline;restricted
 	// +optional
 	PodSecurityLevel PodSecurityLevel `json:"podSecurityLevel,omitempty"`

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -56,6 +57,7 @@ type hubFlags struct {
 	maxConcurrentRecs int
 	maxParallelWrites int
 	maxUnobserved     int
+	reservedNS        []string
 	printVersion      bool
 	zap               zap.Options
 }
@@ -78,6 +80,14 @@ func parseFlags() *hubFlags {
 	flag.IntVar(&f.maxConcurrentRecs, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "Reconciles run in parallel per controller.")
 	flag.IntVar(&f.maxParallelWrites, "max-parallel-work-writes", controller.DefaultMaxParallelWrites, "ManifestWork writes one FleetSet reconcile makes in parallel (at most this × --max-concurrent-reconciles in flight).")
 	flag.IntVar(&f.maxUnobserved, "max-unobserved-work-writes", controller.DefaultMaxUnobservedWrites, "ManifestWork writes, over all reconciles, made or in flight that the hub's own cache has not seen yet; further writes wait. Keeps the hub's watch of ManifestWorks within what the apiserver buffers per watcher (100 events for a custom resource), so that a burst does not get it closed and replayed.")
+	flag.Func("reserved-namespaces", "Comma-separated hub namespaces (a trailing * is a prefix) whose FleetSets are never delivered, besides kube-system, kube-public, kube-node-lease, fleetset-system and open-cluster-management*; may be repeated.", func(v string) error {
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				f.reservedNS = append(f.reservedNS, n)
+			}
+		}
+		return nil
+	})
 	flag.BoolVar(&f.printVersion, "version", false, "Print the version and exit.")
 	f.zap.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -120,7 +130,8 @@ func run() error {
 		return err
 	}
 	if err := controller.Setup(ctx, mgr, controller.Options{HubIdentity: f.hubIdentity, LeaseDuration: f.leaseDuration, RelocationMargin: f.relocationMargin,
-		MaxParallelWrites: f.maxParallelWrites, MaxUnobservedWrites: f.maxUnobserved}); err != nil {
+		MaxParallelWrites: f.maxParallelWrites, MaxUnobservedWrites: f.maxUnobserved,
+		ReservedNamespaces: f.reservedNS}); err != nil {
 		return err
 	}
 	if err := addProbes(mgr); err != nil {

@@ -55,7 +55,7 @@ func TestReconcileReadsEachClusterOnce(t *testing.T) {
 	}
 	gets := map[string]int{}
 	c := fake.NewClientBuilder().WithScheme(scheme).
-		WithObjects(fs, cluster("east", true), cluster("west", false), cluster("south", true), global, binding).
+		WithObjects(fs, cluster("east", true), cluster("west", false), cluster("south", true), global, binding, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "db"}}).
 		WithStatusSubresource(&fleetv1.FleetSet{}).
 		WithIndex(&workv1.ManifestWork{}, WorkOwnerIndex, workOwnerOf).
 		WithInterceptorFuncs(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {

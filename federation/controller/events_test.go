@@ -41,7 +41,7 @@ func TestWorkEventsSurviveStatusConflict(t *testing.T) {
 		},
 	}
 	available := []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "Available"}}
-	objs := []client.Object{fs, globalSet(), boundTo("db", "global"),
+	objs := []client.Object{fs, globalSet(), boundTo("db", "global"), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "db"}},
 		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "east"}, Status: clusterv1.ManagedClusterStatus{Conditions: available}},
 		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "west"}, Status: clusterv1.ManagedClusterStatus{Conditions: available}},
 	}
@@ -97,7 +97,7 @@ func TestUpdatedWorkKeepsItsFeedback(t *testing.T) {
 	}
 	available := []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "Available"}}
 	mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "east"}, Status: clusterv1.ManagedClusterStatus{Conditions: available}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(fs, mc, globalSet(), boundTo("db", "global")).WithStatusSubresource(fs, &workv1.ManifestWork{}).
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(fs, mc, globalSet(), boundTo("db", "global"), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "db"}}).WithStatusSubresource(fs, &workv1.ManifestWork{}).
 		WithIndex(&fleetv1.FleetSet{}, ClusterIndex, clustersOf).WithIndex(&workv1.ManifestWork{}, WorkOwnerIndex, workOwnerOf).Build()
 	r := &FleetSetReconciler{Client: c, Recorder: record.NewFakeRecorder(20)}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(fs)}

@@ -64,6 +64,7 @@ func (r *FleetSetReconciler) planFailover(ctx context.Context, st *state, planne
 	}
 	decisions := failover.Plan(in.spec, in.subsets, in.clusters, st.now.Time)
 	placed, out := placeSubsets(st.fs, planned, in, decisions)
+	admitPlaced(st, placed)
 	reportFailover(st, in, decisions, out)
 	return placed, out, nil
 }

@@ -77,6 +77,9 @@ type FleetSetReconciler struct {
 	// metawrite.Writer, which reads back only the answers' metadata. nil:
 	// Client, which reads back whole objects.
 	Writer Writer
+	// ReservedNamespaces are hub namespaces whose FleetSets are never
+	// delivered, besides v1alpha1.ReservedNamespaces (see Options).
+	ReservedNamespaces []string
 
 	// expectations holds the writes the cache has not delivered yet; nil
 	// (a reconciler built without Setup, as in unit tests): none awaited.
@@ -96,7 +99,8 @@ type FleetSetReconciler struct {
 // SetupWithManager watches FleetSets (spec and annotations), the hub's
 // ManifestWorks (by owner labels; creations only of orphans), ManagedClusters
 // (availability), cluster sets and bindings, PlacementDecisions, and the
-// metadata of ConfigMaps and Secrets (DependencyIndex), each mapped to the
+// metadata of ConfigMaps and Secrets (DependencyIndex) and the labels of
+// Namespaces (the platform's Pod Security level), each mapped to the
 // FleetSets it concerns.
 func (r *FleetSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
@@ -112,6 +116,7 @@ func (r *FleetSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.fleetSetsDelivering(manifestwork.KindConfigMap)), builder.OnlyMetadata).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.fleetSetsDelivering(manifestwork.KindSecret)), builder.OnlyMetadata).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(memberEndpointsOwner)).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.fleetSetsOfNamespace), builder.OnlyMetadata, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Complete(r)
 }
 

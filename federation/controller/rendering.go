@@ -84,14 +84,7 @@ func (r *FleetSetReconciler) renderSubsets(ctx context.Context, st *state, plann
 	for i, s := range fs.Spec.Topology.Subsets {
 		index[s.Name] = i
 	}
-	read := map[string]runtime.Object{} // kind/name → hub object; nil: not found
-	// References of the fleet's template are reported once, naming
-	// spec.template; those only a subset's overrides add, per subset.
-	fleetRefs := map[string]bool{}
-	for _, ref := range manifestwork.References(&fs.Spec.Template) {
-		fleetRefs[ref.Kind+"/"+ref.Name] = true
-	}
-	reported := map[string]bool{}
+	deps := newDependencyReads(fs)
 	for k, sp := range planned {
 		var spec *fleetv1.Subset
 		field := "spec.template"
@@ -111,7 +104,7 @@ func (r *FleetSetReconciler) renderSubsets(ctx context.Context, st *state, plann
 			continue
 		}
 		if spec != nil && overridesTemplate(spec) {
-			if err := tenancy.CheckPodTemplate(field+" (spec.template with the subset's overrides)", string(fs.Spec.PodSecurityLevelOrDefault()), tmpl); err != nil {
+			if err := tenancy.CheckPodTemplate(field+" (spec.template with the subset's overrides)", string(st.podSecurityLevel), tmpl); err != nil {
 				st.report(subsetProblem(fleetv1.ReasonPodSecurity, sp.Name, "", err.Error()))
 				ok = false
 				continue
@@ -121,36 +114,11 @@ func (r *FleetSetReconciler) renderSubsets(ctx context.Context, st *state, plann
 		if fs.Spec.DependenciesOrDefault() != fleetv1.DependenciesAuto {
 			continue
 		}
-		for _, ref := range manifestwork.References(tmpl) {
-			key := ref.Kind + "/" + ref.Name
-			obj, seen := read[key]
-			if !seen {
-				if obj, err = r.readDependency(ctx, fs.Namespace, ref); err != nil {
-					return nil, false, err
-				}
-				read[key] = obj
-			}
-			if obj == nil {
-				if !ref.Optional {
-					ok = false
-					subset, where := sp.Name, field+"'s overrides"
-					if fleetRefs[key] {
-						subset, where = "", "spec.template"
-					}
-					if !reported[subset+"/"+key] {
-						reported[subset+"/"+key] = true
-						st.report(subsetProblem(fleetv1.ReasonDependencyMissing, subset, "", fmt.Sprintf("%s %s, referenced by %s (%s), does not exist in namespace %s on the hub; holding: no work is written (nothing is removed from any member) until it exists, the reference is removed or marked optional, or spec.dependencies is None",
-							ref.Kind, ref.Name, where, ref.Where, fs.Namespace)))
-					}
-				}
-				continue
-			}
-			d, err := manifestwork.Dependency(fs, obj)
-			if err != nil {
-				return nil, false, err
-			}
-			out[k].dependencies = append(out[k].dependencies, d)
+		var depsOK bool
+		if out[k].dependencies, depsOK, err = r.subsetDependencies(ctx, st, deps, sp.Name, field, tmpl); err != nil {
+			return nil, false, err
 		}
+		ok = ok && depsOK
 		if out[k].dependenciesHash, err = manifestwork.DependenciesHash(out[k].dependencies); err != nil {
 			return nil, false, err
 		}

@@ -94,6 +94,10 @@ type Options struct {
 	// hub's cache has not delivered yet (a write stops counting after 30 s
 	// undelivered); 0 means DefaultMaxUnobservedWrites.
 	MaxUnobservedWrites int
+	// ReservedNamespaces are hub namespaces (an entry ending in "*" is a
+	// prefix) whose FleetSets are refused (InvalidSpec), besides
+	// v1alpha1.ReservedNamespaces.
+	ReservedNamespaces []string
 }
 
 // NewScheme returns a scheme with the types the hub reads and writes:
@@ -187,7 +191,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	fr := &FleetSetReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("fleetset-hub"), RelocationMargin: opts.RelocationMargin, Clock: opts.Clock,
-		Heartbeats: beats, APIReader: mgr.GetAPIReader(), MaxParallelWrites: opts.MaxParallelWrites, Writer: writer, expectations: exp}
+		Heartbeats: beats, APIReader: mgr.GetAPIReader(), MaxParallelWrites: opts.MaxParallelWrites, Writer: writer, expectations: exp,
+		ReservedNamespaces: opts.ReservedNamespaces}
 	if err := fr.SetupWithManager(mgr); err != nil {
 		return err
 	}

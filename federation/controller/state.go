@@ -16,6 +16,7 @@ import (
 	"github.com/fleetset/fleetset/federation/manifestwork"
 	"github.com/fleetset/fleetset/federation/plan"
 	"github.com/fleetset/fleetset/federation/rollout"
+	"github.com/fleetset/fleetset/federation/tenancy"
 )
 
 // state is what one reconcile of a FleetSet reads and decides, filled in by
@@ -33,6 +34,14 @@ type state struct {
 	// clusters are the ManagedClusters the FleetSet uses or may use, read
 	// once (readClusters), by name; nil: not found.
 	clusters map[string]*clusterv1.ManagedCluster
+	// podSecurityLevel is the level the FleetSet's pods run at (the
+	// platform's for its namespace, or its own when stricter), and
+	// clusterSets the sets bound to its namespace: the tenancy step's.
+	podSecurityLevel fleetv1.PodSecurityLevel
+	clusterSets      *tenancy.ClusterSets
+	// holdWrites: a subset is placed on a cluster not bound to the
+	// namespace (admitPlaced); no ManifestWork is written or deleted.
+	holdWrites bool
 	// subsets are the subsets in spec order (empty when the spec cannot be
 	// planned).
 	subsets []subsetPlan

@@ -12,15 +12,31 @@ import (
 	"github.com/fleetset/fleetset/federation/tenancy"
 )
 
-// admitTenancy checks what the FleetSet may reach (package tenancy): each
-// existing cluster it names or falls back to in a ManagedClusterSet bound to
-// its namespace, its pod template within its Pod Security level. A refusal
-// is a ClusterNotBound or PodSecurityViolation problem and false: nothing is
-// planned or written. Errors are reads of the cluster sets.
+// admitTenancy checks what the FleetSet may reach (package tenancy): its
+// namespace not reserved (InvalidSpec), its Pod Security level within the
+// platform's for its namespace (InvalidSpec naming spec.podSecurityLevel),
+// each existing cluster it names or falls back to in a ManagedClusterSet
+// bound to its namespace, its pod template within the effective level. It
+// records the effective level and the cluster sets in st. A refusal is a
+// problem and false: nothing is planned or written. Errors are reads of
+// the namespace or the cluster sets.
 func (r *FleetSetReconciler) admitTenancy(ctx context.Context, st *state) (bool, error) {
 	fs := st.fs
+	if entry, reserved := tenancy.Reserved(fs.Namespace, r.ReservedNamespaces); reserved {
+		st.report(fleetProblem(fleetv1.ReasonInvalidSpec, tenancy.ReservedRefusal(fs.Namespace, entry)))
+		return false, nil
+	}
+	level, err := r.podSecurityLevel(ctx, fs)
+	if err != nil {
+		if !isTenancyRefusal(err) {
+			return false, err
+		}
+		st.report(fleetProblem(fleetv1.ReasonInvalidSpec, err.Error()))
+		return false, nil
+	}
+	st.podSecurityLevel = level
 	ok := true
-	if err := tenancy.CheckPodTemplate("spec.template", string(fs.Spec.PodSecurityLevelOrDefault()), &fs.Spec.Template); err != nil {
+	if err := tenancy.CheckPodTemplate("spec.template", string(level), &fs.Spec.Template); err != nil {
 		st.report(fleetProblem(fleetv1.ReasonPodSecurity, err.Error()))
 		ok = false
 	}
@@ -28,6 +44,7 @@ func (r *FleetSetReconciler) admitTenancy(ctx context.Context, st *state) (bool,
 	if err != nil {
 		return false, err
 	}
+	st.clusterSets = sets
 	check := func(subset, field, name string) {
 		mc := st.clusters[name]
 		if mc == nil {

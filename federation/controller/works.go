@@ -176,11 +176,14 @@ func deletable(works map[types.NamespacedName]*workv1.ManifestWork, kept map[str
 // nothing written), and records them in st. Write failures are ApplyFailed
 // problems; a conflict is returned, to retry with fresh objects.
 func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
+	if st.holdWrites {
+		return nil
+	}
 	reports, err := r.readMemberEndpoints(ctx, st.fs)
 	if err != nil {
 		return err
 	}
-	changes, err := chooseWrites(st.fs, st.subsets, st.existingWorks, r.editedByOthers, reports)
+	changes, err := chooseWrites(st.deliveredFleetSet(), st.subsets, st.existingWorks, r.editedByOthers, reports)
 	if err != nil {
 		st.invalidSpec(err)
 		return nil
