@@ -40,6 +40,22 @@ func TestPeersOverOCMCertificates(t *testing.T) {
 	f := theFleet
 	all := append(append([]member{}, f.members...), f.spare...)
 	ctx := context.Background()
+	// The hub delivers the peers to the clusters that host a FleetSet (the
+	// resync work): one over every member.
+	ns := f.newNamespace(t, "e2e-peers")
+	fs := f.newFleetSet(ns, "db", int32(2*len(all)))
+	for _, o := range f.spare {
+		s := fleetv1.Subset{Name: o.name, Cluster: o.name}
+		for _, z := range f.zones {
+			s.Domains = append(s.Domains, fleetv1.DomainShare{Name: z})
+		}
+		fs.Spec.Topology.Subsets = append(fs.Spec.Topology.Subsets, s)
+	}
+	for i := range fs.Spec.Topology.Subsets {
+		fs.Spec.Topology.Subsets[i].Replicas = nil
+	}
+	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate}
+	f.createFleetSet(t, fs)
 	ca := &corev1.ConfigMap{}
 	if err := f.hub.Get(ctx, client.ObjectKey{Namespace: peers.CANamespace, Name: peers.CAConfigMapName}, ca); err != nil {
 		t.Fatalf("the fleet peer CA on the hub: %v", err)
