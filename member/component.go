@@ -2,6 +2,7 @@ package member
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,6 +55,19 @@ type Config struct {
 	// PeerURL is the URL other members use to reach the peer endpoint; the
 	// heartbeat advertises it.
 	PeerURL string
+	// PeerCertDir holds tls.crt and tls.key, the peer certificate OCM's
+	// add-on manager signed for this member (CustomSigner
+	// peers.SignerName, mounted at peers.CertDir). Without it (and without
+	// PeerInsecure) the member serves no peer endpoint and asks no peer:
+	// it knows no peer, so it never fences on hub silence.
+	PeerCertDir string
+	// PeerCAFile is a PEM file of the fleet peer CA; "" reads it from the
+	// hub (ConfigMap peers.CANamespace/peers.CAConfigMapName) and keeps
+	// the last one read.
+	PeerCAFile string
+	// PeerInsecure serves and asks peers over plain HTTP, unauthenticated:
+	// tests only.
+	PeerInsecure bool
 	// ClaimExpansion runs the claim expansion controller (package
 	// member/claims), with or without a hub kubeconfig.
 	ClaimExpansion bool
@@ -101,7 +115,10 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.HubKubeconfig, "member-hub-kubeconfig", c.HubKubeconfig, "Kubeconfig with the fleetset add-on's hub credentials (the add-on's {{HUB_KUBECONFIG}}). Empty: no heartbeat and no fencing.")
 	fs.DurationVar(&c.HeartbeatTimeout, "member-heartbeat-timeout", c.HeartbeatTimeout, "Time without reaching the hub after which this member is lost; heartbeats go every third of it.")
 	fs.StringVar(&c.PeerBindAddress, "member-peer-bind-address", c.PeerBindAddress, "host:port of the peer endpoint other members ask whether this one reaches the hub. Empty: none.")
-	fs.StringVar(&c.PeerURL, "member-peer-url", c.PeerURL, "URL at which other members reach the peer endpoint (advertised in the heartbeat).")
+	fs.StringVar(&c.PeerURL, "member-peer-url", c.PeerURL, "URL at which other members reach the peer endpoint (advertised in the heartbeat): https://<address>:<port>.")
+	fs.StringVar(&c.PeerCertDir, "member-peer-cert-dir", c.PeerCertDir, "Directory of tls.crt and tls.key, the peer certificate OCM signed for this member (add-on: "+peers.CertDir+", CustomSigner "+peers.SignerName+"). Peers are served and asked over mutual TLS only; without it (and without --member-peer-insecure) the member serves no peer endpoint, asks no peer and so never fences on hub silence.")
+	fs.StringVar(&c.PeerCAFile, "member-peer-ca-file", c.PeerCAFile, "PEM file of the fleet peer CA that signs the peers' certificates. Empty: read from the hub, ConfigMap "+peers.CANamespace+"/"+peers.CAConfigMapName+" key "+peers.CAConfigMapKey+", and kept while the hub is lost.")
+	fs.BoolVar(&c.PeerInsecure, "member-peer-insecure", c.PeerInsecure, "Serve and ask peers over plain HTTP, unauthenticated. For tests only: anyone who reaches the endpoint, or sits between members, can make a member fence or hold.")
 	fs.BoolVar(&c.ClaimExpansion, "member-claim-expansion", c.ClaimExpansion, "Expand the claims of a delivered StatefulSet to its SubsetPlacement's spec.claimStorage and delete the StatefulSet (orphaning its pods) for the work agent to re-create it with the larger claim templates. Runs with or without --member-hub-kubeconfig.")
 	fs.BoolVar(&c.Roles, "member-roles", c.Roles, "Detect the roles of the instances of SubsetPlacements with spec.roles (their role probe, or the label fleetset.io/role their workload sets), label the pods with them and write them into the placements' status. Runs with or without --member-hub-kubeconfig.")
 	fs.BoolVar(&c.RoleUpdates, "member-role-updates", c.RoleUpdates, "In a role-ordered rollout (a SubsetPlacement with spec.update and spec.roles, its StatefulSet on OnDelete), delete the StatefulSet's outdated pods by role, lowest updatePriority first, then the highest ordinal, within spec.update.maxUnavailable, and the leader only as spec.update.leader says (annotating it fleetset.io/switchover-requested for Switchover). Runs with or without --member-hub-kubeconfig.")
@@ -129,6 +146,9 @@ func (c *Config) validate(host Host) error {
 	}
 	if c.HeartbeatTimeout < 3*time.Second {
 		return fmt.Errorf("--member-heartbeat-timeout %s is below 3s", c.HeartbeatTimeout)
+	}
+	if c.PeerInsecure && c.PeerCertDir != "" {
+		return errors.New("--member-peer-insecure and --member-peer-cert-dir exclude each other")
 	}
 	return nil
 }
@@ -344,15 +364,25 @@ func startFencing(ctx context.Context, cfg Config, host Host) (*fence.Guard, err
 	clk := clock.RealClock{}
 	period := cfg.HeartbeatTimeout / 3
 	mon := contact.NewMonitor(clk, cfg.HeartbeatTimeout)
-	if err := servePeers(ctx, cfg, mon); err != nil {
+	clients, serverTLS, err := peerTLS(ctx, cfg, hubCS)
+	if err != nil {
 		return nil, err
 	}
-	hc := peers.NewClient()
+	if clients == nil {
+		cfg.PeerURL = ""
+	} else if err := servePeers(ctx, cfg, mon, serverTLS); err != nil {
+		return nil, err
+	}
 	g := &fence.Guard{
 		Monitor: mon, Clock: clk, PeerPoll: fleetv1.FenceConfirmation(cfg.HeartbeatTimeout), FrozenAfter: cfg.HeartbeatTimeout,
-		Peers: func(ctx context.Context) (map[string]string, error) { return peerURLs(ctx, host.Client, cfg.Cluster) },
+		Peers: func(ctx context.Context) (map[string]string, error) {
+			if clients == nil {
+				return map[string]string{}, nil // no certificate: no peer, never fence on hub silence
+			}
+			return peerURLs(ctx, host.Client, cfg.Cluster)
+		},
 		Ask: func(ctx context.Context, p map[string]string) []peers.Result {
-			return peers.Ask(ctx, hc, p, min(2*time.Second, period))
+			return peers.Ask(ctx, clients, p, min(2*time.Second, period))
 		},
 	}
 	f := &fence.Fencer{Guard: g, Placements: host.Placements, Writer: host.Writer, Pods: host.Pods.Lister(), Client: host.Client,
@@ -372,8 +402,8 @@ func startFencing(ctx context.Context, cfg Config, host Host) (*fence.Guard, err
 }
 
 // servePeers serves the peer endpoint on cfg.PeerBindAddress, if any, until
-// ctx is done.
-func servePeers(ctx context.Context, cfg Config, mon *contact.Monitor) error {
+// ctx is done, over tc (nil: plain HTTP).
+func servePeers(ctx context.Context, cfg Config, mon *contact.Monitor, tc *tls.Config) error {
 	if cfg.PeerBindAddress == "" {
 		return nil
 	}
@@ -381,8 +411,66 @@ func servePeers(ctx context.Context, cfg Config, mon *contact.Monitor) error {
 	if err != nil {
 		return fmt.Errorf("peer endpoint: %w", err)
 	}
-	peers.Serve(ctx, ln, peers.Handler(cfg.Cluster, mon))
+	peers.Serve(ctx, ln, peers.Handler(cfg.Cluster, mon), tc)
 	return nil
+}
+
+// peerTLS returns how to ask peers and the peer endpoint's TLS: mutual TLS
+// with cfg.PeerCertDir's certificate and the fleet peer CA (from
+// cfg.PeerCAFile, or reloaded from the hub through hub every few minutes
+// in the background); plain HTTP (nil *tls.Config) with
+// cfg.PeerInsecure; and nil Clients when neither is set: no peers.
+// Errors: an unreadable certificate or CA file.
+func peerTLS(ctx context.Context, cfg Config, hub kubernetes.Interface) (peers.Clients, *tls.Config, error) {
+	logger := klog.FromContext(ctx)
+	switch {
+	case cfg.PeerInsecure:
+		logger.Info("WARNING: --member-peer-insecure: peers are served and asked over plain HTTP, unauthenticated")
+		return peers.Plain(peers.NewClient()), nil, nil
+	case cfg.PeerCertDir == "":
+		logger.Info("No --member-peer-cert-dir: no peer endpoint, no peer asked; this member never fences on hub silence and the hub holds relocation from it")
+		return nil, nil, nil
+	}
+	t := &peers.TLS{CertDir: cfg.PeerCertDir}
+	b := &peers.CABundle{}
+	t.CA = b.Pool
+	if cfg.PeerCAFile != "" {
+		pem, err := os.ReadFile(cfg.PeerCAFile)
+		if err == nil {
+			err = b.Set(pem)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("--member-peer-ca-file: %w", err)
+		}
+	} else {
+		go loadPeerCA(ctx, b, hub, 5*time.Minute)
+	}
+	return t.Clients(), t.ServerConfig(), nil
+}
+
+// loadPeerCA reads the fleet peer CA from the hub into b until ctx is done:
+// every peers.RetryUntilLoaded until the first success, then every
+// refresh; a failed read keeps the last CA.
+func loadPeerCA(ctx context.Context, b *peers.CABundle, hub kubernetes.Interface, refresh time.Duration) {
+	logger := klog.FromContext(ctx)
+	for {
+		cm, err := hub.CoreV1().ConfigMaps(peers.CANamespace).Get(ctx, peers.CAConfigMapName, metav1.GetOptions{})
+		if err == nil {
+			err = b.Set([]byte(cm.Data[peers.CAConfigMapKey]))
+		}
+		wait := refresh
+		if err != nil {
+			logger.Error(err, "Reading the fleet peer CA from the hub", "configMap", peers.CANamespace+"/"+peers.CAConfigMapName, "loaded", b.Loaded())
+			if !b.Loaded() {
+				wait = peers.RetryUntilLoaded
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
 }
 
 // peerURLs reads the peers the hub delivered (v1alpha1.PeersConfigMapName),

@@ -309,6 +309,19 @@ start_proc hub placement-controller "$LOCALBIN/placement" controller \
 start_proc hub addon-manager "$LOCALBIN/addon" manager \
   --kubeconfig "$(kubeconfig hub)" --namespace open-cluster-management-hub \
   --listen "127.0.0.1:$(port hub $SLOT_ADDON)" --disable-leader-election
+# The fleet peer CA (docs/failover.md#peers), as an installer makes it:
+# its certificate and key in the Secret fleetset-peer-signer, which OCM's
+# add-on manager signs the members' peer certificates with (the add-on's
+# CustomSigner registration fleetset.io/peer), and its certificate alone in
+# the ConfigMap fleetset-peer-ca, which the members read to trust it.
+mkdir -p "$FLEET_DIR/hub/peer-ca"
+openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=fleetset peer CA" \
+  -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign" \
+  -keyout "$FLEET_DIR/hub/peer-ca/tls.key" -out "$FLEET_DIR/hub/peer-ca/tls.crt" 2>/dev/null
+kc hub -n open-cluster-management-hub create secret tls fleetset-peer-signer \
+  --cert "$FLEET_DIR/hub/peer-ca/tls.crt" --key "$FLEET_DIR/hub/peer-ca/tls.key" >/dev/null
+kc hub -n open-cluster-management-hub create configmap fleetset-peer-ca \
+  --from-file=ca.crt="$FLEET_DIR/hub/peer-ca/tls.crt" >/dev/null
 # The fleetset add-on (ClusterManagementAddOn + AddOnTemplate).
 kc hub apply --server-side --force-conflicts -k "$REPO_ROOT/manifests/addon" >/dev/null
 
@@ -485,6 +498,26 @@ for c in $FLEET_MEMBERS; do
   wait_for "$STEP_TIMEOUT" "$c: the fleetset add-on's hub credentials (Secret fleetset-hub-kubeconfig)" addon_hub_kubeconfig "$c" ||
     die "no hub credentials for the fleetset add-on in $c; see .fleet/$c/logs/registration-agent.log and .fleet/hub/logs/addon-manager.log"
 done
+# Its peer certificate (the CustomSigner registration fleetset.io/peer),
+# signed by the add-on manager with the fleet peer CA: OCM's registration
+# agent writes it into the Secret fleetset-fleetset.io-peer-client-cert,
+# which the add-on's Deployment mounts at /managed/fleetset.io-peer.
+addon_peer_cert() {
+  local c=$1 d ns
+  d=$(cdir "$c")/peer-cert
+  ns=$(kc "$c" get secret -A --field-selector metadata.name=fleetset-fleetset.io-peer-client-cert -o jsonpath='{.items[0].metadata.namespace}' 2>/dev/null) || return 1
+  [[ -n $ns ]] || return 1
+  mkdir -p "$d"
+  for k in tls.crt tls.key; do
+    kc "$c" -n "$ns" get secret fleetset-fleetset.io-peer-client-cert -o "jsonpath={.data.${k//./\\.}}" | base64 -d >"$d/$k.tmp" || return 1
+    [[ -s $d/$k.tmp ]] || return 1
+    mv "$d/$k.tmp" "$d/$k"
+  done
+}
+for c in $FLEET_MEMBERS; do
+  wait_for "$STEP_TIMEOUT" "$c: the fleetset add-on's peer certificate (Secret fleetset-fleetset.io-peer-client-cert)" addon_peer_cert "$c" ||
+    die "no peer certificate for the fleetset add-on in $c; see .fleet/$c/logs/registration-agent.log and .fleet/hub/logs/addon-manager.log"
+done
 for c in $FLEET_MEMBERS; do
   d=$(cdir "$c")
   # fleetset-scheduler: the repository's KubeSchedulerConfiguration with this
@@ -498,13 +531,16 @@ for c in $FLEET_MEMBERS; do
     printf 'clientConnection:\n  kubeconfig: %s\nleaderElection:\n  leaderElect: false\n' "$d/kubeconfig"
   } >"$d/scheduler-config.yaml"
   # Its member component reaches the hub with the add-on's credentials (through
-  # the hub-link) and serves its peer endpoint on loopback.
+  # the hub-link) and serves its peer endpoint on loopback, over mutual TLS
+  # with the add-on's peer certificate; it reads the fleet peer CA from the
+  # hub, as in a real member.
   start_proc "$c" fleetset-scheduler "$LOCALBIN/fleetset-scheduler" --config "$d/scheduler-config.yaml" \
     --bind-address 127.0.0.1 --secure-port "$(port "$c" $SLOT_SCHEDULER)" \
     --authentication-kubeconfig "$d/kubeconfig" --authorization-kubeconfig "$d/kubeconfig" --v 1 \
     --member-cluster-name "$c" --member-hub-kubeconfig "$d/member-hub/kubeconfig" \
     --member-heartbeat-timeout "${FLEET_HEARTBEAT_SECONDS}s" \
-    --member-peer-bind-address "127.0.0.1:$(port "$c" $SLOT_PEER)" --member-peer-url "http://127.0.0.1:$(port "$c" $SLOT_PEER)"
+    --member-peer-bind-address "127.0.0.1:$(port "$c" $SLOT_PEER)" --member-peer-url "https://127.0.0.1:$(port "$c" $SLOT_PEER)" \
+    --member-peer-cert-dir "$d/peer-cert"
 done
 addon_available() {
   [[ $(kc hub -n "$1" get managedclusteraddon fleetset -o jsonpath='{.status.conditions[?(@.type=="Available")].status}') == True ]]

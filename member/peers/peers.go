@@ -11,9 +11,14 @@ package peers
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"sort"
@@ -43,16 +48,32 @@ type Answer struct {
 	// SinceContactSeconds is how long ago it last reached the hub, in whole
 	// seconds, by its own monotonic clock.
 	SinceContactSeconds int64 `json:"sinceContactSeconds"`
+	// Nonce echoes the question's nonce (query parameter NonceParam, at
+	// most MaxNonce characters): an answer recorded earlier and replayed
+	// carries another one, and the asker refuses it (ReasonNonce).
+	Nonce string `json:"nonce,omitempty"`
 }
 
-// Handler serves GET Path with this member's Answer, read from m.
+// NonceParam is the query parameter of the question's nonce.
+const NonceParam = "nonce"
+
+// MaxNonce is the longest nonce a peer echoes, in characters.
+const MaxNonce = 64
+
+// Handler serves GET Path with this member's Answer, read from m, echoing
+// the question's nonce (400 when it is longer than MaxNonce).
 func Handler(cluster string, m *contact.Monitor) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+Path, func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET "+Path, func(w http.ResponseWriter, r *http.Request) {
+		nonce := r.URL.Query().Get(NonceParam)
+		if len(nonce) > MaxNonce {
+			http.Error(w, "nonce too long", http.StatusBadRequest)
+			return
+		}
 		s := m.Status()
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(Answer{Cluster: cluster, InContact: s.Known && s.SinceContact < m.Timeout()/2,
-			SinceContactSeconds: int64(s.SinceContact / time.Second)})
+			SinceContactSeconds: int64(s.SinceContact / time.Second), Nonce: nonce})
 	})
 	return mux
 }
@@ -73,11 +94,19 @@ func NewClient() *http.Client {
 
 // Serve serves h on ln until ctx is done, at most MaxConnections at once,
 // with read, write and idle timeouts of a few seconds and 4 KiB of headers:
-// an endpoint any member's network can reach must not be held open.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler) {
+// an endpoint any member's network can reach must not be held open. With
+// tc (TLS.ServerConfig) it serves TLS only; nil serves plain HTTP (tests,
+// --member-peer-insecure).
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, tc *tls.Config) {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second,
-		WriteTimeout: 5 * time.Second, IdleTimeout: 10 * time.Second, MaxHeaderBytes: 4096}
-	go func() { _ = srv.Serve(netutil.LimitListener(ln, MaxConnections)) }()
+		WriteTimeout: 5 * time.Second, IdleTimeout: 10 * time.Second, MaxHeaderBytes: 4096,
+		ErrorLog: log.New(io.Discard, "", 0)}
+	ln = netutil.LimitListener(ln, MaxConnections)
+	if tc != nil {
+		srv.TLSConfig = tc
+		ln = tls.NewListener(ln, tc)
+	}
+	go func() { _ = srv.Serve(ln) }()
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -93,24 +122,30 @@ type Result struct {
 	// Answer is its answer; valid when Err is nil.
 	Answer Answer
 	// Err says why the peer did not answer (unreachable, timeout, a bad
-	// answer, or an answer naming another cluster).
+	// answer, or one refused: a *Refused, by reason).
 	Err error
 }
 
-// Ask asks every peer (cluster name → base URL) at once, each bounded by
-// timeout, and returns the results sorted by cluster. It never fails as a
-// whole: an unreachable peer is a Result with Err.
-func Ask(ctx context.Context, hc *http.Client, peers map[string]string, timeout time.Duration) []Result {
+// Ask asks every peer (cluster name → base URL) at once, each with the
+// client clients gives for its cluster and bounded by timeout, and returns
+// the results sorted by cluster. Each question carries a fresh random
+// nonce; an answer without it, or naming another cluster, is refused. It
+// never fails as a whole: an unreachable or refused peer is a Result with
+// Err, and every refusal counts in fleetset_member_peer_answers_refused_total.
+func Ask(ctx context.Context, clients Clients, peers map[string]string, timeout time.Duration) []Result {
 	out := make([]Result, 0, len(peers))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for cluster, url := range peers {
 		wg.Go(func() {
 			r := Result{Cluster: cluster}
-			r.Answer, r.Err = ask(ctx, hc, url, timeout)
+			r.Answer, r.Err = ask(ctx, clients(cluster), url, timeout)
 			if r.Err == nil && r.Answer.Cluster != cluster {
-				r.Err = fmt.Errorf("peer at %s answered as cluster %q", url, r.Answer.Cluster)
+				r.Err = &Refused{ReasonCluster, fmt.Errorf("peer at %s answered as cluster %q", url, r.Answer.Cluster)}
 				r.Answer = Answer{}
+			}
+			if rf := (*Refused)(nil); errors.As(r.Err, &rf) {
+				refusedAnswers.WithLabelValues(rf.Reason).Inc()
 			}
 			mu.Lock()
 			out = append(out, r)
@@ -125,7 +160,10 @@ func Ask(ctx context.Context, hc *http.Client, peers map[string]string, timeout 
 func ask(ctx context.Context, hc *http.Client, url string, timeout time.Duration) (Answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+Path, nil)
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	nonce := hex.EncodeToString(b[:])
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+Path+"?"+NonceParam+"="+nonce, nil)
 	if err != nil {
 		return Answer{}, err
 	}
@@ -141,5 +179,9 @@ func ask(ctx context.Context, hc *http.Client, url string, timeout time.Duration
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&a); err != nil {
 		return Answer{}, fmt.Errorf("peer at %s: %w", url, err)
 	}
+	if a.Nonce != nonce {
+		return Answer{}, &Refused{ReasonNonce, fmt.Errorf("peer at %s answered without the question's nonce (a replayed answer?)", url)}
+	}
+	a.Nonce = ""
 	return a, nil
 }

@@ -32,7 +32,7 @@ func TestAsk(t *testing.T) {
 	closedURL := closed.URL
 	closed.Close()
 
-	got := peers.Ask(context.Background(), http.DefaultClient, map[string]string{
+	got := peers.Ask(context.Background(), peers.Plain(http.DefaultClient), map[string]string{
 		"west": west.URL, "north": north.URL, "south": closedURL, "liar": west.URL,
 	}, time.Second)
 	errored := map[string]bool{}
@@ -69,7 +69,7 @@ func TestAnswerCountsOnlyRecentContact(t *testing.T) {
 	}
 	srv := httptest.NewServer(peers.Handler("west", m))
 	defer srv.Close()
-	got := peers.Ask(context.Background(), http.DefaultClient, map[string]string{"west": srv.URL}, time.Second)
+	got := peers.Ask(context.Background(), peers.Plain(http.DefaultClient), map[string]string{"west": srv.URL}, time.Second)
 	if len(got) != 1 || got[0].Err != nil || got[0].Answer.InContact || got[0].Answer.SinceContactSeconds != 10 {
 		t.Errorf("answer %+v, want not in contact, 10 s since contact", got)
 	}
@@ -78,7 +78,7 @@ func TestAnswerCountsOnlyRecentContact(t *testing.T) {
 	m2.Restore(6*time.Second, -1)
 	srv2 := httptest.NewServer(peers.Handler("west", m2))
 	defer srv2.Close()
-	got = peers.Ask(context.Background(), http.DefaultClient, map[string]string{"west": srv2.URL}, time.Second)
+	got = peers.Ask(context.Background(), peers.Plain(http.DefaultClient), map[string]string{"west": srv2.URL}, time.Second)
 	if len(got) != 1 || !got[0].Answer.InContact {
 		t.Errorf("answer %+v, want in contact (6 s < 7.5 s)", got)
 	}
@@ -98,7 +98,7 @@ func TestAskFollowsNoRedirect(t *testing.T) {
 	defer target.Close()
 	redirector := httptest.NewServer(http.RedirectHandler(target.URL+peers.Path, http.StatusFound))
 	defer redirector.Close()
-	got := peers.Ask(context.Background(), peers.NewClient(), map[string]string{"west": redirector.URL}, time.Second)
+	got := peers.Ask(context.Background(), peers.Plain(peers.NewClient()), map[string]string{"west": redirector.URL}, time.Second)
 	if len(got) != 1 || got[0].Err == nil || got[0].Answer.InContact {
 		t.Fatalf("Ask through a redirect = %+v, want a failed answer", got)
 	}
@@ -122,7 +122,7 @@ func TestServeLimitsConnections(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	peers.Serve(ctx, ln, peers.Handler("west", in))
+	peers.Serve(ctx, ln, peers.Handler("west", in), nil)
 	url := "http://" + ln.Addr().String()
 	var idle []net.Conn
 	for range peers.MaxConnections {
@@ -132,12 +132,12 @@ func TestServeLimitsConnections(t *testing.T) {
 		}
 		idle = append(idle, c)
 	}
-	got := peers.Ask(context.Background(), peers.NewClient(), map[string]string{"west": url}, 500*time.Millisecond)
+	got := peers.Ask(context.Background(), peers.Plain(peers.NewClient()), map[string]string{"west": url}, 500*time.Millisecond)
 	if got[0].Err == nil {
 		t.Fatalf("answered with %d idle connections held: %+v, want the question to wait past its timeout", peers.MaxConnections, got[0])
 	}
 	start := time.Now()
-	got = peers.Ask(context.Background(), peers.NewClient(), map[string]string{"west": url}, 5*time.Second)
+	got = peers.Ask(context.Background(), peers.Plain(peers.NewClient()), map[string]string{"west": url}, 5*time.Second)
 	if got[0].Err != nil || !got[0].Answer.InContact {
 		t.Fatalf("after the idle connections timed out: %+v, want an answer", got[0])
 	}

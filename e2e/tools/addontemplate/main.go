@@ -102,15 +102,27 @@ func Render(schedulerDir, crdFile string) ([]byte, error) {
 				"workload": map[string]any{"manifests": manifests},
 			},
 			// The member component's hub credentials (OCM add-on
-			// registration): a client certificate for the agent, and
-			// the ClusterRole HubRoleName bound in the cluster's own
-			// namespace on the hub, where its heartbeat Lease lives.
+			// registration): a client certificate for the agent, the
+			// ClusterRole HubRoleName bound in the cluster's own
+			// namespace on the hub, where its heartbeat Lease lives,
+			// and the Role PeerCARoleName in PeerCANamespace, to read
+			// the fleet peer CA. Then its peer certificate: a
+			// CustomSigner registration, signed by the add-on manager
+			// with the CA in the Secret PeerSignerSecret.
 			"registration": []any{map[string]any{
 				"type": "KubeClient",
 				"kubeClient": map[string]any{"hubPermissions": []any{map[string]any{
 					"type":           "CurrentCluster",
 					"currentCluster": map[string]any{"clusterRoleName": HubRoleName},
+				}, map[string]any{
+					"type": "SingleNamespace",
+					"singleNamespace": map[string]any{"namespace": PeerCANamespace,
+						"roleRef": map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": PeerCARoleName}},
 				}}},
+			}, map[string]any{
+				"type": "CustomSigner",
+				"customSigner": map[string]any{"signerName": PeerSignerName,
+					"signingCA": map[string]any{"name": PeerSignerSecret, "namespace": PeerCANamespace}},
 			}},
 		},
 	}
@@ -127,22 +139,43 @@ func Render(schedulerDir, crdFile string) ([]byte, error) {
 // (manifests/addon/hub-rbac.yaml), bound in each cluster's namespace.
 const HubRoleName = "fleetset-member-agent"
 
+// The fleet peer CA (member/peers): the CustomSigner's name, the hub
+// namespace of its signing Secret (type kubernetes.io/tls, read by the
+// add-on manager only) and of the ConfigMap with its certificate
+// (member/peers.CAConfigMapName, key ca.crt), and the hub Role that lets
+// the agents read that ConfigMap (manifests/addon/hub-rbac.yaml).
+const (
+	PeerSignerName   = "fleetset.io/peer"
+	PeerCANamespace  = "open-cluster-management-hub"
+	PeerSignerSecret = "fleetset-peer-signer"
+	PeerCARoleName   = "fleetset-peer-ca-reader"
+)
+
+// PeerCertDir is where OCM's add-on framework mounts the signed peer
+// certificate of PeerSignerName (ocm templateagent
+// customSignedSecretMountPath: /managed/<signer with / as ->).
+const PeerCertDir = "/managed/fleetset.io-peer"
+
+// PeerPort is the peer endpoint's container port, on the pod's IP.
+const PeerPort = 9443
+
 // MemberArgs are the flags the add-on gives fleetset-scheduler for its
 // member component: OCM's template variables CLUSTER_NAME and HUB_KUBECONFIG
-// (the registration's kubeconfig, mounted by the add-on framework), and
-// PEER_BIND_ADDRESS and PEER_URL, which an AddOnDeploymentConfig sets per
-// cluster (customizedVariables) to the address other members reach it at;
-// unset, they render empty and the member serves and advertises no peer
-// endpoint.
+// (the registration's kubeconfig, mounted by the add-on framework), the
+// peer endpoint on the pod's own IP ($(POD_IP), expanded by the kubelet
+// from the downward API env var addMemberArgs adds), advertised in the
+// heartbeat, and the signed peer certificate. No per-cluster variable.
 var MemberArgs = []string{
 	"--member-cluster-name={{CLUSTER_NAME}}",
 	"--member-hub-kubeconfig={{HUB_KUBECONFIG}}",
-	"--member-peer-bind-address={{PEER_BIND_ADDRESS}}",
-	"--member-peer-url={{PEER_URL}}",
+	fmt.Sprintf("--member-peer-bind-address=$(POD_IP):%d", PeerPort),
+	fmt.Sprintf("--member-peer-url=https://$(POD_IP):%d", PeerPort),
+	"--member-peer-cert-dir=" + PeerCertDir,
 }
 
 // addMemberArgs appends MemberArgs to the args of the Deployment's
-// container "scheduler".
+// container "scheduler", with the env var POD_IP (downward API
+// status.podIP) and the container port "peer" (PeerPort).
 func addMemberArgs(deploy map[string]any) error {
 	spec, _ := deploy["spec"].(map[string]any)
 	tmpl, _ := spec["template"].(map[string]any)
@@ -158,6 +191,11 @@ func addMemberArgs(deploy map[string]any) error {
 			args = append(args, a)
 		}
 		cm["args"] = args
+		env, _ := cm["env"].([]any)
+		cm["env"] = append(env, map[string]any{"name": "POD_IP",
+			"valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "status.podIP"}}})
+		ports, _ := cm["ports"].([]any)
+		cm["ports"] = append(ports, map[string]any{"name": "peer", "containerPort": PeerPort})
 		return nil
 	}
 	return fmt.Errorf("Deployment fleetset-scheduler has no container named scheduler")

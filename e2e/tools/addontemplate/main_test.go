@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -94,5 +96,33 @@ func TestTemplateCarriesTheMemberSide(t *testing.T) {
 		if kinds[k] == 0 {
 			t.Errorf("the template has no %s; kinds: %v", k, kinds)
 		}
+	}
+}
+
+// TestTemplateWiresPeers: the scheduler container serves its peer endpoint
+// on its pod IP (downward API env POD_IP, container port peer) with the
+// certificate of the CustomSigner registration, mounted where OCM's add-on
+// framework mounts it (/managed/<signer, / as ->), and the KubeClient
+// registration may read the fleet peer CA; no per-cluster variable.
+func TestTemplateWiresPeers(t *testing.T) {
+	b, err := Render(schedulerDir, crdFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if PeerCertDir != "/managed/"+strings.ReplaceAll(PeerSignerName, "/", "-") {
+		t.Errorf("PeerCertDir %s is not where OCM mounts the %s certificate", PeerCertDir, PeerSignerName)
+	}
+	for _, want := range []string{
+		"fieldPath: status.podIP", "name: POD_IP", fmt.Sprintf("containerPort: %d", PeerPort),
+		"--member-peer-url=https://$(POD_IP):", "--member-peer-cert-dir=" + PeerCertDir,
+		"type: CustomSigner", "signerName: " + PeerSignerName, "name: " + PeerSignerSecret,
+		"type: SingleNamespace", "name: " + PeerCARoleName,
+	} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("the template lacks %q", want)
+		}
+	}
+	if bytes.Contains(b, []byte("PEER_URL")) || bytes.Contains(b, []byte("PEER_BIND_ADDRESS")) {
+		t.Error("the template still takes a per-cluster peer variable")
 	}
 }
