@@ -36,6 +36,17 @@ func aggregated(ctx context.Context, c client.Client, name, verb string) bool {
 	return false
 }
 
+// tenantFleetSet returns the sample FleetSet ns/name with a pod template.
+func tenantFleetSet(ns, name string) *fleetv1.FleetSet {
+	fs := sample(3)
+	fs.Namespace, fs.Name = ns, name
+	fs.Spec.Template = corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "mydb"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "registry.k8s.io/pause:3.10.1"}}},
+	}
+	return fs
+}
+
 // asServiceAccount returns a client of the hub impersonating ServiceAccount
 // ns/name.
 func asServiceAccount(t *testing.T, ns, name string) client.Client {
@@ -88,8 +99,7 @@ func TestTenantRoles(t *testing.T) {
 	}
 	editor, viewer := asServiceAccount(t, ns, "editer"), asServiceAccount(t, ns, "viewer")
 
-	fs := sample(3)
-	fs.Namespace, fs.Name = ns, "tenantdb"
+	fs := tenantFleetSet(ns, "tenantdb")
 	if err := editor.Create(ctx, fs); err != nil {
 		t.Fatalf("edit in %s: creating a FleetSet: %v", ns, err)
 	}
@@ -97,8 +107,7 @@ func TestTenantRoles(t *testing.T) {
 	if err := editor.Status().Update(ctx, fs); !apierrors.IsForbidden(err) {
 		t.Fatalf("edit in %s: writing a FleetSet's status: %v, want Forbidden", ns, err)
 	}
-	other := sample(3)
-	other.Namespace = "default"
+	other := tenantFleetSet("default", "mydb")
 	if err := editor.Create(ctx, other); !apierrors.IsForbidden(err) {
 		t.Fatalf("edit in %s: creating a FleetSet in default: %v, want Forbidden", ns, err)
 	}
@@ -107,8 +116,7 @@ func TestTenantRoles(t *testing.T) {
 	if err := viewer.List(ctx, &list, client.InNamespace(ns)); err != nil || len(list.Items) != 1 {
 		t.Fatalf("view in %s: listing FleetSets: %d, %v; want 1, nil", ns, len(list.Items), err)
 	}
-	second := sample(3)
-	second.Namespace, second.Name = ns, "viewerdb"
+	second := tenantFleetSet(ns, "viewerdb")
 	if err := viewer.Create(ctx, second); !apierrors.IsForbidden(err) {
 		t.Fatalf("view in %s: creating a FleetSet: %v, want Forbidden", ns, err)
 	}
