@@ -153,7 +153,7 @@ verify: generate manifests ## gofmt, go vet, and generated files up to date.
 ##@ Test
 
 .PHONY: test
-test: verify test-unit test-integration e2e chaos-short chaos-unsafe ## Unit, integration, e2e (local fleet) tests, a 3-minute chaos run and the same against a hub broken on purpose: the README's test command.
+test: verify test-unit test-alerts test-integration e2e chaos-short chaos-unsafe ## Unit, alert rule, integration, e2e (local fleet) tests, a 3-minute chaos run and the same against a hub broken on purpose: the README's test command.
 
 .PHONY: test-unit
 test-unit: ## Unit tests: pure logic and plugins in the real framework.
@@ -162,6 +162,21 @@ test-unit: ## Unit tests: pure logic and plugins in the real framework.
 	cd e2e/tools && $(OCM_GOENV) $(GO) test $(GOTESTFLAGS) ./...
 	cd e2e/tools/ocimage && $(GO) test $(GOTESTFLAGS) ./...
 	cd e2e/tools/provisioner && $(GO) test $(GOTESTFLAGS) ./...
+
+# promtool, from the Prometheus module pinned in e2e/tools/promtool (its own
+# module: Prometheus's dependencies stay out of fleetset's go.mod), without
+# the cloud service discoveries (remove_all_sd), which rule tests never use
+# and which would take most of the build.
+PROMTOOL ?= $(LOCALBIN)/promtool
+$(PROMTOOL): e2e/tools/promtool/go.mod
+	@mkdir -p $(LOCALBIN)
+	cd e2e/tools/promtool && $(GO) build -tags remove_all_sd -o $@ github.com/prometheus/prometheus/cmd/promtool
+
+.PHONY: test-alerts
+test-alerts: $(PROMTOOL) ## Alert rules (manifests/monitoring): promtool check and unit tests, metric names against the code, PrometheusRule in sync.
+	$(PROMTOOL) check rules manifests/monitoring/rules/fleetset.rules.yaml
+	cd manifests/monitoring && $(PROMTOOL) test rules tests/*.yaml
+	$(GO) test $(GOTESTFLAGS) ./manifests/monitoring/
 
 .PHONY: test-integration
 test-integration: test-binaries $(LOCALBIN)/kube-controller-manager ## Integration tests on a real kube-apiserver + etcd.

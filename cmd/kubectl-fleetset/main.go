@@ -1,7 +1,8 @@
 // Command kubectl-fleetset is the kubectl plugin of fleetset: copied onto
 // $PATH it runs as `kubectl fleetset`. `kubectl fleetset status NAME` shows
 // a FleetSet's subsets from the hub and, given member clusters, its pods
-// sorted by ordinal. See package cmd.
+// sorted by ordinal (--watch: redrawn as they move); pause, resume,
+// failback and out-of-service change state on the hub. See package cmd.
 package main
 
 import (

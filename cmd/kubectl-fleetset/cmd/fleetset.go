@@ -1,7 +1,8 @@
 // Package cmd holds the commands of kubectl-fleetset, the kubectl plugin of
 // fleetset: `kubectl fleetset status NAME` shows where a FleetSet's
 // instances are meant to run and where they run, from the hub and,
-// optionally, the member clusters. The commands follow kubectl's own
+// optionally, the member clusters; `pause`, `resume`, `failback` and
+// `out-of-service` change a FleetSet's or a cluster's state on the hub. The commands follow kubectl's own
 // (k8s.io/kubectl/pkg/cmd): an Options struct with Complete, Validate and
 // Run, the standard kubectl client flags from cli-runtime's ConfigFlags, and
 // output through IOStreams.
@@ -21,9 +22,10 @@ func NewCmdFleetSet(streams genericiooptions.IOStreams) *cobra.Command {
 	flags := genericclioptions.NewConfigFlags(true)
 	root := &cobra.Command{
 		Use:   "kubectl-fleetset",
-		Short: "Inspect fleetset FleetSets",
+		Short: "Inspect and operate fleetset FleetSets",
 		Long: "kubectl fleetset inspects FleetSets (fleetset.io/v1alpha1) on an Open Cluster Management hub:\n" +
-			"where each subset and instance of a FleetSet is meant to run, and where it runs.",
+			"where each subset and instance of a FleetSet is meant to run, and where it runs (status, status --watch);\n" +
+			"pause and resume its rollout, fail it back, and take a member cluster out of service.",
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl fleetset"},
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -35,6 +37,7 @@ func NewCmdFleetSet(streams genericiooptions.IOStreams) *cobra.Command {
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	flags.AddFlags(root.PersistentFlags())
-	root.AddCommand(NewCmdStatus(flags, streams))
+	root.AddCommand(NewCmdStatus(flags, streams), NewCmdPause(flags, streams), NewCmdResume(flags, streams),
+		NewCmdFailback(flags, streams), NewCmdOutOfService(flags, streams))
 	return root
 }

@@ -1,10 +1,14 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	coordinationv1 "k8s.io/api/coordination/v1"
+	"io"
+	"os"
 	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,7 +37,10 @@ const statusExample = `  # Subsets of FleetSet mydb in the current namespace of 
   kubectl fleetset status mydb --instances
 
   # the FleetSet itself
-  kubectl fleetset status mydb -o yaml`
+  kubectl fleetset status mydb -o yaml
+
+  # redrawn every 2 seconds as a rollout or failover moves (Ctrl-C to stop)
+  kubectl fleetset status mydb --watch`
 
 // StatusOptions are the inputs of `kubectl fleetset status`. Build it with
 // NewStatusOptions; Complete, Validate and Run it, as kubectl's commands do.
@@ -56,6 +63,10 @@ type StatusOptions struct {
 	Now func() time.Time
 	// Instances (--instances) adds the instance table.
 	Instances bool
+	// Watch (--watch, -w) prints the status again every Interval.
+	Watch bool
+	// Interval is how often --watch prints (--interval, default 2s).
+	Interval time.Duration
 
 	name, namespace string
 	scheme          *runtime.Scheme
@@ -71,6 +82,7 @@ func NewStatusOptions(flags *genericclioptions.ConfigFlags, streams genericioopt
 		PrintFlags:    genericclioptions.NewPrintFlags(""),
 		IOStreams:     streams,
 		MemberTimeout: 10 * time.Second,
+		Interval:      2 * time.Second,
 		Now:           time.Now,
 	}
 }
@@ -111,6 +123,8 @@ its pod count and its own resync Lease, or why it could not be read.`,
 	cmd.Flags().StringArrayVar(&o.Members, "member", nil, "A member cluster to list pods from, as CLUSTER=KUBECONFIG (repeatable). CLUSTER is the ManagedCluster name.")
 	cmd.Flags().StringArrayVar(&o.MemberContexts, "member-context", nil, "A member cluster to list pods from, as CLUSTER=CONTEXT of the hub's kubeconfig file (repeatable).")
 	cmd.Flags().BoolVar(&o.Instances, "instances", false, "Also list every desired instance as the fleet view does: pod, cluster, domain (its ordinal's: the pod's label fleetset.io/domain) and stable DNS name.")
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Print the status again every --interval until interrupted (redrawn in place on a terminal), as a rollout, failover or failback moves.")
+	cmd.Flags().DurationVar(&o.Interval, "interval", o.Interval, "How often --watch prints.")
 	cmd.Flags().DurationVar(&o.MemberTimeout, "member-timeout", o.MemberTimeout, "Timeout of each request to a member cluster; an unreachable member is reported, not fatal.")
 	return cmd
 }
@@ -154,8 +168,12 @@ func (o *StatusOptions) Complete(args []string) error {
 	return err
 }
 
-// Validate checks the output format, if one was given.
+// Validate checks the output format, if one was given, and the watch
+// interval.
 func (o *StatusOptions) Validate() error {
+	if o.Watch && o.Interval <= 0 {
+		return fmt.Errorf("--interval must be positive, got %s", o.Interval)
+	}
 	if o.printsObject() {
 		if _, err := o.PrintFlags.ToPrinter(); err != nil {
 			return err
@@ -174,8 +192,59 @@ func (o *StatusOptions) printsObject() bool {
 // Run reads the FleetSet and the resync leases from the hub and the pods
 // from the members, and prints them (Print), or prints the FleetSet with
 // the -o printer. It returns an error when the FleetSet cannot be read;
-// unreadable leases and members are part of the output.
+// unreadable leases and members are part of the output. With Watch it
+// prints again every Interval until ctx is done (see watch).
 func (o *StatusOptions) Run(ctx context.Context) error {
+	if o.Watch {
+		return o.watch(ctx)
+	}
+	return o.runOnce(ctx, o.Out)
+}
+
+// watch prints the status every Interval until ctx is done, as `argo
+// rollouts get --watch` does: redrawn in place when Out is a terminal,
+// else one frame after the other, each headed by its time. A frame that
+// fails shows its error and the watch goes on; it returns nil when ctx
+// is done.
+func (o *StatusOptions) watch(ctx context.Context) error {
+	tty := isTerminal(o.Out)
+	for {
+		var frame bytes.Buffer
+		err := o.runOnce(ctx, &frame)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			fmt.Fprintf(&frame, "error: %v\n", err)
+		}
+		if tty {
+			fmt.Fprint(o.Out, "\x1b[H\x1b[2J")
+		}
+		fmt.Fprintf(o.Out, "Every %s: kubectl fleetset status %s -n %s    %s\n\n", o.Interval, o.name, o.namespace, o.Now().UTC().Format(time.RFC3339))
+		_, _ = o.Out.Write(frame.Bytes())
+		if !tty {
+			fmt.Fprintln(o.Out)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(o.Interval):
+		}
+	}
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// runOnce reads and prints the status once to w; see Run.
+func (o *StatusOptions) runOnce(ctx context.Context, w io.Writer) error {
 	fs := &fleetv1.FleetSet{}
 	if err := o.hub.Get(ctx, types.NamespacedName{Namespace: o.namespace, Name: o.name}, fs); err != nil {
 		switch {
@@ -191,7 +260,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		return p.PrintObj(fs, o.Out)
+		return p.PrintObj(fs, w)
 	}
 	st := &Status{FleetSet: fs, Subsets: SubsetRows(fs), HubLeases: map[string]LeaseState{}, Heartbeats: map[string]HeartbeatState{}}
 	for _, r := range st.Subsets {
@@ -213,7 +282,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	}
 	st.Members, st.Pods = readMembers(ctx, o.members, fs)
 	st.Now = o.Now()
-	return Print(o.Out, st)
+	return Print(w, st)
 }
 
 // heartbeat returns cluster's member heartbeat Lease on the hub
