@@ -806,7 +806,7 @@ func metricSum(t testing.TB, name string, match map[string]string) float64 {
 // apiserverRequests returns the apiserver's request counts
 // (apiserver_request_total) by "VERB resource[/subresource]", and the
 // watchers it closed for not keeping up (apiserver_terminated_watchers_total)
-// by "TERMINATED_WATCH resource", read from its
+// by "TERMINATED_WATCH resource", and its 429 answers ("HTTP_429"), read from its
 // /metrics through cfg; none when they cannot be read (diagnostics only).
 func apiserverRequests(cfg *rest.Config) map[string]float64 {
 	out := map[string]float64{}
@@ -834,6 +834,9 @@ func apiserverRequests(cfg *rest.Config) map[string]float64 {
 		l := map[string]string{}
 		for _, lp := range m.GetLabel() {
 			l[lp.GetName()] = lp.GetValue()
+		}
+		if l["code"] == "429" {
+			out["HTTP_429"] += m.GetCounter().GetValue()
 		}
 		k := l["verb"] + " " + l["resource"]
 		if l["subresource"] != "" {
