@@ -186,7 +186,7 @@ test-integration: test-binaries $(LOCALBIN)/kube-controller-manager ## Integrati
 ##@ Benchmarks
 
 .PHONY: bench
-bench: bench-unit bench-scheduler bench-hub bench-latency ## All benchmarks; print numbers.
+bench: bench-unit bench-scheduler bench-hub bench-hub-100 bench-storm bench-latency ## All benchmarks; print numbers.
 
 .PHONY: bench-unit
 bench-unit: ## Go benchmarks of the pure packages; the seat sequence's quota/Webster measurement; the CRD's validation cost per FleetSet update.
@@ -219,10 +219,14 @@ bench-scheduler: $(LOCALBIN)/etcd ## Scheduler throughput with kube-scheduler's 
 # BENCH_PAIRS pairs, each on fresh apiservers: first the machine's limit (the
 # same works from a plain client with BENCH_LIMIT_PARALLELISM goroutines; a
 # list tries each, 0 skips it), then the hub; it prints each pair's ratio and
-# their median. About 12 minutes on a 2-core machine; BENCH_FLEETSETS=200
-# BENCH_CLUSTERS=10 BENCH_PAIRS=1 for a 2-minute run.
+# their median, and fails unless the hub's works are the limit's (but for
+# the owner UID and the spec hash). About 12 minutes on a 2-core machine;
+# BENCH_FLEETSETS=200 BENCH_CLUSTERS=10 BENCH_PAIRS=1 for a 2-minute run.
+# BENCH_SUBSETS: subsets per FleetSet (default min(BENCH_CLUSTERS, 20), at
+# most 32), spread over BENCH_CLUSTERS clusters (any number).
 BENCH_FLEETSETS ?= 1000
 BENCH_CLUSTERS ?= 20
+BENCH_SUBSETS ?=
 BENCH_STEADY_SECONDS ?= 60
 BENCH_LIMIT_PARALLELISM ?= 32
 BENCH_PAIRS ?= 3
@@ -230,8 +234,32 @@ BENCH_PAIRS ?= 3
 bench-hub: test-binaries ## Hub: division+rendering per subset; FleetSets × ManagedClusters on a real apiserver, against a plain client's limit.
 	$(GO) test -run '^$$' -bench . -benchmem ./federation/plan/
 	BENCH_HUB=1 BENCH_FLEETSETS=$(BENCH_FLEETSETS) BENCH_CLUSTERS=$(BENCH_CLUSTERS) BENCH_STEADY_SECONDS=$(BENCH_STEADY_SECONDS) \
-	BENCH_LIMIT_PARALLELISM=$(BENCH_LIMIT_PARALLELISM) BENCH_PAIRS=$(BENCH_PAIRS) \
-	  $(GO) test -tags integration -count=1 -timeout 60m -run '^TestHubThroughput$$' -v ./federation/controller/ | grep -E '^(BENCH|---|ok|FAIL|PASS)'
+	BENCH_LIMIT_PARALLELISM=$(BENCH_LIMIT_PARALLELISM) BENCH_PAIRS=$(BENCH_PAIRS) $(if $(BENCH_SUBSETS),BENCH_SUBSETS=$(BENCH_SUBSETS)) \
+	  $(GO) test -tags integration -count=1 -timeout 60m -run '^TestHubThroughput$$' -v ./federation/controller/ | grep -E '^(BENCH|---|ok|FAIL|PASS|    )'
+
+# The hub at 100 simulated ManagedClusters: BENCH_100_FLEETSETS (default
+# 200) FleetSets of 20 subsets each, FleetSet i over clusters i..i+19 (mod
+# 100): 4000 ManifestWorks, 40 per cluster, against the plain client's limit,
+# BENCH_100_PAIRS pairs (default 1). A few minutes on a 2-core machine. The
+# same works over 20 clusters, for what the clusters cost:
+# BENCH_CLUSTERS=20 BENCH_FLEETSETS=200 BENCH_PAIRS=1 make bench-hub.
+.PHONY: bench-hub-100
+bench-hub-100: ## Hub at 100 ManagedClusters (200 FleetSets × 20 subsets), against a plain client's limit.
+	$(MAKE) bench-hub BENCH_CLUSTERS=100 BENCH_SUBSETS=20 BENCH_FLEETSETS=$(or $(BENCH_100_FLEETSETS),200) BENCH_PAIRS=$(or $(BENCH_100_PAIRS),1) BENCH_STEADY_SECONDS=30
+
+# A relocation storm: BENCH_STORM_FLEETSETS Relocate FleetSets (default 200)
+# on one cluster lost at once; time to all relocated against the fence
+# deadline, apiserver requests per second, Lease GETs and 429s while held and
+# while relocating. About 3 minutes on a 2-core machine.
+# BENCH_STORM_BEAT_SECONDS: the members' heartbeat timeout (3 s beats time
+# out on a loaded machine); BENCH_STORM_FENCE_SECONDS: fenceGraceSeconds.
+BENCH_STORM_FLEETSETS ?= 200
+BENCH_STORM_BEAT_SECONDS ?= 12
+BENCH_STORM_FENCE_SECONDS ?= 10
+.PHONY: bench-storm
+bench-storm: test-binaries ## Hub: one cluster holding BENCH_STORM_FLEETSETS Relocate FleetSets lost at once.
+	BENCH_STORM=1 BENCH_STORM_FLEETSETS=$(BENCH_STORM_FLEETSETS) BENCH_STORM_BEAT_SECONDS=$(BENCH_STORM_BEAT_SECONDS) BENCH_STORM_FENCE_SECONDS=$(BENCH_STORM_FENCE_SECONDS) \
+	  $(GO) test -tags integration -count=1 -timeout 30m -run '^TestRelocationStorm$$' -v ./federation/controller/ | grep -E '^(BENCH|---|ok|FAIL|PASS|    )'
 
 LATENCY_SCALES ?= 100
 .PHONY: bench-latency

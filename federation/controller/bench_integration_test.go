@@ -100,19 +100,20 @@ func benchQPS(t testing.TB) (float32, int) {
 	return DefaultKubeAPIQPS, DefaultKubeAPIBurst
 }
 
-// benchFleetSets returns nFS FleetSets in namespace ns, each with one
-// subset per cluster (three domains each, one of them 20%) and 3 replicas
-// per subset.
-func benchFleetSets(ns string, nFS int, clusters []string) []*fleetv1.FleetSet {
+// benchFleetSets returns nFS FleetSets in namespace ns, each with subsets
+// subsets (three domains each, one of them 20%) of 3 replicas: FleetSet i's
+// subset j is in cluster (i+j) mod len(clusters), so that every cluster
+// holds about as many as the others.
+func benchFleetSets(ns string, nFS, subsets int, clusters []string) []*fleetv1.FleetSet {
 	out := make([]*fleetv1.FleetSet, nFS)
 	for i := range out {
 		fs := sampleFleetSet(ns, fmt.Sprintf("fs-%04d", i))
-		fs.Spec.Replicas = int32(3 * len(clusters))
+		fs.Spec.Replicas = int32(3 * subsets)
 		fs.Spec.UpdateStrategy.ManualUpdate = nil
 		fs.Spec.Topology.Subsets = nil
-		for j, c := range clusters {
+		for j := range subsets {
 			fs.Spec.Topology.Subsets = append(fs.Spec.Topology.Subsets, fleetv1.Subset{
-				Name: fmt.Sprintf("s%02d", j), Cluster: c,
+				Name: fmt.Sprintf("s%02d", j), Cluster: clusters[(i+j)%len(clusters)],
 				Domains: []fleetv1.DomainShare{{Name: "zone-a"}, {Name: "zone-b"}, {Name: "zone-c", Replicas: ptr.To(intstr.FromString("20%"))}},
 			})
 		}
@@ -125,7 +126,7 @@ func benchFleetSets(ns string, nFS int, clusters []string) []*fleetv1.FleetSet {
 func benchClusters(n int) []string {
 	out := make([]string, n)
 	for i := range out {
-		out[i] = fmt.Sprintf("bench-c%02d", i)
+		out[i] = fmt.Sprintf("bench-c%03d", i)
 	}
 	return out
 }
@@ -352,14 +353,49 @@ type limitResult struct {
 	// limiterWait is the time requests waited in the client's rate limiter.
 	limiterWait float64
 	load        string
+	// bytes is the JSON size of the works written, all together.
+	bytes int
+	// works is what the limit wrote, read back from its apiserver.
+	works *workSet
 }
 
-// measureLimit writes works, as rendered, to a fresh control plane from
-// parallel goroutines through one controller-runtime client with the hub's
-// rest.Config settings (QPS, burst), after creating the benchmark's
-// namespaces, ManagedClusters and FleetSets there, and returns the time until
-// an observer saw every work.
-func measureLimit(t *testing.T, pair, parallel int, ns string, clusters []string, fleetSets []*fleetv1.FleetSet, works []*workv1.ManifestWork) limitResult {
+// renderStored reads back, through c, the FleetSets of namespace ns (as
+// the apiserver stored them: defaults applied, UIDs set) and renders every
+// ManifestWork of theirs as the hub does (renderAsHub). It returns the
+// works and their JSON size, all together.
+func renderStored(t testing.TB, c client.Client, ns string) ([]*workv1.ManifestWork, int) {
+	t.Helper()
+	var l fleetv1.FleetSetList
+	if err := c.List(context.Background(), &l, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var works []*workv1.ManifestWork
+	size := 0
+	for i := range l.Items {
+		fs := &l.Items[i]
+		ws, err := renderAsHub(fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range ws {
+			b, err := json.Marshal(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			size += len(b)
+		}
+		works = append(works, ws...)
+	}
+	return works, size
+}
+
+// measureLimit creates the benchmark's namespaces, ManagedClusters and
+// FleetSets on a fresh control plane, renders their works as the hub would
+// there (renderStored), writes them from parallel goroutines through one
+// controller-runtime client with the hub's rest.Config settings (QPS,
+// burst), and returns the time until an observer saw every work, with what
+// the hub's works are compared with. subsets is the subsets per FleetSet.
+func measureLimit(t *testing.T, pair, parallel, subsets int, ns string, clusters []string, fleetSets []*fleetv1.FleetSet) limitResult {
 	t.Helper()
 	cp, setup, stop := benchControlPlane(t, "limit", ns, clusters)
 	defer stop()
@@ -367,7 +403,11 @@ func measureLimit(t *testing.T, pair, parallel int, ns string, clusters []string
 	if err := createAll(ctx, setup, fleetSets, 16); err != nil {
 		t.Fatal(err)
 	}
-	obs := observe(t, cp.Config, ns, len(clusters))
+	works, size := renderStored(t, setup, ns)
+	if len(works) != len(fleetSets)*subsets {
+		t.Fatalf("rendered %d ManifestWorks, want %d", len(works), len(fleetSets)*subsets)
+	}
+	obs := observe(t, cp.Config, ns, subsets)
 	defer obs.cancel()
 
 	wc := &writeCounter{}
@@ -395,34 +435,44 @@ func measureLimit(t *testing.T, pair, parallel int, ns string, clusters []string
 	printCPU(fmt.Sprintf("limit pair=%d parallel=%d", pair, parallel), cpuBefore, processCPU())
 	printRequests(fmt.Sprintf("limit pair=%d parallel=%d", pair, parallel), reqBefore, apiserverRequests(cp.Config))
 	n := wc.snapshot()
-	return limitResult{parallel: parallel, seconds: secs, writes: n["work"] + n["other"], throttled: n["throttled"], limiterWait: limiter.seconds(), load: loadAvg()}
+	written, err := storedWorks(ctx, setup, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return limitResult{parallel: parallel, seconds: secs, writes: n["work"] + n["other"], throttled: n["throttled"], limiterWait: limiter.seconds(), load: loadAvg(),
+		bytes: size, works: written}
 }
 
 // TestHubThroughput is the hub benchmark (make bench-hub; runs only with
-// BENCH_HUB=1) over BENCH_FLEETSETS FleetSets (default 1000), each with one
-// subset in each of BENCH_CLUSTERS ManagedClusters (default 20, at most 32),
-// on a real apiserver. It prints lines starting with "BENCH ".
+// BENCH_HUB=1) over BENCH_FLEETSETS FleetSets (default 1000), each with
+// BENCH_SUBSETS subsets (default min(BENCH_CLUSTERS, 20), at most 32) over
+// BENCH_CLUSTERS ManagedClusters (default 20; FleetSet i's subset j in
+// cluster (i+j) mod BENCH_CLUSTERS), on a real apiserver. It prints lines
+// starting with "BENCH ", the first the command that reproduces the run.
 //
 // It runs BENCH_PAIRS (default 1) pairs of runs, each on fresh control
 // planes, and prints each pair's ratio, their median and their maximum: the
 // limit and the hub run one after the other on the same machine, so a pair
 // shares the machine's state, and the pairs show how much it varies.
 //
-// First the limit: the very ManifestWorks the hub renders (its own plan,
-// rollout and rendering code), created by a plain client from N goroutines
-// for each N in BENCH_LIMIT_PARALLELISM (default 8,32,128; 0 skips), each on
-// a fresh control plane holding the same namespaces, ManagedClusters and
-// FleetSets, with the hub's client QPS and burst: the best N is the
-// machine's limit.
+// First the limit: on a fresh control plane holding the same namespaces,
+// ManagedClusters and FleetSets, the very ManifestWorks the hub would
+// render there (its own plan, rollout and rendering code, from the
+// FleetSets as that apiserver stored them), created by a plain client from
+// N goroutines for each N in BENCH_LIMIT_PARALLELISM (default 8,32,128; 0
+// skips), with the hub's client QPS and burst: the best N is the machine's
+// limit.
 //
 // Then the hub (measureHub): the FleetSets are created first
 // (create_fleetsets, not counted), then the hub is started and timed
 // until every ManifestWork is written and every status is observed (an
-// observer's watch, not polling lists), its API writes (non-GET requests, counted by a
-// RoundTripper on the manager's rest.Config): exactly one per (FleetSet,
-// cluster) and one per FleetSet (status), events per FleetSet,
-// and whether the hub's works are byte for byte the ones the limit wrote
-// (same spec hash); after the last pair, writes during
+// observer's watch, not polling lists), its API writes (non-GET requests,
+// counted by a RoundTripper on the manager's rest.Config): exactly one per
+// (FleetSet, subset) and one per FleetSet (status), events per FleetSet,
+// and whether the hub's works, as its apiserver stored them, are the ones
+// the limit's apiserver stored, field by field but for the owner's UID and
+// the spec hash over it (compareWithLimit: it fails the test on any other
+// difference, and prints what differs); after the last pair, writes during
 // BENCH_STEADY_SECONDS (default 60) of steady state, where the target is 0
 // besides lease renewals.
 //
@@ -440,56 +490,19 @@ func TestHubThroughput(t *testing.T) {
 	if os.Getenv("BENCH_HUB") == "" {
 		t.Skip("benchmark: set BENCH_HUB=1 (make bench-hub)")
 	}
-	ctx := context.Background()
 	nFS := envInt(t, "BENCH_FLEETSETS", 1000)
 	nC := envInt(t, "BENCH_CLUSTERS", 20)
-	if nC < 1 || nC > 32 {
-		t.Fatalf("BENCH_CLUSTERS=%d: want 1..32 (spec.topology.subsets holds at most 32)", nC)
+	subsets := envInt(t, "BENCH_SUBSETS", min(nC, 20))
+	if nC < 1 || subsets < 1 || subsets > min(nC, 32) {
+		t.Fatalf("BENCH_CLUSTERS=%d BENCH_SUBSETS=%d: want 1 ≤ subsets ≤ min(clusters, 32) (spec.topology.subsets holds at most 32)", nC, subsets)
 	}
 	ns := "bench"
 	clusters := benchClusters(nC)
-	fleetSets := benchFleetSets(ns, nFS, clusters)
-	wantWorks := nFS * nC
+	fleetSets := benchFleetSets(ns, nFS, subsets, clusters)
+	wantWorks := nFS * subsets
 	qps, burst := benchQPS(t)
-
-	// The FleetSets as the apiserver stores them (defaults applied), from a
-	// dry run, are what the hub renders from.
-	stored := make([]*fleetv1.FleetSet, len(fleetSets))
-	for i, fs := range fleetSets {
-		stored[i] = fs.DeepCopy()
-		if err := k8sClient.Create(ctx, stored[i], client.DryRunAll); err != nil {
-			createNamespace(t, ns)
-			if err = k8sClient.Create(ctx, stored[i], client.DryRunAll); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	renderedHash := map[types.NamespacedName]string{}
-	bytes := 0
-	// render renders every work, as the hub does; the limit writes them.
-	render := func() []*workv1.ManifestWork {
-		var out []*workv1.ManifestWork
-		bytes = 0
-		for _, fs := range stored {
-			ws, err := renderAsHub(fs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, w := range ws {
-				b, err := json.Marshal(w)
-				if err != nil {
-					t.Fatal(err)
-				}
-				bytes += len(b)
-				renderedHash[client.ObjectKeyFromObject(w)] = w.Annotations[fleetv1.AnnotationSpecHash]
-			}
-			out = append(out, ws...)
-		}
-		if len(out) != wantWorks {
-			t.Fatalf("rendered %d ManifestWorks, want %d", len(out), wantWorks)
-		}
-		return out
-	}
+	fmt.Printf("BENCH reproduce: BENCH_FLEETSETS=%d BENCH_CLUSTERS=%d BENCH_SUBSETS=%d BENCH_PAIRS=%d BENCH_LIMIT_PARALLELISM=%s BENCH_STEADY_SECONDS=%d make bench-hub\n",
+		nFS, nC, subsets, envInt(t, "BENCH_PAIRS", 1), os.Getenv("BENCH_LIMIT_PARALLELISM"), envInt(t, "BENCH_STEADY_SECONDS", 60))
 
 	pairs := envInt(t, "BENCH_PAIRS", 1)
 	if pairs < 1 {
@@ -498,11 +511,10 @@ func TestHubThroughput(t *testing.T) {
 	var ratios []float64
 	for pair := 1; pair <= pairs; pair++ {
 		var best *limitResult
-		rendered := render()
 		for _, p := range envInts(t, "BENCH_LIMIT_PARALLELISM", "8,32,128") {
-			r := measureLimit(t, pair, p, ns, clusters, fleetSets, rendered)
-			fmt.Printf("BENCH limit pair=%d client_qps=%.0f burst=%d parallel=%d manifestworks=%d bytes_per_manifestwork=%d seconds=%.2f manifestworks_per_s=%.0f writes=%d throttled=%d rate_limiter_wait=%.1fs %s\n",
-				pair, qps, burst, r.parallel, wantWorks, bytes/wantWorks, r.seconds, float64(wantWorks)/r.seconds, r.writes, r.throttled, r.limiterWait, r.load)
+			r := measureLimit(t, pair, p, subsets, ns, clusters, fleetSets)
+			fmt.Printf("BENCH limit pair=%d client_qps=%.0f burst=%d parallel=%d clusters=%d manifestworks=%d bytes_per_manifestwork=%d seconds=%.2f manifestworks_per_s=%.0f writes=%d throttled=%d rate_limiter_wait=%.1fs %s\n",
+				pair, qps, burst, r.parallel, nC, wantWorks, r.bytes/wantWorks, r.seconds, float64(wantWorks)/r.seconds, r.writes, r.throttled, r.limiterWait, r.load)
 			if r.writes != wantWorks {
 				t.Errorf("limit, parallel %d: %d writes, want %d", p, r.writes, wantWorks)
 			}
@@ -513,175 +525,233 @@ func TestHubThroughput(t *testing.T) {
 		if best != nil {
 			fmt.Printf("BENCH limit pair=%d best parallel=%d seconds=%.2f manifestworks_per_s=%.0f %s\n", pair, best.parallel, best.seconds, float64(wantWorks)/best.seconds, best.load)
 		}
-		// The rendered works (some 130 MB) are not the hub's to carry: they
+		// The rendered works (some 340 MB) are not the hub's to carry: they
 		// are dead here (only the limit used them), so a collection now
 		// frees them before the hub runs in this process.
 		runtime.GC()
-		hubSecs := measureHub(t, pair, ns, clusters, fleetSets, renderedHash, best, pair == pairs)
+		hubSecs := measureHub(t, pair, subsets, ns, clusters, fleetSets, best, pair == pairs)
 		if best != nil {
 			ratios = append(ratios, hubSecs/best.seconds)
 		}
 	}
-	if len(ratios) > 0 {
-		sorted := slices.Clone(ratios)
-		slices.Sort(sorted)
-		each := make([]string, len(ratios))
-		for i, r := range ratios {
-			each[i] = fmt.Sprintf("%.2f", r)
-		}
-		n := len(sorted)
-		fmt.Printf("BENCH hub_vs_limit pairs=%d ratios=%s median=%.2fx max=%.2fx\n", n, strings.Join(each, ","), (sorted[(n-1)/2]+sorted[n/2])/2, sorted[n-1])
+	printRatios(ratios)
+}
+
+// printRatios prints the hub ÷ limit ratio of every pair, their median and
+// their maximum, as one BENCH line (none without ratios).
+func printRatios(ratios []float64) {
+	if len(ratios) == 0 {
+		return
 	}
+	sorted := slices.Clone(ratios)
+	slices.Sort(sorted)
+	each := make([]string, len(ratios))
+	for i, r := range ratios {
+		each[i] = fmt.Sprintf("%.2f", r)
+	}
+	n := len(sorted)
+	fmt.Printf("BENCH hub_vs_limit pairs=%d ratios=%s median=%.2fx max=%.2fx\n", n, strings.Join(each, ","), (sorted[(n-1)/2]+sorted[n/2])/2, sorted[n-1])
+}
+
+// hubRun is one timed run of the hub (runHub): what its report needs.
+type hubRun struct {
+	pair, nFS, nC, subsets, wantWorks int
+	h                                 *hub
+	cp                                *controlplane.Env
+	obs                               *benchObserver
+	// created is how long creating the FleetSets took (not counted);
+	// allWorks and allStatus the times from the hub's start until every
+	// work, every status was seen.
+	created, allWorks, allStatus time.Duration
+	worksLoad                    string
+	// converged is the hub's writes once quiescent.
+	converged map[string]int
+	// before holds the controller's counters before the run.
+	before                           map[string]float64
+	reqBefore, cpuBefore, cpuAtWorks map[string]float64
+	leaseDuration                    time.Duration
 }
 
 // measureHub runs the hub on a fresh control plane holding the benchmark's
 // namespaces and ManagedClusters: the FleetSets are created first
 // (create_fleetsets, not counted), then the hub is started and timed until
 // an observer saw every ManifestWork (the returned seconds) and every
-// status. It checks the writes (one per (FleetSet, cluster), one per
-// FleetSet) and that every work's spec hash is renderedHash's; with last,
-// it also watches BENCH_STEADY_SECONDS of steady state. best is the limit
-// of the same pair (nil: none measured).
-func measureHub(t *testing.T, pair int, ns string, clusters []string, fleetSets []*fleetv1.FleetSet, renderedHash map[types.NamespacedName]string, best *limitResult, last bool) float64 {
+// status. It checks the writes (one per (FleetSet, subset), one per
+// FleetSet) and that every work, normalised, is the one the limit wrote
+// (compareWithLimit); with last, it also watches BENCH_STEADY_SECONDS of
+// steady state. best is the limit of the same pair (nil: none measured).
+func measureHub(t *testing.T, pair, subsets int, ns string, clusters []string, fleetSets []*fleetv1.FleetSet, best *limitResult, last bool) float64 {
 	t.Helper()
 	ctx := context.Background()
-	nFS, nC := len(fleetSets), len(clusters)
-	wantWorks := nFS * nC
-	qps, burst := benchQPS(t)
-	steady := time.Duration(envInt(t, "BENCH_STEADY_SECONDS", 60)) * time.Second
-	leaseDuration := time.Duration(envInt(t, "BENCH_LEASE_SECONDS", fleetv1.DefaultResyncLeaseDurationSeconds)) * time.Second
 	cp, setup, stop := benchControlPlane(t, "hub", ns, clusters)
 	defer stop()
-	obs := observe(t, cp.Config, ns, nC)
-	defer obs.cancel()
+	r := &hubRun{pair: pair, nFS: len(fleetSets), nC: len(clusters), subsets: subsets, wantWorks: len(fleetSets) * subsets, cp: cp,
+		leaseDuration: time.Duration(envInt(t, "BENCH_LEASE_SECONDS", fleetv1.DefaultResyncLeaseDurationSeconds)) * time.Second}
+	r.obs = observe(t, cp.Config, ns, subsets)
+	defer r.obs.cancel()
 	start := time.Now()
 	if err := createAll(ctx, setup, fleetSets, 16); err != nil {
 		t.Fatal(err)
 	}
-	created := time.Since(start)
-	// The clock starts with the hub, as the limit's did with its writes:
-	// both find the FleetSets stored.
-	errorsBefore := metricSum(t, "controller_runtime_reconcile_errors_total", map[string]string{"controller": "fleetset"})
-	retriesBefore := metricSum(t, "workqueue_retries_total", map[string]string{"name": "fleetset"})
-	reconcilesBefore := metricSum(t, "controller_runtime_reconcile_total", map[string]string{"controller": "fleetset"})
-	reqBefore, cpuBefore := apiserverRequests(cp.Config), processCPU()
-	var hubProfile *os.File
-	if f := os.Getenv("BENCH_HUB_PROFILE"); f != "" {
-		var err error
-		if hubProfile, err = os.Create(fmt.Sprintf("%s.%d", f, pair)); err != nil {
-			t.Fatal(err)
-		}
-		if err := pprof.StartCPUProfile(hubProfile); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			if hubProfile != nil {
-				pprof.StopCPUProfile()
-				_ = hubProfile.Close()
-			}
-		}()
+	r.created = time.Since(start)
+	runHub(t, r)
+	defer r.h.stop()
+	reportHub(t, r, best)
+	if best != nil {
+		same := compareWithLimit(t, ctx, setup, ns, best.works)
+		fmt.Printf("BENCH hub pair=%d manifestworks_identical_to_limit=%d/%d (normalised: owner UID, spec hash)\n", pair, same, r.wantWorks)
 	}
-	start = time.Now()
-	h := startHubOn(t, cp.Config, Options{HubIdentity: "test-hub", LeaseDuration: leaseDuration, MaxParallelWrites: envInt(t, "BENCH_PARALLEL_WRITES", DefaultMaxParallelWrites),
-		MaxUnobservedWrites: envInt(t, "BENCH_UNOBSERVED_WRITES", DefaultMaxUnobservedWrites)})
-	defer h.stop()
-	if os.Getenv("BENCH_PROGRESS") != "" {
-		stop := make(chan struct{})
-		defer close(stop)
-		go func() {
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(10 * time.Second):
-				}
-				if f := os.Getenv("BENCH_APISERVER_PROFILE"); f != "" && time.Since(start) < 15*time.Second {
-					go profileAPIServer(cp.Config, fmt.Sprintf("%s.hub%d", f, pair))
-				}
-				w, d := obs.counts()
-				var cached workv1.ManifestWorkList
-				_ = h.cache.List(ctx, &cached, client.UnsafeDisableDeepCopy)
-				fmt.Printf("BENCH progress t=%.0fs works=%d hub_cached_works=%d statuses=%d writes=%v %s\n", time.Since(start).Seconds(), w, len(cached.Items), d, h.writes.snapshot(), loadAvg())
-			}
-		}()
+	if last {
+		steadyState(t, r)
 	}
-	obs.waitFor(t, 30*time.Minute, "every ManifestWork", func(w, _ int) bool { return w == wantWorks })
-	allWorks := time.Since(start)
-	cpuWorks := processCPU()
-	if hubProfile != nil {
-		pprof.StopCPUProfile()
-		_ = hubProfile.Close()
-		hubProfile = nil
-	}
-	worksLoad := loadAvg()
-	obs.waitFor(t, 30*time.Minute, "every status", func(_, d int) bool { return d == nFS })
-	allStatus := time.Since(start)
-	// Quiescent: no write other than lease renewals for 3 s.
-	quiet := func() map[string]int {
-		last := h.writes.snapshot()
-		for {
-			time.Sleep(3 * time.Second)
-			cur := h.writes.snapshot()
-			if cur["work"] == last["work"] && cur["fleetset"] == last["fleetset"] && cur["other"] == last["other"] && cur["event"] == last["event"] {
-				return cur
-			}
-			last = cur
-		}
-	}
-	converged := quiet()
-	printCPU(fmt.Sprintf("hub pair=%d", pair), cpuBefore, cpuWorks)
-	printRequests(fmt.Sprintf("hub pair=%d", pair), reqBefore, apiserverRequests(cp.Config))
+	return r.allWorks.Seconds()
+}
 
+// runHub starts the hub on r.cp, with the FleetSets stored (the clock
+// starts with the hub, as the limit's did with its writes: both find the
+// FleetSets stored), and waits until r.obs saw every work and every status
+// and the hub stopped writing; it fills in r. The caller stops r.h.
+func runHub(t *testing.T, r *hubRun) {
+	t.Helper()
+	r.before = map[string]float64{
+		"errors":     metricSum(t, "controller_runtime_reconcile_errors_total", map[string]string{"controller": "fleetset"}),
+		"retries":    metricSum(t, "workqueue_retries_total", map[string]string{"name": "fleetset"}),
+		"reconciles": metricSum(t, "controller_runtime_reconcile_total", map[string]string{"controller": "fleetset"}),
+	}
+	r.reqBefore, r.cpuBefore = apiserverRequests(r.cp.Config), processCPU()
+	stopProfile := startHubProfile(t, r.pair)
+	defer stopProfile()
+	start := time.Now()
+	r.h = startHubOn(t, r.cp.Config, Options{HubIdentity: "test-hub", LeaseDuration: r.leaseDuration, MaxParallelWrites: envInt(t, "BENCH_PARALLEL_WRITES", DefaultMaxParallelWrites),
+		MaxUnobservedWrites: envInt(t, "BENCH_UNOBSERVED_WRITES", DefaultMaxUnobservedWrites)})
+	if os.Getenv("BENCH_PROGRESS") != "" {
+		defer printProgress(r, start)()
+	}
+	r.obs.waitFor(t, 30*time.Minute, "every ManifestWork", func(w, _ int) bool { return w == r.wantWorks })
+	r.allWorks = time.Since(start)
+	r.cpuAtWorks = processCPU()
+	stopProfile()
+	r.worksLoad = loadAvg()
+	r.obs.waitFor(t, 30*time.Minute, "every status", func(_, d int) bool { return d == r.nFS })
+	r.allStatus = time.Since(start)
+	// Quiescent: no write other than lease renewals for 3 s.
+	last := r.h.writes.snapshot()
+	for {
+		time.Sleep(3 * time.Second)
+		cur := r.h.writes.snapshot()
+		if cur["work"] == last["work"] && cur["fleetset"] == last["fleetset"] && cur["other"] == last["other"] && cur["event"] == last["event"] {
+			r.converged = cur
+			return
+		}
+		last = cur
+	}
+}
+
+// startHubProfile starts, with BENCH_HUB_PROFILE=<file>, a CPU profile of
+// this process into <file>.<pair>, and returns what stops it (idempotent;
+// nothing to stop without it).
+func startHubProfile(t *testing.T, pair int) func() {
+	t.Helper()
+	f := os.Getenv("BENCH_HUB_PROFILE")
+	if f == "" {
+		return func() {}
+	}
+	out, err := os.Create(fmt.Sprintf("%s.%d", f, pair))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			_ = out.Close()
+		})
+	}
+}
+
+// printProgress prints, every 10 s until the returned function is called,
+// the works r.obs saw, the works in the hub's cache and its writes so far
+// (BENCH_PROGRESS); with BENCH_APISERVER_PROFILE, it starts the
+// apiserver's profile 10 s after start.
+func printProgress(r *hubRun, start time.Time) func() {
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Second):
+			}
+			if f := os.Getenv("BENCH_APISERVER_PROFILE"); f != "" && time.Since(start) < 15*time.Second {
+				go profileAPIServer(r.cp.Config, fmt.Sprintf("%s.hub%d", f, r.pair))
+			}
+			w, d := r.obs.counts()
+			var cached workv1.ManifestWorkList
+			_ = r.h.cache.List(context.Background(), &cached, client.UnsafeDisableDeepCopy)
+			fmt.Printf("BENCH progress t=%.0fs works=%d hub_cached_works=%d statuses=%d writes=%v %s\n", time.Since(start).Seconds(), w, len(cached.Items), d, r.h.writes.snapshot(), loadAvg())
+		}
+	}()
+	return func() { close(stop) }
+}
+
+// reportHub prints r's BENCH lines (times, ratio to best, writes, rate
+// limiting, reconciles) and fails the test unless the hub wrote each work
+// once and each FleetSet's status once.
+func reportHub(t *testing.T, r *hubRun, best *limitResult) {
+	t.Helper()
+	qps, burst := benchQPS(t)
+	printCPU(fmt.Sprintf("hub pair=%d", r.pair), r.cpuBefore, r.cpuAtWorks)
+	printRequests(fmt.Sprintf("hub pair=%d", r.pair), r.reqBefore, apiserverRequests(r.cp.Config))
 	ratio := ""
 	if best != nil {
-		ratio = fmt.Sprintf(" vs_limit=%.2fx", allWorks.Seconds()/best.seconds)
+		ratio = fmt.Sprintf(" vs_limit=%.2fx", r.allWorks.Seconds()/best.seconds)
 	}
-	fmt.Printf("BENCH hub pair=%d client_qps=%.0f burst=%d reconciles=%d parallel_writes=%d unobserved_writes=%d fleetsets=%d clusters=%d manifestworks=%d create_fleetsets=%.2fs all_manifestworks=%.2fs all_status=%.2fs manifestworks_per_s=%.0f%s %s\n",
-		pair, qps, burst, h.reconciles, envInt(t, "BENCH_PARALLEL_WRITES", DefaultMaxParallelWrites), envInt(t, "BENCH_UNOBSERVED_WRITES", DefaultMaxUnobservedWrites), nFS, nC, wantWorks,
-		created.Seconds(), allWorks.Seconds(), allStatus.Seconds(), float64(wantWorks)/allWorks.Seconds(), ratio, worksLoad)
-	hubWrites := converged["work"] + converged["fleetset"] + converged["other"]
-	fmt.Printf("BENCH hub pair=%d writes_per_fleetset=%.2f (ManifestWorks %d + status 1 = %d expected) writes_per_fleetset_cluster=%.2f (1 expected) fleetset_writes_per_fleetset=%.2f (1 expected) events_per_fleetset=%.2f conflicts=%d throttled=%d lease_writes=%d leader_writes=%d\n",
-		pair, float64(hubWrites)/float64(nFS), nC, nC+1, float64(converged["work"])/float64(wantWorks), float64(converged["fleetset"])/float64(nFS),
-		float64(converged["event"])/float64(nFS), converged["conflict"], converged["throttled"], converged["lease"], converged["leader"])
+	fmt.Printf("BENCH hub pair=%d client_qps=%.0f burst=%d reconciles=%d parallel_writes=%d unobserved_writes=%d fleetsets=%d clusters=%d subsets=%d manifestworks=%d create_fleetsets=%.2fs all_manifestworks=%.2fs all_status=%.2fs manifestworks_per_s=%.0f%s %s\n",
+		r.pair, qps, burst, r.h.reconciles, envInt(t, "BENCH_PARALLEL_WRITES", DefaultMaxParallelWrites), envInt(t, "BENCH_UNOBSERVED_WRITES", DefaultMaxUnobservedWrites), r.nFS, r.nC, r.subsets, r.wantWorks,
+		r.created.Seconds(), r.allWorks.Seconds(), r.allStatus.Seconds(), float64(r.wantWorks)/r.allWorks.Seconds(), ratio, r.worksLoad)
+	c := r.converged
+	hubWrites := c["work"] + c["fleetset"] + c["other"]
+	fmt.Printf("BENCH hub pair=%d writes_per_fleetset=%.2f (ManifestWorks %d + status 1 = %d expected) writes_per_fleetset_subset=%.2f (1 expected) fleetset_writes_per_fleetset=%.2f (1 expected) events_per_fleetset=%.2f conflicts=%d throttled=%d lease_writes=%d leader_writes=%d\n",
+		r.pair, float64(hubWrites)/float64(r.nFS), r.subsets, r.subsets+1, float64(c["work"])/float64(r.wantWorks), float64(c["fleetset"])/float64(r.nFS),
+		float64(c["event"])/float64(r.nFS), c["conflict"], c["throttled"], c["lease"], c["leader"])
 	// What could hold the hub back besides the apiserver: its client-side
 	// rate limiter, and the workqueue's rate limiter (it delays only
 	// retries: errors and conflicts).
-	fmt.Printf("BENCH hub pair=%d rate_limiter_wait=%.1fs manifestwork_watches=%d reconciles=%.0f reconcile_errors=%.0f workqueue_retries=%.0f\n", pair, h.limiter.seconds(), converged["watch_manifestworks"],
-		metricSum(t, "controller_runtime_reconcile_total", map[string]string{"controller": "fleetset"})-reconcilesBefore,
-		metricSum(t, "controller_runtime_reconcile_errors_total", map[string]string{"controller": "fleetset"})-errorsBefore,
-		metricSum(t, "workqueue_retries_total", map[string]string{"name": "fleetset"})-retriesBefore)
-	if converged["work"] != wantWorks {
-		t.Errorf("%d ManifestWork writes, want exactly one per (FleetSet, cluster): %d", converged["work"], wantWorks)
+	fmt.Printf("BENCH hub pair=%d rate_limiter_wait=%.1fs manifestwork_watches=%d reconciles=%.0f reconcile_errors=%.0f workqueue_retries=%.0f\n", r.pair, r.h.limiter.seconds(), c["watch_manifestworks"],
+		metricSum(t, "controller_runtime_reconcile_total", map[string]string{"controller": "fleetset"})-r.before["reconciles"],
+		metricSum(t, "controller_runtime_reconcile_errors_total", map[string]string{"controller": "fleetset"})-r.before["errors"],
+		metricSum(t, "workqueue_retries_total", map[string]string{"name": "fleetset"})-r.before["retries"])
+	if c["work"] != r.wantWorks {
+		t.Errorf("%d ManifestWork writes, want exactly one per (FleetSet, subset): %d", c["work"], r.wantWorks)
 	}
-	if converged["fleetset"] != nFS {
-		t.Errorf("%d FleetSet writes, want 1 per FleetSet (status): %d", converged["fleetset"], nFS)
+	if c["fleetset"] != r.nFS {
+		t.Errorf("%d FleetSet writes, want 1 per FleetSet (status): %d", c["fleetset"], r.nFS)
 	}
-	same := 0
-	obs.mu.Lock()
-	for k, h := range obs.hashes {
-		if renderedHash[k] == h {
-			same++
-		}
-	}
-	obs.mu.Unlock()
-	fmt.Printf("BENCH hub pair=%d manifestworks_identical_to_limit=%d/%d\n", pair, same, wantWorks)
-	if same != wantWorks {
-		t.Errorf("%d of %d ManifestWorks the hub wrote differ from those the limit wrote", wantWorks-same, wantWorks)
-	}
-	if !last {
-		return allWorks.Seconds()
-	}
+}
 
+// steadyState watches the hub of r for BENCH_STEADY_SECONDS (default 60)
+// at rest, prints its writes, and fails the test on any besides lease
+// renewals since it converged (the comparison with the limit included);
+// the renewals it prints are those of the steady seconds.
+func steadyState(t *testing.T, r *hubRun) {
+	t.Helper()
+	steady := time.Duration(envInt(t, "BENCH_STEADY_SECONDS", 60)) * time.Second
+	c := r.converged
+	hubWrites := c["work"] + c["fleetset"] + c["other"]
+	c = maps.Clone(c)
+	c["lease"] = r.h.writes.snapshot()["lease"]
 	time.Sleep(steady)
-	after := h.writes.snapshot()
+	after := r.h.writes.snapshot()
 	atRest := after["work"] + after["fleetset"] + after["other"] - hubWrites
 	fmt.Printf("BENCH hub steady_seconds=%.0f writes_besides_leases=%d events=%d lease_renewals=%d (lease %.0fs: %d clusters × %.1f renewals expected) %s\n",
-		steady.Seconds(), atRest, after["event"]-converged["event"], after["lease"]-converged["lease"],
-		leaseDuration.Seconds(), nC, steady.Seconds()/(leaseDuration.Seconds()/3), loadAvg())
+		steady.Seconds(), atRest, after["event"]-c["event"], after["lease"]-c["lease"],
+		r.leaseDuration.Seconds(), r.nC, steady.Seconds()/(r.leaseDuration.Seconds()/3), loadAvg())
 	if atRest != 0 {
 		t.Errorf("%d writes besides lease renewals in steady state, want 0", atRest)
 	}
-	return allWorks.Seconds()
 }
 
 // restConfigFor returns cfg set up for a plain REST client.
@@ -739,7 +809,7 @@ func metricSum(t testing.TB, name string, match map[string]string) float64 {
 // apiserverRequests returns the apiserver's request counts
 // (apiserver_request_total) by "VERB resource[/subresource]", and the
 // watchers it closed for not keeping up (apiserver_terminated_watchers_total)
-// by "TERMINATED_WATCH resource", read from its
+// by "TERMINATED_WATCH resource", and its 429 answers ("HTTP_429"), read from its
 // /metrics through cfg; none when they cannot be read (diagnostics only).
 func apiserverRequests(cfg *rest.Config) map[string]float64 {
 	out := map[string]float64{}
@@ -767,6 +837,9 @@ func apiserverRequests(cfg *rest.Config) map[string]float64 {
 		l := map[string]string{}
 		for _, lp := range m.GetLabel() {
 			l[lp.GetName()] = lp.GetValue()
+		}
+		if l["code"] == "429" {
+			out["HTTP_429"] += m.GetCounter().GetValue()
 		}
 		k := l["verb"] + " " + l["resource"]
 		if l["subresource"] != "" {

@@ -106,6 +106,13 @@ func memberBeat(t testing.TB, cluster string) (stop func() time.Time) {
 // (-1: none reported, as a member before AnnotationMemberPeers).
 func memberBeatReporting(t testing.TB, cluster string, peers int) (stop func() time.Time) {
 	t.Helper()
+	return memberBeatTimeout(t, cluster, peers, beatTimeout)
+}
+
+// memberBeatTimeout is memberBeatReporting with heartbeat timeout timeout,
+// beating every timeout/6.
+func memberBeatTimeout(t testing.TB, cluster string, peers int, timeout time.Duration) (stop func() time.Time) {
+	t.Helper()
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -113,9 +120,9 @@ func memberBeatReporting(t testing.TB, cluster string, peers int) (stop func() t
 	clk := clock.RealClock{}
 	var mu sync.Mutex
 	var last time.Time
-	mon := contact.NewMonitor(clk, beatTimeout)
+	mon := contact.NewMonitor(clk, timeout)
 	hb := &contact.Heartbeat{Cluster: cluster, Identity: cluster + "-member", PeerURL: "http://127.0.0.1:1/" + cluster,
-		Hub: cs.CoordinationV1(), Monitor: mon, Clock: clk, Period: 500 * time.Millisecond,
+		Hub: cs.CoordinationV1(), Monitor: mon, Clock: clk, Period: timeout / 6,
 		Report: func() contact.Report { return contact.Report{State: "InContact", Peers: peers} }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -82,6 +83,8 @@ func Start(crdPaths ...string) (*Env, error) {
 		BinaryAssetsDirectory: bin,
 		CRDDirectoryPaths:     paths,
 		ErrorIfCRDPathMissing: true,
+		// envtest's default, 10 s, is too short on a loaded 2-core machine.
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: time.Minute},
 	}
 	api := te.ControlPlane.GetAPIServer()
 	api.Configure().
