@@ -17,7 +17,7 @@ KIND=${KIND:-$LOCALBIN/kind}
 DIR=${KIND_FLEET_DIR:-$REPO_ROOT/.fleet/kind}
 K8S_VERSION=$(cd "$HERE/k8s" && go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' k8s.io/kubernetes)
 NODE_IMAGE=${KIND_NODE_IMAGE:-fleetset-kind-node:$K8S_VERSION}
-CLUSTERS="hub east west"
+CLUSTERS="hub east west north"
 log() { printf '%s kind-fleet: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 kc() { local c=$1; shift; kubectl --kubeconfig "$DIR/$c/kubeconfig" "$@"; }
 export KIND KIND_FLEET_DIR=$DIR LOCALBIN
