@@ -382,7 +382,8 @@ kind-down: $(KIND) ## Delete the kind clusters and what kind-up made (KIND_HOST_
 .PHONY: e2e-kind
 e2e-kind: kind-up ## The e2e suite on the kind fleet (left up; make kind-down removes it).
 	FLEETSET_HUB_KUBECONFIG=$(KIND_FLEET_DIR)/hub/kubeconfig \
-	FLEETSET_MEMBER_KUBECONFIGS=east=$(KIND_FLEET_DIR)/east/kubeconfig,west=$(KIND_FLEET_DIR)/west/kubeconfig,north=$(KIND_FLEET_DIR)/north/kubeconfig \
+	FLEETSET_MEMBER_KUBECONFIGS=east=$(KIND_FLEET_DIR)/east/kubeconfig,west=$(KIND_FLEET_DIR)/west/kubeconfig \
+	FLEETSET_E2E_SPARE_MEMBERS=north=$(KIND_FLEET_DIR)/north/kubeconfig \
 	FLEETSET_E2E_PROVIDER=kind \
 	FLEETSET_E2E_IMAGE=registry.k8s.io/pause:3.10.1 FLEETSET_E2E_TIMEOUT=6m FLEETSET_E2E_HOOK_TIMEOUT=6m $(KIND_ENV) \
 	  $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ $(E2E_ARGS)
