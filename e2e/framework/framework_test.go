@@ -130,3 +130,18 @@ func TestDo(t *testing.T) {
 		t.Errorf("None: %v, want ErrUnsupported", err)
 	}
 }
+
+func TestNormalizedImageRef(t *testing.T) {
+	for in, want := range map[string]string{
+		"fleetset-e2e-echo:dev":                "docker.io/library/fleetset-e2e-echo:dev",
+		"library/busybox:1":                    "docker.io/library/busybox:1",
+		"registry.k8s.io/pause:3.10.1":         "registry.k8s.io/pause:3.10.1",
+		"mirror.east.example/k8s/pause:3.10.1": "mirror.east.example/k8s/pause:3.10.1",
+		"localhost/x:1":                        "localhost/x:1",
+		"host:5000/x:1":                        "host:5000/x:1",
+	} {
+		if got := NormalizedImageRef(in); got != want {
+			t.Errorf("NormalizedImageRef(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
