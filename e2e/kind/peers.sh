@@ -39,7 +39,8 @@ for c in $MEMBERS; do
   done
 done
 
-patch='{"spec":{"template":{"spec":{
+# All nodes' pods replaced at once (host network, nothing waits on them).
+patch='{"spec":{"updateStrategy":{"rollingUpdate":{"maxUnavailable":"100%"}},"template":{"spec":{
   "volumes":[{"name":"peers","configMap":{"name":"pod-network-peers","optional":true,"defaultMode":493}}],
   "containers":[{"name":"pod-network","command":["/etc/pod-network/pod-network.sh"],
     "volumeMounts":[{"name":"peers","mountPath":"/etc/pod-network"}]}]}}}}'
@@ -73,4 +74,4 @@ for c in $MEMBERS; do
     wait_for 90 "peer routes on $n" node_has_routes "$n" "$want" || die "$n lacks peer routes (kubectl -n kube-system logs ds/pod-network)"
   done
 done
-log "members $MEMBERS route each other's pod subnets ($(for c in $MEMBERS; do printf '%s %s ' "$c" "${subnet[$c]}"; done)) in $((SECONDS - T0))s"
+log "members $MEMBERS route each other's pod subnets ($(for c in $MEMBERS; do printf '%s %s, ' "$c" "${subnet[$c]}"; done | sed 's/, $//')) in $((SECONDS - T0))s"
