@@ -79,7 +79,8 @@ func TestSupports(t *testing.T) {
 		cluster, proc string
 		want          bool
 	}{
-		{OpStop, "east", "", true}, {OpStart, "east", "work-agent", true}, {OpStop, "hub", "fleetset-hub", false},
+		{OpStop, "east", "", true}, {OpStart, "east", "work-agent", true}, {OpStop, "hub", "fleetset-hub", true},
+		{OpStop, "hub", "kube-apiserver", false}, {OpStart, "hub", "fleetset-hub", true},
 		{OpRestart, "hub", "fleetset-hub", true}, {OpRestart, "east", "kube-system/coredns", true}, {OpCut, "east", "", false},
 		{OpKill, "hub", "fleetset-hub", false},
 	} {
