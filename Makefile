@@ -125,6 +125,19 @@ $(IMAGES_DIR)/fleetset-%.tar: $(OCIMAGE) .FORCE
 	$(OCIMAGE) -binary $(IMAGES_DIR)/fleetset-$* -arch $(IMAGE_ARCH) -tag fleetset-$*:$(IMAGE_TAG) -version $(VERSION) \
 	  -revision $(GIT_COMMIT) -source $(IMAGE_SOURCE) -source-date-epoch $(SOURCE_DATE_EPOCH) -o $@
 
+# The e2e suite's TCP echo server and client (e2e/kind/echo) for checks of
+# the network between members (TestPodsReachAcrossMembers, fleet DNS):
+# static, on scratch, loaded into the kind nodes by the tests themselves
+# (framework.LoadImage).
+.PHONY: kind-echo-image
+kind-echo-image: $(IMAGES_DIR)/e2e-echo.tar ## Image archive bin/images/e2e-echo.tar (fleetset-e2e-echo:dev), the e2e echo server/client, no Docker daemon.
+
+$(IMAGES_DIR)/e2e-echo.tar: $(OCIMAGE) .FORCE
+	@mkdir -p $(IMAGES_DIR)
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o $(IMAGES_DIR)/echo ./e2e/kind/echo
+	$(OCIMAGE) -binary $(IMAGES_DIR)/echo -arch $(IMAGE_ARCH) -tag fleetset-e2e-echo:$(IMAGE_TAG) -version $(VERSION) \
+	  -revision $(GIT_COMMIT) -source $(IMAGE_SOURCE) -source-date-epoch $(SOURCE_DATE_EPOCH) -o $@
+
 ##@ Generate
 
 .PHONY: generate
@@ -387,7 +400,7 @@ e2e-run: ## e2e suite against the running local fleet, which it leaves up (E2E_A
 
 ##@ kind fleet (needs docker)
 
-# The kind fleet: fleetset-hub, fleetset-east, fleetset-west from
+# The kind fleet: fleetset-hub, fleetset-east, fleetset-west, fleetset-north from
 # kind-configs/, OCM installed by its operator, fleetset from manifests/ and
 # the images of `make images`. On a host like the development VM (no
 # registry, cgroup v1, no CAP_SYS_RESOURCE) run `make kind-host` (root) once
@@ -411,7 +424,7 @@ kind-node-image: $(KIND) ## Build the kind node image for the pinned Kubernetes 
 	$(KIND_ENV) e2e/kind/node-image.sh
 
 .PHONY: kind-up
-kind-up: $(KIND) images $(LOCALBIN)/fleetset-local-provisioner ## Create hub + east + west kind clusters, install OCM with its operator and fleetset from manifests/.
+kind-up: $(KIND) images $(LOCALBIN)/fleetset-local-provisioner ## Create hub + east + west + north kind clusters, install OCM with its operator and fleetset from manifests/.
 	$(KIND_ENV) FLEETSET_KIND_SKIP_IMAGES=1 e2e/kind/kind-up.sh
 
 .PHONY: kind-ocm-images
@@ -423,9 +436,10 @@ kind-down: $(KIND) ## Delete the kind clusters and what kind-up made (KIND_HOST_
 	$(KIND_ENV) e2e/kind/kind-down.sh
 
 .PHONY: e2e-kind
-e2e-kind: kind-up ## The e2e suite on the kind fleet (left up; make kind-down removes it).
+e2e-kind: kind-up kind-echo-image ## The e2e suite on the kind fleet (left up; make kind-down removes it).
 	FLEETSET_HUB_KUBECONFIG=$(KIND_FLEET_DIR)/hub/kubeconfig \
 	FLEETSET_MEMBER_KUBECONFIGS=east=$(KIND_FLEET_DIR)/east/kubeconfig,west=$(KIND_FLEET_DIR)/west/kubeconfig \
-	FLEETSET_E2E_PROVIDER=kind \
+	FLEETSET_E2E_SPARE_MEMBERS=north=$(KIND_FLEET_DIR)/north/kubeconfig \
+	FLEETSET_E2E_PROVIDER=kind FLEETSET_E2E_ECHO_ARCHIVE=$(IMAGES_DIR)/e2e-echo.tar \
 	FLEETSET_E2E_IMAGE=registry.k8s.io/pause:3.10.1 FLEETSET_E2E_TIMEOUT=6m FLEETSET_E2E_HOOK_TIMEOUT=6m $(KIND_ENV) \
 	  $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ $(E2E_ARGS)

@@ -75,6 +75,12 @@ func TestSubsetOverridesOnMembers(t *testing.T) {
 	fs.Spec.VolumeClaimTemplates = dataClaim("1Gi")
 	fs.Spec.Topology.Subsets[0].StorageClassNames = []fleetv1.ClaimStorageClass{{Claim: "data", StorageClassName: "e2e-fast"}}
 	fs.Spec.Topology.Subsets[0].ImageRegistryRewrites = []fleetv1.ImageRegistryRewrite{{From: "registry.k8s.io", To: "mirror.east.example/k8s"}}
+	// The mirror does not exist: where nodes run images (kind, which pulls
+	// nothing), the workload image is put on east's nodes under the
+	// rewritten name too.
+	if mirrored, ok := strings.CutPrefix(workloadImage, "registry.k8s.io/"); ok {
+		f.loadImage(t, []string{east.name}, "", workloadImage, "mirror.east.example/k8s/"+mirrored)
+	}
 	f.createFleetSet(t, fs)
 	before := f.waitReady(t, ns, "db", 4)
 

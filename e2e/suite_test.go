@@ -102,6 +102,17 @@ func (f *fleet) member(name string) member {
 	panic("no member " + name)
 }
 
+// loadImage puts image (from archive, or the nodes' own copy when archive
+// is "") on the nodes of clusters under its name and every alias, where the
+// provider's fleet needs it (kind); framework.LoadImage.
+func (f *fleet) loadImage(t *testing.T, clusters []string, archive, image string, aliases ...string) {
+	t.Helper()
+	ctx := framework.WithLogf(t.Context(), t.Logf)
+	if err := framework.LoadImage(ctx, f.provider, clusters, archive, image, aliases...); err != nil {
+		t.Fatalf("loading image %s: %v", image, err)
+	}
+}
+
 // eventually polls cond until it returns true, failing the test with the
 // last reason after timeout.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string, error)) {

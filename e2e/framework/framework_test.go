@@ -79,7 +79,8 @@ func TestSupports(t *testing.T) {
 		cluster, proc string
 		want          bool
 	}{
-		{OpStop, "east", "", true}, {OpStart, "east", "work-agent", true}, {OpStop, "hub", "fleetset-hub", false},
+		{OpStop, "east", "", true}, {OpStart, "east", "work-agent", true}, {OpStop, "hub", "fleetset-hub", true},
+		{OpStop, "hub", "kube-apiserver", false}, {OpStart, "hub", "fleetset-hub", true},
 		{OpRestart, "hub", "fleetset-hub", true}, {OpRestart, "east", "kube-system/coredns", true}, {OpCut, "east", "", false},
 		{OpKill, "hub", "fleetset-hub", false},
 	} {
@@ -128,5 +129,20 @@ func TestDo(t *testing.T) {
 	}
 	if err := Do(context.Background(), None{}, Action{Op: OpCut, Cluster: "east"}); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("None: %v, want ErrUnsupported", err)
+	}
+}
+
+func TestNormalizedImageRef(t *testing.T) {
+	for in, want := range map[string]string{
+		"fleetset-e2e-echo:dev":                "docker.io/library/fleetset-e2e-echo:dev",
+		"library/busybox:1":                    "docker.io/library/busybox:1",
+		"registry.k8s.io/pause:3.10.1":         "registry.k8s.io/pause:3.10.1",
+		"mirror.east.example/k8s/pause:3.10.1": "mirror.east.example/k8s/pause:3.10.1",
+		"localhost/x:1":                        "localhost/x:1",
+		"host:5000/x:1":                        "host:5000/x:1",
+	} {
+		if got := NormalizedImageRef(in); got != want {
+			t.Errorf("NormalizedImageRef(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -8,8 +8,9 @@ import (
 	"github.com/fleetset/fleetset/e2e/framework/kindagent"
 )
 
-// Kind is the kind fleet of e2e/kind/kind-up.sh: a member's OCM agents are
-// stopped and started, fleetset's Deployments restarted (kindagent). A kind
+// Kind is the kind fleet of e2e/kind/kind-up.sh: a member's OCM agents and
+// the hub's fleetset-hub are stopped and started, fleetset's Deployments
+// restarted (kindagent), images loaded into the nodes (LoadImage). A kind
 // fleet has no way to kill, pause or cut.
 type Kind struct {
 	Agent *kindagent.Agent
@@ -32,13 +33,16 @@ func NewKind(a *kindagent.Agent) *Kind { return &Kind{Agent: a} }
 
 func (k *Kind) Name() string { return "kind" }
 
-// Supports: stop and start of a member's OCM agents, restart of
-// fleetset's and OCM's Deployments.
+// Supports: stop and start of a member's OCM agents and of the hub's
+// fleetset-hub, restart of fleetset's and OCM's Deployments.
 func (k *Kind) Supports(op Op, cluster, proc string) bool {
 	switch op {
 	case OpStop, OpStart:
 		proc = orDefault(proc)
-		return cluster != kindagent.Hub && (proc == "registration-agent" || proc == "work-agent")
+		if cluster == kindagent.Hub {
+			return proc == "fleetset-hub"
+		}
+		return proc == "registration-agent" || proc == "work-agent"
 	case OpRestart:
 		switch proc {
 		case "fleetset-hub", "fleetset-scheduler", "registration-agent", "work-agent", "klusterlet":

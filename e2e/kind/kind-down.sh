@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kind-down.sh removes the kind fleet made by kind-up.sh (`make kind-down`):
-# the three clusters, their kubeconfigs and (when no other cluster uses it)
+# the four clusters, their kubeconfigs and (when no other cluster uses it)
 # kind's docker network. The node and base images stay
 # (make kind-node-image rebuilds them only when their inputs change); with
 # KIND_HOST_STOP=1 it also stops the dockerd that `make kind-host` started.
@@ -12,7 +12,7 @@ DIR=${KIND_FLEET_DIR:-$REPO_ROOT/.fleet/kind}
 KIND_FLEET_DIR=$DIR "$REPO_ROOT/e2e/kind/storage.sh" stop || true
 if docker info >/dev/null 2>&1; then
   existing=$("$KIND" get clusters 2>/dev/null || true)
-  for c in hub east west; do
+  for c in hub east west north; do
     if grep -qx "fleetset-$c" <<<"$existing"; then "$KIND" delete cluster --name "fleetset-$c"; fi
   done
   docker rm -f fleetset-kind-node-build >/dev/null 2>&1 || true

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # kind-up.sh creates the kind fleet (`make kind-up`): the clusters
-# fleetset-hub, fleetset-east and fleetset-west from kind-configs/ (each
-# member: a control plane and three workers, one per zone), checks the pod
-# network across nodes, then installs Open Cluster Management with its own
+# fleetset-hub, fleetset-east, fleetset-west and fleetset-north from
+# kind-configs/ (each member: a control plane and three workers, one per
+# zone; each cluster its own pod and service subnets), routes the members'
+# pod subnets between their nodes (peers.sh), checks the pod network across
+# nodes, then installs Open Cluster Management with its own
 # operator (ocm.sh) and fleetset from its manifests and images
 # (fleetset.sh). Kubeconfigs go to $KIND_FLEET_DIR/<cluster>/kubeconfig
 # (.fleet/kind). Idempotent: what exists is kept.
@@ -17,7 +19,7 @@ KIND=${KIND:-$LOCALBIN/kind}
 DIR=${KIND_FLEET_DIR:-$REPO_ROOT/.fleet/kind}
 K8S_VERSION=$(cd "$HERE/k8s" && go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' k8s.io/kubernetes)
 NODE_IMAGE=${KIND_NODE_IMAGE:-fleetset-kind-node:$K8S_VERSION}
-CLUSTERS="hub east west"
+CLUSTERS="hub east west north"
 log() { printf '%s kind-fleet: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 kc() { local c=$1; shift; kubectl --kubeconfig "$DIR/$c/kubeconfig" "$@"; }
 export KIND KIND_FLEET_DIR=$DIR LOCALBIN
@@ -50,6 +52,10 @@ for c in $CLUSTERS; do
   kc "$c" -n kube-system rollout status deployment/coredns --timeout 3m >/dev/null
 done
 log "clusters ready at $((SECONDS - T0))s"
+
+# Routes between the members' pod subnets (pod IP to pod IP across
+# clusters; the e2e test TestPodsReachAcrossMembers checks it).
+"$HERE/peers.sh"
 
 # Pod network across nodes: pod to pod and pod to Service (a member's four
 # nodes), and a member pod to the hub's apiserver on the kind network.

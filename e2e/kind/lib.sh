@@ -3,7 +3,7 @@
 # fleetset.sh). Sourced, not run.
 #
 # Layout: kubeconfigs in .fleet/kind/<cluster>/kubeconfig (cluster: hub,
-# east, west; kind clusters fleetset-<cluster>), scratch files of the scripts
+# east, west, north; kind clusters fleetset-<cluster>), scratch files of the scripts
 # in .fleet/kind/work/, image archives in bin/ocm-images/ and bin/images/.
 # Nothing is pulled from a registry: every image is built locally, loaded
 # into the nodes with `kind load image-archive`, and run with
@@ -13,7 +13,7 @@ REPO_ROOT=${REPO_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 LOCALBIN=${LOCALBIN:-$REPO_ROOT/bin}
 KIND=${KIND:-$LOCALBIN/kind}
 DIR=${KIND_FLEET_DIR:-$REPO_ROOT/.fleet/kind}
-MEMBERS=${KIND_MEMBERS:-"east west"}
+MEMBERS=${KIND_MEMBERS:-"east west north"}
 if [[ -z ${KUBECTL:-} ]]; then
   if command -v kubectl >/dev/null; then KUBECTL=kubectl; else KUBECTL=$LOCALBIN/kubectl; fi
 fi

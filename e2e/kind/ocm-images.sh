@@ -20,7 +20,8 @@
 # Deployments only ask for a non-root user.
 #
 # Cached: a stamp records what the archives were built from (module version,
-# Go version, architecture, ocimage, this script); when it matches, nothing is
+# Go version, architecture, ocimage's sources (not its binary, which a build
+# stamps with the commit), this script); when it matches, nothing is
 # built. Prints the archive paths.
 set -euo pipefail
 LOG_NAME=ocm-images
@@ -44,7 +45,7 @@ read -r OCM_VERSION OCM_TIME < <(cd "$REPO_ROOT/e2e/tools" && env "${OCM_GOENV[@
 [[ $OCM_VERSION == v* ]] || die "open-cluster-management.io/ocm not found in e2e/tools/go.mod"
 
 stamp="ocm=$OCM_VERSION time=$OCM_TIME go=$(go env GOVERSION) arch=$ARCH registry=$OCM_REGISTRY
-ocimage=$(sha256sum <"$OCIMAGE" | cut -d' ' -f1) script=$(sha256sum <"$0" | cut -d' ' -f1)"
+ocimage=$(cat "$REPO_ROOT"/e2e/tools/ocimage/{*.go,go.mod,go.sum} | sha256sum | cut -d' ' -f1) script=$(sha256sum <"$0" | cut -d' ' -f1)"
 fresh=1
 [[ -f $OUT/stamp && $(<"$OUT/stamp") == "$stamp" ]] || fresh=0
 for b in $BINARIES; do [[ -s $OUT/${IMAGE[$b]}.tar ]] || fresh=0; done

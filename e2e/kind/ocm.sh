@@ -8,8 +8,8 @@
 #       ClusterManager (registration, work webhook, placement, add-on
 #       manager); the bootstrap ServiceAccount cluster-bootstrap, its
 #       ClusterRole and a token for it, as clusteradm init makes them.
-#   members (fleetset-east, fleetset-west):  the klusterlet operator
-#       (deploy/klusterlet) and a Klusterlet (clusterName east/west, Default
+#   members (fleetset-east, -west, -north): the klusterlet operator
+#       (deploy/klusterlet) and a Klusterlet (clusterName east/west/north, Default
 #       mode: registration and work agents), with the bootstrap-hub-kubeconfig
 #       Secret pointing at the hub inside the kind network
 #       (https://fleetset-hub-control-plane:6443), as clusteradm join
@@ -19,8 +19,8 @@
 #       the short lease of the local fleet) and the agents' CSRs approved.
 #
 # Images: bin/ocm-images/*.tar from ocm-images.sh, loaded with `kind load
-# image-archive` (nothing is pulled). It waits until ManagedClusters east and
-# west are Joined and Available and a test ManifestWork is applied on each.
+# image-archive` (nothing is pulled). It waits until ManagedClusters east,
+# west and north are Joined and Available and a test ManifestWork is applied on each.
 # Idempotent: on an installed fleet it applies the same objects again, loads
 # nothing and returns in seconds.
 set -euo pipefail

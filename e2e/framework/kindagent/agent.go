@@ -130,9 +130,13 @@ func AgentDeployment(ctx context.Context, k kubernetes.Interface, cluster, proc 
 // Stop stops an OCM agent of a member as a network partition would: the
 // klusterlet operator, then the agent's Deployment scaled to 0 (the
 // replicas kept in an annotation); it returns once their pods are gone.
+//
+// On the hub, proc fleetset-hub: its Deployment (applied by fleetset.sh,
+// reconciled by nobody) scaled to 0, the hub's controller silent while
+// the hub's apiserver keeps serving the members.
 func (a *Agent) Stop(ctx context.Context, cluster, proc string) error {
 	if cluster == Hub {
-		return fmt.Errorf("stop: the hub runs no klusterlet")
+		return a.scaleHub(ctx, proc, false)
 	}
 	k, err := a.kube(cluster)
 	if err != nil {
@@ -172,7 +176,7 @@ func (a *Agent) Stop(ctx context.Context, cluster, proc string) error {
 // too once no agent of the member is stopped.
 func (a *Agent) Start(ctx context.Context, cluster, proc string) error {
 	if cluster == Hub {
-		return fmt.Errorf("start: the hub runs no klusterlet")
+		return a.scaleHub(ctx, proc, true)
 	}
 	k, err := a.kube(cluster)
 	if err != nil {
@@ -280,3 +284,37 @@ func replicas(d *appsv1.Deployment) int32 {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// scaleHub stops (scales to 0, waits until its pods are gone) or starts
+// (back to its replicas, waits until Ready) the hub's fleetset-hub.
+func (a *Agent) scaleHub(ctx context.Context, proc string, up bool) error {
+	if proc != "fleetset-hub" {
+		return fmt.Errorf("the hub's %s cannot be stopped or started on kind (only fleetset-hub)", proc)
+	}
+	k, err := a.kube(Hub)
+	if err != nil {
+		return err
+	}
+	d, err := k.AppsV1().Deployments(FleetsetNS).Get(ctx, proc, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if up {
+		if err := a.scaleUp(ctx, k, d); err != nil {
+			return err
+		}
+		if err := a.waitReady(ctx, k, Hub, FleetsetNS, proc); err != nil {
+			return err
+		}
+		a.logf("%s: %s started (%s/%s Ready)", Hub, proc, FleetsetNS, proc)
+		return nil
+	}
+	if err := a.scaleDown(ctx, k, d); err != nil {
+		return err
+	}
+	if err := a.waitGone(ctx, k, Hub, FleetsetNS, proc); err != nil {
+		return err
+	}
+	a.logf("%s: %s stopped (%s/%s at 0 replicas)", Hub, proc, FleetsetNS, proc)
+	return nil
+}

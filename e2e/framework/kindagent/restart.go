@@ -75,6 +75,10 @@ func (a *Agent) Restart(ctx context.Context, cluster, proc, version string, args
 		return fmt.Errorf("%s: no Deployment %s/%s", cluster, t.ns, t.name)
 	}
 	if replicas(d) == 0 {
+		if cluster == Hub && proc == "fleetset-hub" && d.Annotations[annStopped] != "" && len(args) == 0 && version == "" {
+			// Stopped by Stop: restarted as it was is started.
+			return a.Start(ctx, cluster, proc)
+		}
 		return fmt.Errorf("%s: %s/%s is scaled to 0 (stopped): start it first", cluster, t.ns, t.name)
 	}
 	if t.operator && (len(args) > 0 || version != "") {

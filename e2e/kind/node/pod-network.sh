@@ -11,7 +11,13 @@
 #     nodes share one Docker network), so pods reach pods on other nodes
 #     with their own addresses;
 #   - masquerades traffic from pods to anything outside the podSubnet (other
-#     clusters' nodes, the host), whose replies must come back to the node.
+#     clusters' nodes, the host), whose replies must come back to the node;
+#   - with peers (the ConfigMap kube-system/pod-network-peers that kind-up.sh
+#     writes, mounted at $PEERS_DIR): routes every line "CIDR VIA" of
+#     $PEERS_DIR/routes (the other member clusters' nodes' podCIDRs via their
+#     InternalIPs, on the same Docker network) and does not masquerade
+#     traffic to the subnets of $PEERS_DIR/subnets (the other members' pod
+#     subnets), so a pod of another member sees the sender's own pod IP.
 # It reads nodes with its ServiceAccount's token from the apiserver at
 # CONTROL_PLANE_ENDPOINT (set by kind), so it needs neither CNI nor
 # kube-proxy to start. It never removes what it did not add; a deleted
@@ -19,6 +25,7 @@
 set -u
 : "${NODE_NAME:?}" "${POD_SUBNET:?}" "${CONTROL_PLANE_ENDPOINT:?}"
 CONF=/etc/cni/net.d/10-pod-network.conflist
+PEERS_DIR=${PEERS_DIR:-/etc/pod-network}
 SA=/var/run/secrets/kubernetes.io/serviceaccount
 log() { echo "$(date +%H:%M:%S) pod-network: $*"; }
 
@@ -27,6 +34,20 @@ while :; do
     iptables -t nat -A POSTROUTING -s "$POD_SUBNET" ! -d "$POD_SUBNET" -m comment --comment pod-network -j MASQUERADE &&
       log "masquerading $POD_SUBNET to outside it"
   fi
+  # Peer clusters: their pod subnets unmasqueraded (inserted before the
+  # MASQUERADE rule), their nodes' podCIDRs routed.
+  for s in $(cat "$PEERS_DIR/subnets" 2>/dev/null); do
+    if ! iptables -t nat -C POSTROUTING -s "$POD_SUBNET" -d "$s" -m comment --comment pod-network-peer -j RETURN 2>/dev/null; then
+      iptables -t nat -I POSTROUTING 1 -s "$POD_SUBNET" -d "$s" -m comment --comment pod-network-peer -j RETURN &&
+        log "not masquerading $POD_SUBNET to peer $s"
+    fi
+  done
+  while read -r cidr ip; do
+    [[ -n $cidr && -n ${ip:-} ]] || continue
+    if [[ $(ip route show "$cidr") != *"via $ip "* ]]; then
+      ip route replace "$cidr" via "$ip" && log "peer route $cidr via $ip"
+    fi
+  done < <(cat "$PEERS_DIR/routes" 2>/dev/null)
   nodes=$(kubectl --server "https://$CONTROL_PLANE_ENDPOINT" --token "$(cat $SA/token)" --certificate-authority $SA/ca.crt \
     get nodes --request-timeout 5s \
     -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.spec.podCIDR}{" "}{.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}') ||
