@@ -84,6 +84,23 @@ grep -q -- "--lease-duration=${RESYNC_LEASE_SECONDS}s" "$WORK/hub.yaml" || die "
 ssa hub "$WORK/hub.yaml"
 step "fleetset-hub applied"
 
+# ---------------------------------------------------------------- peer CA
+# The fleet's peer CA, as README's install makes it: OCM's add-on manager
+# signs each member's peer certificate with it (Secret
+# fleetset-peer-signer), and the members trust it (ConfigMap
+# fleetset-peer-ca). Made once per kind fleet, kept across re-installs.
+if ! kc hub -n open-cluster-management-hub get secret fleetset-peer-signer >/dev/null 2>&1; then
+  mkdir -p "$WORK/peer-ca"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=fleetset peer CA" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+    -keyout "$WORK/peer-ca/tls.key" -out "$WORK/peer-ca/tls.crt" 2>/dev/null
+  kc hub -n open-cluster-management-hub create secret tls fleetset-peer-signer \
+    --cert "$WORK/peer-ca/tls.crt" --key "$WORK/peer-ca/tls.key" >/dev/null
+  kc hub -n open-cluster-management-hub create configmap fleetset-peer-ca \
+    --from-file=ca.crt="$WORK/peer-ca/tls.crt" >/dev/null
+  step "peer CA made"
+fi
+
 # ---------------------------------------------------------------- add-on
 # manifests/addon with a default AddOnDeploymentConfig for every
 # ManagedClusterAddOn (e2e deletes and re-creates them with an empty spec).
