@@ -99,6 +99,8 @@ func setUpMember(ctx context.Context, cfg *rest.Config) (func(), error) {
 	}
 	memberCfg := member.DefaultConfig()
 	memberCfg.Cluster, memberCfg.HubKubeconfig, memberCfg.HeartbeatTimeout = memberCluster, kubeconfig, memberTimeout
+	// The peer west is a plain httptest server.
+	memberCfg.PeerInsecure = true
 	memberCfg.ClaimExpansion, memberCfg.Roles, memberCfg.RoleUpdates = false, false, false // tested in member/
 	memberComponent = member.New(&memberCfg)
 
