@@ -50,11 +50,11 @@ func (f *fleet) echoFleetSet(ns string, clusters []string) *fleetv1.FleetSet {
 // target (host:port, by fleet DNS name) and returns its results by target.
 func (f *fleet) connectByName(t *testing.T, kube kubernetes.Interface, m member, ns, name string, targets []string) map[string]echoResult {
 	t.Helper()
-	args := []string{"-connect=" + strings.Join(targets, ","), "-message=from-" + m.name, "-retry=90s"}
+	args := []string{"-connect=" + strings.Join(targets, ","), "-message=from-" + m.name, "-retry=60s"}
 	if err := m.c.Create(t.Context(), echoPod(ns, name, true, args...)); err != nil {
 		t.Fatalf("%s: %v", m.name, err)
 	}
-	eventually(t, 3*time.Minute, m.name+"'s echo client "+name+" done", func(ctx context.Context) (bool, string, error) {
+	eventually(t, 5*time.Minute, m.name+"'s echo client "+name+" done", func(ctx context.Context) (bool, string, error) {
 		p := &corev1.Pod{}
 		if err := m.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
 			return false, "", err
