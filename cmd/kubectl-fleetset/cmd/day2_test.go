@@ -22,8 +22,8 @@ import (
 // with the status the hub folds.
 func delivered9() *fleetv1.FleetSet {
 	fs := rolling(withStatus(sample(9),
-		fleetv1.SubsetStatus{Name: "east", Cluster: "east", OrdinalStart: 0, Replicas: 5},
-		fleetv1.SubsetStatus{Name: "west", Cluster: "west", OrdinalStart: 1000, Replicas: 4}), false)
+		fleetv1.SubsetStatus{Name: "east", Cluster: "east", OrdinalStart: 0, Replicas: 5, UpdatedReplicas: 5},
+		fleetv1.SubsetStatus{Name: "west", Cluster: "west", OrdinalStart: 1000, Replicas: 4, UpdatedReplicas: 4}), false)
 	fs.Spec.UpdateStrategy.ManualUpdate = nil
 	return fs
 }

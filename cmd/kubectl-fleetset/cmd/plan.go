@@ -77,8 +77,12 @@ type PlanSubset struct {
 	Name   string           `json:"name"`
 	Before *PlanSubsetState `json:"before,omitempty"`
 	After  *PlanSubsetState `json:"after,omitempty"`
-	// Rolls is whether its StatefulSet's pod template changes.
+	// Rolls is whether its StatefulSet's pod template changes, or
+	// instances of an unfinished rollout (Outdated) remain to be replaced.
 	Rolls bool `json:"rolls,omitempty"`
+	// Outdated is how many of its instances run an older revision than its
+	// template now (status: replicas − updatedReplicas), before the change.
+	Outdated int32 `json:"outdated,omitempty"`
 }
 
 // PlanSubsetState is a subset as the hub delivers it.
@@ -359,10 +363,25 @@ func compare(p *Plan, cur, next *fleetv1.FleetSet, before, after []manifestwork.
 	for i := range p.Subsets {
 		byName[p.Subsets[i].Name] = &p.Subsets[i]
 	}
+	outdated := map[string]int32{}
+	if cur != nil {
+		for _, ss := range cur.Status.Subsets {
+			outdated[ss.Name] = max(0, ss.Replicas-ss.UpdatedReplicas)
+		}
+	}
 	for i := range p.Subsets {
 		ps := &p.Subsets[i]
-		ps.Rolls = ps.Before != nil && ps.After != nil && ps.Before.Cluster == ps.After.Cluster &&
-			!equality.Semantic.DeepEqual(ps.Before.template.spec, ps.After.template.spec)
+		if ps.Before == nil || ps.After == nil || ps.Before.Cluster != ps.After.Cluster {
+			continue
+		}
+		ps.Rolls = !equality.Semantic.DeepEqual(ps.Before.template.spec, ps.After.template.spec)
+		if !ps.Rolls {
+			// Instances an unfinished (partitioned, paused) rollout left on
+			// an older revision, the lowest of the subset: the change may
+			// release them.
+			ps.Outdated = min(outdated[ps.Name], ps.Before.Replicas)
+			ps.Rolls = ps.Outdated > 0
+		}
 	}
 	was := map[string]fleetv1.FleetViewInstance{}
 	for _, in := range beforeInst {
@@ -448,8 +467,14 @@ func rollOrder(p *Plan, fs *fleetv1.FleetSet, after []manifestwork.Subset, kept 
 			if !rolls[s.Name] {
 				continue
 			}
+			top := s.Replicas - 1
+			for _, ps := range p.Subsets {
+				if ps.Name == s.Name && ps.Outdated > 0 {
+					top = ps.Outdated - 1 // only the outdated, lowest instances
+				}
+			}
 			var step []PlanInstance
-			for k := s.Replicas - 1; k >= parts[s.Name]; k-- {
+			for k := top; k >= parts[s.Name]; k-- {
 				if in, ok := keptBy[s.Name][s.OrdinalStart+k]; ok {
 					step = append(step, in)
 				}
@@ -472,15 +497,22 @@ func rollOrder(p *Plan, fs *fleetv1.FleetSet, after []manifestwork.Subset, kept 
 	}
 	spec := rollout.Spec{Revision: "new", MaxUnavailable: maxUnavailable, Partition: ru.Partition, MaxConcurrent: ru.MaxConcurrentSubsetsOrDefault()}
 	order := subsetOrder(fs)
-	// A subset that does not roll is updated; one that rolls starts with
-	// its instances created at the new revision (a scale-up's, at the top).
+	// A subset that does not roll is updated; one whose template changes
+	// starts with its instances created at the new revision (a scale-up's,
+	// at the top); one with outdated instances left by an unfinished
+	// rollout has all but those updated.
 	updated := map[string]int32{}
 	for _, in := range p.Created {
 		updated[in.Subset]++
 	}
-	for _, name := range order {
-		if s, ok := subsets[name]; ok && !rolls[name] {
-			updated[name] = s.Replicas
+	for _, ps := range p.Subsets {
+		s, ok := subsets[ps.Name]
+		switch {
+		case !ok:
+		case !rolls[ps.Name]:
+			updated[ps.Name] = s.Replicas
+		case ps.Outdated > 0:
+			updated[ps.Name] = max(0, s.Replicas-ps.Outdated)
 		}
 	}
 	if ru.Paused && slices.ContainsFunc(p.Subsets, func(ps PlanSubset) bool { return ps.Rolls }) {

@@ -52,6 +52,9 @@ func TestPlan(t *testing.T) {
 		{name: "west's patch only: west rolls, east does not", change: func(fs *fleetv1.FleetSet) {
 			fs.Spec.Topology.Subsets[1].ImageRegistryRewrites = []fleetv1.ImageRegistryRewrite{{From: "docker.io", To: "mirror.example"}}
 		}, rolled: []string{"mydb-west-1003", "mydb-west-1002", "mydb-west-1001", "mydb-west-1000"}, steps: 4},
+		{name: "partition 3 lowered to 0 after a partitioned rollout: the 3 left roll, lowest last", change: func(fs *fleetv1.FleetSet) {
+			fs.Spec.UpdateStrategy.RollingUpdate.Partition = 0
+		}, rolled: []string{"mydb-west-1002", "mydb-west-1001", "mydb-west-1000"}, steps: 3},
 		{name: "west moved to north", change: func(fs *fleetv1.FleetSet) { fs.Spec.Topology.Subsets[1].Cluster = "north" },
 			moved: []PlanMove{{"mydb-west-1000", "west", "north"}, {"mydb-west-1001", "west", "north"}, {"mydb-west-1002", "west", "north"}, {"mydb-west-1003", "west", "north"}}},
 		{name: "subset west removed: its instances go, east takes all 9", change: func(fs *fleetv1.FleetSet) {
@@ -69,6 +72,10 @@ func TestPlan(t *testing.T) {
 			cur.Spec.Template.Spec.Containers = []corev1.Container{{Name: "db", Image: "docker.io/db:1"}}
 			if strings.Contains(tc.name, "template") {
 				cur.Spec.Template.Spec.Containers[0].Image = "db:1"
+			}
+			if strings.Contains(tc.name, "partitioned rollout") {
+				cur.Spec.UpdateStrategy.RollingUpdate.Partition = 3
+				cur.Status.Subsets[0].UpdatedReplicas, cur.Status.Subsets[1].UpdatedReplicas = 5, 1
 			}
 			hub := fakeHub(t, cur)
 			next := cur.DeepCopy()
