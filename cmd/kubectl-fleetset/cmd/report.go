@@ -171,7 +171,7 @@ func (o *ReportOptions) Run(ctx context.Context) error {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	fmt.Fprintf(o.Out, "Wrote %s: %d files from the hub and %d member(s) (%s)\n", file, len(names), len(given), joinOrNone(given))
+	fmt.Fprintf(o.Out, "Wrote %s: %d files, from the hub and %d member(s) (%s)\n", file, len(names), len(given), joinOrNone(given))
 	for _, n := range names {
 		fmt.Fprintf(o.Out, "  %s/%s\n", dir, n)
 	}
