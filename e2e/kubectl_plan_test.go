@@ -54,7 +54,9 @@ func TestKubectlPlanMatchesApply(t *testing.T) {
 	f.waitReady(t, ns, "db", 5)
 
 	setVersion := func(v string) func(*fleetv1.FleetSet) {
-		return func(fs *fleetv1.FleetSet) { fs.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "VERSION", Value: v}} }
+		return func(fs *fleetv1.FleetSet) {
+			fs.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "VERSION", Value: v}}
+		}
 	}
 	subset := func(fs *fleetv1.FleetSet, name string) *fleetv1.Subset {
 		for i := range fs.Spec.Topology.Subsets {
@@ -112,8 +114,10 @@ func TestKubectlPlanMatchesApply(t *testing.T) {
 			fs.Spec.Topology.Subsets = append(fs.Spec.Topology.Subsets, extra)
 			fs.Spec.Replicas = 8
 		}, expect: func(p *fleetsetcmd.Plan) error { return count("created", len(p.Created), 2) }},
-		{name: "cordon " + west + " and replicas 8 → 10: extra stays at 2", mutate: func(fs *fleetv1.FleetSet) {
+		{name: "cordon " + west + ", shares 30%:30%:rest and replicas 8 → 10: extra stays at 2", mutate: func(fs *fleetv1.FleetSet) {
+			// Uncordoned, extra's rest (40 %) would give it 4 of 10.
 			fs.Spec.Topology.CordonedClusters = []string{west}
+			subset(fs, west).Replicas = ptr.To(intstr.FromString("30%"))
 			subset(fs, "extra").Replicas = nil
 			fs.Spec.Replicas = 10
 		}, expect: func(p *fleetsetcmd.Plan) error {

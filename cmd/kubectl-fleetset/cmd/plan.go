@@ -415,8 +415,8 @@ func compare(p *Plan, cur, next *fleetv1.FleetSet, before, after []manifestwork.
 		}
 	}
 	rollOrder(p, next, after, kept)
-	if next.Spec.DependenciesOrDefault() == fleetv1.DependenciesAuto {
-		p.Notes = append(p.Notes, "spec.dependencies: a changed ConfigMap or Secret also rolls its subsets; plan compares the templates only")
+	if next.Spec.DependenciesOrDefault() == fleetv1.DependenciesAuto && len(manifestwork.References(&next.Spec.Template)) > 0 {
+		p.Notes = append(p.Notes, "spec.dependencies Auto: a change of a ConfigMap or Secret the template references also rolls its subsets; plan compares the templates only")
 	}
 }
 
