@@ -14,7 +14,10 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	fleetsetcmd "github.com/fleetset/fleetset/cmd/kubectl-fleetset/cmd"
@@ -269,5 +272,126 @@ func readTarGz(t *testing.T, file string) map[string]string {
 			t.Fatal(err)
 		}
 		out[h.Name] = string(b)
+	}
+}
+
+// TestKubectlPauseResumeFailback: pause sets rollingUpdate.paused and a
+// template change then waits (Progressing RolloutPaused, no pod
+// replaced); resume lets it finish; failback on a FleetSet with no
+// relocated subset changes nothing and says so.
+func TestKubectlPauseResumeFailback(t *testing.T) {
+	f := theFleet
+	ns := f.newNamespace(t, "e2e-pause")
+	f.createFleetSet(t, f.newFleetSet(ns, "db", 3))
+	before := f.waitReady(t, ns, "db", 3)
+
+	out, err := f.kubectlFleetset(t, "", "pause", "db", "-n", ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPrinted(t, out, "fleetset.fleetset.io/db paused", "Resume: kubectl fleetset resume db -n "+ns)
+	f.updateFleetSet(t, ns, "db", func(fs *fleetv1.FleetSet) {
+		fs.Spec.Template.Spec.Containers[0].Env[0].Value = "2"
+	})
+	eventually(t, waitTimeout, "Progressing RolloutPaused", func(ctx context.Context) (bool, string, error) {
+		fs, err := f.getFleetSet(ctx, ns, "db")
+		if err != nil {
+			return false, "", err
+		}
+		c := condition(fs, fleetv1.ConditionProgressing)
+		return c != nil && c.Reason == fleetv1.ReasonRolloutPaused, rolloutSummary(fs), nil
+	})
+	uids := podUIDs(before)
+	if ins, err := f.instances(t.Context(), ns, "db"); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, in := range ins {
+			if in.uid != uids[in.cluster+"/"+in.pod] {
+				t.Errorf("paused, yet %s was replaced", in.pod)
+			}
+		}
+	}
+
+	out, err = f.kubectlFleetset(t, "", "resume", "db", "-n", ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPrinted(t, out, "fleetset.fleetset.io/db resumed", "Watch: kubectl fleetset status db -n "+ns+" --watch")
+	eventually(t, 3*waitTimeout, "every instance replaced, rollout complete", func(ctx context.Context) (bool, string, error) {
+		ins, err := f.instances(ctx, ns, "db")
+		if err != nil {
+			return false, "", err
+		}
+		for _, in := range ins {
+			if in.uid == uids[in.cluster+"/"+in.pod] || !in.ready || in.version != "2" {
+				return false, podSummary(ins), nil
+			}
+		}
+		fs, err := f.getFleetSet(ctx, ns, "db")
+		if err != nil {
+			return false, "", err
+		}
+		return len(ins) == 3 && fs.Status.CurrentRevision == fs.Status.UpdateRevision, rolloutSummary(fs), nil
+	})
+
+	out, err = f.kubectlFleetset(t, "", "failback", "db", "-n", ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPrinted(t, out, "has no relocated subset: nothing to fail back, nothing changed")
+	if fs, _ := f.getFleetSet(t.Context(), ns, "db"); fs.Annotations[fleetv1.AnnotationFailback] != "" {
+		t.Errorf("failback annotated a FleetSet with no relocated subset")
+	}
+}
+
+// TestKubectlOutOfService: without --yes and with a wrong name typed the
+// taint is not written; with --yes it is (NoSelect), listing the subsets
+// the cluster hosts; --remove takes it off.
+func TestKubectlOutOfService(t *testing.T) {
+	f := theFleet
+	west := f.members[1].name
+	ns := f.newNamespace(t, "e2e-oos")
+	f.createFleetSet(t, f.newFleetSet(ns, "db", 2))
+	f.waitReady(t, ns, "db", 2)
+	tainted := func() bool {
+		mc := &unstructured.Unstructured{}
+		mc.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.open-cluster-management.io", Version: "v1", Kind: "ManagedCluster"})
+		if err := f.hub.Get(context.WithoutCancel(t.Context()), client.ObjectKey{Name: west}, mc); err != nil {
+			t.Fatal(err)
+		}
+		taints, _, _ := unstructured.NestedSlice(mc.Object, "spec", "taints")
+		for _, x := range taints {
+			if m, ok := x.(map[string]any); ok && m["key"] == fleetv1.TaintOutOfService && m["effect"] == "NoSelect" {
+				return true
+			}
+		}
+		return false
+	}
+	t.Cleanup(func() {
+		if tainted() {
+			_, _ = f.kubectlFleetset(t, "", "out-of-service", west, "--remove")
+		}
+	})
+	if _, err := f.kubectlFleetset(t, "nope\n", "out-of-service", west); err == nil || !strings.Contains(err.Error(), "not confirmed: nothing changed") {
+		t.Fatalf("wrong name typed: %v", err)
+	}
+	if tainted() {
+		t.Fatal("tainted without confirmation")
+	}
+	out, err := f.kubectlFleetset(t, "", "out-of-service", west, "--yes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPrinted(t, out, ns+"/db "+west, "tainted "+fleetv1.TaintOutOfService+":NoSelect", "Undo: kubectl fleetset out-of-service "+west+" --remove")
+	if !tainted() {
+		t.Fatal("not tainted")
+	}
+	out, err = f.kubectlFleetset(t, "", "out-of-service", west, "--remove")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPrinted(t, out, "untainted "+fleetv1.TaintOutOfService)
+	if tainted() {
+		t.Fatal("still tainted after --remove")
 	}
 }
