@@ -113,3 +113,24 @@ func TestPlan(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanCreate: a FleetSet not on the hub is a creation: every instance
+// created, with its domain, nothing rolled.
+func TestPlanCreate(t *testing.T) {
+	o, _ := verb(fakeHub(t), "mydb", "")
+	fs := delivered9()
+	fs.Status = fleetv1.FleetSetStatus{}
+	p, err := (&PlanOptions{VerbOptions: o, NoDryRun: true}).Plan(context.Background(), fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, in := range p.Created {
+		got = append(got, in.Name+"@"+in.Cluster+"/"+in.Domain)
+	}
+	want := []string{"mydb-east-0@east/zone-a", "mydb-east-1@east/zone-b", "mydb-east-2@east/zone-c", "mydb-east-3@east/zone-a", "mydb-east-4@east/zone-b",
+		"mydb-west-1000@west/zone-a", "mydb-west-1001@west/zone-b", "mydb-west-1002@west/zone-c", "mydb-west-1003@west/zone-a"}
+	if d := cmp.Diff(want, got); d != "" || !p.Create || len(p.Rolled)+len(p.Removed)+len(p.Moved) != 0 {
+		t.Errorf("create %v; created (-want,+got):\n%s\nrolled %v removed %v moved %v", p.Create, d, p.Rolled, p.Removed, p.Moved)
+	}
+}

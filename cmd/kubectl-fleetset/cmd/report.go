@@ -31,9 +31,9 @@ type ReportOptions struct {
 	// OutputFile (-f, --output-file) is the archive written; default
 	// fleetset-report-<namespace>-<name>-<time>.tar.gz.
 	OutputFile string
-	// Members are --member and --member-kubeconfig values,
-	// CLUSTER=KUBECONFIG; MemberContexts --member-context values.
-	Members, MemberContexts []string
+	// Members are --member-kubeconfig values and MemberFiles --member
+	// values, CLUSTER=KUBECONFIG; MemberContexts --member-context values.
+	Members, MemberFiles, MemberContexts []string
 	// MemberTimeout bounds every request to a member.
 	MemberTimeout time.Duration
 	// MemberClients replace the clients built from the member flags, by
@@ -55,7 +55,7 @@ func NewCmdReport(flags *genericclioptions.ConfigFlags, streams genericiooptions
 		o.Run)
 	cmd.Flags().StringVarP(&o.OutputFile, "output-file", "f", "", "The archive to write (default fleetset-report-<namespace>-<name>-<time>.tar.gz).")
 	cmd.Flags().StringArrayVar(&o.Members, "member-kubeconfig", nil, "A member cluster to collect from, as CLUSTER=KUBECONFIG (repeatable). CLUSTER is the ManagedCluster name.")
-	cmd.Flags().StringArrayVar(&o.Members, "member", nil, "The same as --member-kubeconfig (the status command's name).")
+	cmd.Flags().StringArrayVar(&o.MemberFiles, "member", nil, "The same as --member-kubeconfig (the status command's name).")
 	cmd.Flags().StringArrayVar(&o.MemberContexts, "member-context", nil, "A member cluster to collect from, as CLUSTER=CONTEXT of the hub's kubeconfig file (repeatable).")
 	cmd.Flags().DurationVar(&o.MemberTimeout, "member-timeout", o.MemberTimeout, "Timeout of each request to a member cluster.")
 	return cmd
@@ -286,7 +286,7 @@ func (o *ReportOptions) memberClients() ([]memberClient, error) {
 	if o.ConfigFlags != nil && o.ConfigFlags.KubeConfig != nil {
 		kubeconfig = *o.ConfigFlags.KubeConfig
 	}
-	members, err := parseMembers(o.Members, o.MemberContexts, kubeconfig, o.MemberTimeout)
+	members, err := parseMembers(append(append([]string(nil), o.Members...), o.MemberFiles...), o.MemberContexts, kubeconfig, o.MemberTimeout)
 	if err != nil {
 		return nil, err
 	}
