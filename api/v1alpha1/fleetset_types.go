@@ -160,6 +160,14 @@ type FleetTopology struct {
 	// are each subset's fallbackClusters.
 	// +optional
 	PlacementRef *PlacementRef `json:"placementRef,omitempty"`
+
+	// CordonedClusters are member clusters this FleetSet puts no new
+	// instance on (see cordon.go): `kubectl fleetset cordon`.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	// +optional
+	CordonedClusters []string `json:"cordonedClusters,omitempty"`
 }
 
 // PlacementRef names an OCM Placement (cluster.open-cluster-management.io/

@@ -108,6 +108,7 @@ func (r *FleetSetReconciler) failoverInputs(ctx context.Context, st *state, plan
 		if err != nil {
 			return in, err
 		}
+		cl.Cordoned = fs.Spec.Topology.Cordoned(c)
 		in.clusters[c] = cl
 	}
 	return in, nil

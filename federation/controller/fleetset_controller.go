@@ -238,6 +238,7 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	observeConditions(client.ObjectKeyFromObject(fs), status)
 	if err := r.clearFailbackRequest(ctx, st); err != nil {
 		return ctrl.Result{}, err
 	}

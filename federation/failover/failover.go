@@ -68,6 +68,9 @@ type Cluster struct {
 	// Confirmed is true when the cluster is certainly not running the
 	// subset: its ManagedCluster is tainted v1alpha1.TaintOutOfService.
 	Confirmed bool
+	// Cordoned is true when the FleetSet cordons the cluster
+	// (spec.topology.cordonedClusters): it is never a relocation target.
+	Cordoned bool
 	// Removed is true when the cluster has applied the hub's latest
 	// ManifestWork for this FleetSet (or the work is gone): what the hub
 	// took out of it is gone from the member.
@@ -322,16 +325,16 @@ func current(s Subset) string {
 	return s.Home
 }
 
-// fallback returns the cluster to relocate s to: the first Available one of
-// its home (when it is leaving a fallback cluster), of its fallbacks, or
-// else of the other subsets' clusters with the fewest replicas (then by
-// name); "" when none is Available. It never returns the cluster s is
+// fallback returns the cluster to relocate s to: the first Available,
+// uncordoned one of its home (when it is leaving a fallback cluster), of
+// its fallbacks, or else of the other subsets' clusters with the fewest
+// replicas (then by name); "" when none is. It never returns the cluster s is
 // leaving.
 func fallback(s Subset, subsets []Subset, clusters map[string]Cluster, load map[string]int32) string {
 	from := current(s)
 	ok := func(c string) bool {
 		cl := clusters[c]
-		return c != from && cl.Exists && cl.Available
+		return c != from && cl.Exists && cl.Available && !cl.Cordoned
 	}
 	if s.Home != from && ok(s.Home) {
 		return s.Home // a relocated subset whose fallback is lost goes home first

@@ -68,6 +68,12 @@ func TestPlan(t *testing.T) {
 				{Cluster: "west", Deliver: true}, {Cluster: "north", Deliver: true}},
 		},
 		{
+			name: "cordoned cluster is no fallback: the next one by load", spec: relocate, subsets: three,
+			clusters: map[string]Cluster{"east": down(0, 0), "west": up(0), "north": func() Cluster { c := up(0); c.Cordoned = true; return c }()}, now: time.Minute,
+			want: []Decision{{Cluster: "west", Deliver: true, Phase: fleetv1.SubsetFailedOver, Epoch: 1, Step: "subset east relocated from east to west, epoch 1"},
+				{Cluster: "west", Deliver: true}, {Cluster: "north", Deliver: true}},
+		},
+		{
 			name: "fallbackClusters order wins over load", spec: relocate,
 			subsets:  []Subset{{Name: "east", Home: "east", Replicas: 5, Fallbacks: []string{"spare", "west"}}, two[1]},
 			clusters: map[string]Cluster{"east": down(0, 0), "west": up(0), "spare": {Exists: true}}, now: time.Minute,

@@ -67,7 +67,8 @@ type Finding struct {
 // blocks. previous maps a subset name to the ordinalStart it held before
 // (status.subsets, or the ManifestWorks' record). It returns the subsets in
 // spec order, and its findings: subsets cut to their block, infeasible
-// shares. It returns an error naming the field when fs cannot be divided at
+// shares. A subset on a cluster of spec.topology.cordonedClusters takes no
+// more replicas than status records for it there (subsetShares). It returns an error naming the field when fs cannot be divided at
 // all; then it returns no plan.
 func For(fs *fleetv1.FleetSet, previous map[string]int32) ([]Subset, []Finding, error) {
 	spec := &fs.Spec
@@ -89,11 +90,11 @@ func For(fs *fleetv1.FleetSet, previous map[string]int32) ([]Subset, []Finding, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("spec.topology.subsets: %w", err)
 	}
-	div, err := apportion.Divide(spec.Replicas, apportion.SubsetShares(spec.Topology.Subsets))
+	shares, problems := subsetShares(fs)
+	div, err := apportion.Divide(spec.Replicas, shares)
 	if err != nil {
 		return nil, nil, fmt.Errorf("spec.topology.subsets: %w", err)
 	}
-	var problems []Finding
 	if len(div.Unmet) > 0 {
 		for _, u := range div.Unmet {
 			problems = append(problems, Finding{Reason: fleetv1.ReasonDivisionInfeasible, Message: "spec.topology.subsets: " + u})

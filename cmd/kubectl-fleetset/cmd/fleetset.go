@@ -1,8 +1,10 @@
 // Package cmd holds the commands of kubectl-fleetset, the kubectl plugin of
 // fleetset: `kubectl fleetset status NAME` shows where a FleetSet's
 // instances are meant to run and where they run, from the hub and,
-// optionally, the member clusters; `pause`, `resume`, `failback` and
-// `out-of-service` change a FleetSet's or a cluster's state on the hub. The commands follow kubectl's own
+// optionally, the member clusters; `plan -f` shows what a change would do;
+// `pause`, `resume`, `restart`, `switchover`, `failback`, `cordon`,
+// `uncordon` and `out-of-service` change a FleetSet's or a cluster's state
+// on the hub; `report` writes an archive for a bug report. The commands follow kubectl's own
 // (k8s.io/kubectl/pkg/cmd): an Options struct with Complete, Validate and
 // Run, the standard kubectl client flags from cli-runtime's ConfigFlags, and
 // output through IOStreams.
@@ -25,7 +27,9 @@ func NewCmdFleetSet(streams genericiooptions.IOStreams) *cobra.Command {
 		Short: "Inspect and operate fleetset FleetSets",
 		Long: "kubectl fleetset inspects FleetSets (fleetset.io/v1alpha1) on an Open Cluster Management hub:\n" +
 			"where each subset and instance of a FleetSet is meant to run, and where it runs (status, status --watch);\n" +
-			"pause and resume its rollout, fail it back, and take a member cluster out of service.",
+			"what a change would do before it is applied (plan); pause, resume and restart its rollout, switch its\n" +
+			"leader over, fail it back, cordon a member cluster for it, take a member cluster out of service, and\n" +
+			"collect its state for a bug report (report).",
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl fleetset"},
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -37,7 +41,8 @@ func NewCmdFleetSet(streams genericiooptions.IOStreams) *cobra.Command {
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	flags.AddFlags(root.PersistentFlags())
-	root.AddCommand(NewCmdStatus(flags, streams), NewCmdPause(flags, streams), NewCmdResume(flags, streams),
-		NewCmdFailback(flags, streams), NewCmdOutOfService(flags, streams))
+	root.AddCommand(NewCmdStatus(flags, streams), NewCmdPlan(flags, streams), NewCmdPause(flags, streams), NewCmdResume(flags, streams),
+		NewCmdRestart(flags, streams), NewCmdFailback(flags, streams), NewCmdSwitchover(flags, streams),
+		NewCmdCordon(flags, streams), NewCmdUncordon(flags, streams), NewCmdOutOfService(flags, streams), NewCmdReport(flags, streams))
 	return root
 }

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -34,6 +35,9 @@ type VerbOptions struct {
 	Name string
 	// Now returns the time written into annotations and taints.
 	Now func() time.Time
+	// IsTerminal reports whether In is a terminal, where destructive verbs
+	// prompt for a confirmation; nil: inputIsTerminal (tests set it).
+	IsTerminal func(io.Reader) bool
 }
 
 // newVerbOptions returns VerbOptions over flags and streams.

@@ -1,0 +1,139 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/manifestwork"
+)
+
+// AnnotationSwitchoverTo on a FleetSet asks for a switchover of its
+// leader: to the instance (pod name) it names, or "*" to let the workload
+// choose. The hub and the member component act on it and remove it when
+// done (the lifecycle action switchover; docs/operations.md).
+const AnnotationSwitchoverTo = "fleetset.io/switchover-to"
+
+// SwitchoverAny is AnnotationSwitchoverTo's value that lets the workload
+// choose the new leader.
+const SwitchoverAny = "*"
+
+// SwitchoverOptions are the inputs of `kubectl fleetset switchover NAME`.
+type SwitchoverOptions struct {
+	*VerbOptions
+	// To (--to) is the instance to hand the leader role to; empty with Any.
+	To string
+	// Any (--any) lets the workload choose the new leader.
+	Any bool
+	// Yes (--yes) skips the confirmation.
+	Yes bool
+}
+
+// NewCmdSwitchover returns `kubectl fleetset switchover NAME (--to
+// INSTANCE | --any)`.
+func NewCmdSwitchover(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &SwitchoverOptions{VerbOptions: newVerbOptions(flags, streams)}
+	cmd := verbCommand(o.VerbOptions, "switchover NAME (--to INSTANCE | --any) --yes", "Hand a FleetSet's leader role to another instance",
+		"Annotate the FleetSet "+AnnotationSwitchoverTo+"=<instance>, or \"*\" with --any to let the workload\n"+
+			"choose: the hub and the member component of the leader's cluster run the FleetSet's switchover\n"+
+			"lifecycle action in the leader (candidate: the instance named, or none) and remove the annotation\n"+
+			"when the role has moved. The FleetSet must have a leader role (spec.roles[].isLeader); INSTANCE must\n"+
+			"be one of its desired instances (a pod name, e.g. mydb-west-1000) and not the leader. Writes are\n"+
+			"interrupted while the role moves: asks for --yes (or the FleetSet's name on a terminal).",
+		"  kubectl fleetset switchover mydb -n db --to mydb-west-1000 --yes\n  kubectl fleetset switchover mydb -n db --any --yes", o.Run)
+	cmd.Flags().StringVar(&o.To, "to", "", "The instance (pod name) to hand the leader role to.")
+	cmd.Flags().BoolVar(&o.Any, "any", false, "Let the workload choose the new leader.")
+	cmd.Flags().BoolVar(&o.Yes, "yes", false, "Do not ask for confirmation.")
+	return cmd
+}
+
+// Run validates the request against the FleetSet, asks for confirmation
+// and writes the annotation, printing what it did and what to watch. It
+// returns an error for a FleetSet without a leader role, a --to that is no
+// desired instance or is the leader, both or neither of --to and --any, an
+// unconfirmed request, or a failed read or patch.
+func (o *SwitchoverOptions) Run(ctx context.Context) error {
+	if (o.To == "") == !o.Any {
+		return fmt.Errorf("give exactly one of --to INSTANCE and --any")
+	}
+	fs, err := o.getFleetSet(ctx)
+	if err != nil {
+		return err
+	}
+	target, err := switchoverTarget(fs, o.To)
+	if err != nil {
+		return err
+	}
+	leader := "no leader reported now (status.leader)"
+	if l := fs.Status.Leader; l != nil {
+		leader = fmt.Sprintf("leader %s (subset %s, cluster %s)", l.Name, l.Subset, l.Cluster)
+	}
+	if cur, ok := fs.Annotations[AnnotationSwitchoverTo]; ok {
+		if cur == target {
+			fmt.Fprintf(o.Out, "fleetset.fleetset.io/%s switchover to %s already requested (annotation %s): nothing changed\nWatch: %s\n", o.Name, describeTarget(target), AnnotationSwitchoverTo, o.watchHint())
+			return nil
+		}
+		fmt.Fprintf(o.Out, "A switchover to %s is pending; this replaces it.\n", describeTarget(cur))
+	}
+	fmt.Fprintf(o.Out, "Fleetset %s/%s: %s; switchover to %s.\n", o.Namespace, o.Name, leader, describeTarget(target))
+	if err := o.confirm(o.Yes, fmt.Sprintf("switch fleetset %s's leader over", o.Name), o.Name); err != nil {
+		return err
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, AnnotationSwitchoverTo, target)
+	if err := o.Hub.Patch(ctx, fs, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		return fmt.Errorf("annotating fleetset %q: %w", o.Name, err)
+	}
+	fmt.Fprintf(o.Out, "fleetset.fleetset.io/%s annotated %s=%s: switchover to %s requested\n", o.Name, AnnotationSwitchoverTo, target, describeTarget(target))
+	fmt.Fprintf(o.Out, "The member component runs the switchover action in the leader; the annotation is removed once the role has moved.\n")
+	fmt.Fprintf(o.Out, "Watch: %s (the Leader line in the header, each pod's role with --member)\n", o.watchHint())
+	return nil
+}
+
+// describeTarget names a switchover target for messages.
+func describeTarget(target string) string {
+	if target == SwitchoverAny {
+		return "an instance the workload chooses"
+	}
+	return "instance " + target
+}
+
+// switchoverTarget returns the annotation value for to ("" : SwitchoverAny)
+// after checking fs: a leader role, and to a desired instance (status
+// subsets: <name>-<subset>-<ordinal> within its ordinal range) other than
+// the leader.
+func switchoverTarget(fs *fleetv1.FleetSet, to string) (string, error) {
+	leaderRole := false
+	for _, r := range fs.Spec.Roles {
+		leaderRole = leaderRole || r.IsLeader
+	}
+	if !leaderRole {
+		return "", fmt.Errorf("fleetset %q has no leader role (spec.roles[].isLeader): nothing to switch over, nothing changed", fs.Name)
+	}
+	if to == "" {
+		return SwitchoverAny, nil
+	}
+	if l := fs.Status.Leader; l != nil && l.Name == to {
+		return "", fmt.Errorf("%s is the leader already: nothing changed", to)
+	}
+	var known []string
+	for _, ss := range fs.Status.Subsets {
+		prefix := manifestwork.StatefulSetName(fs.Name, ss.Name) + "-"
+		known = append(known, fmt.Sprintf("%s[%d..%d]", prefix, ss.OrdinalStart, ss.OrdinalStart+ss.Replicas-1))
+		rest, ok := strings.CutPrefix(to, prefix)
+		if !ok {
+			continue
+		}
+		if n, err := strconv.Atoi(rest); err == nil && strconv.Itoa(n) == rest && int32(n) >= ss.OrdinalStart && int32(n) < ss.OrdinalStart+ss.Replicas {
+			return to, nil
+		}
+	}
+	return "", fmt.Errorf("%q is not an instance of fleetset %q (its instances: %s): nothing changed", to, fs.Name, strings.Join(known, ", "))
+}
