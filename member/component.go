@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -509,6 +510,13 @@ func hubClient(path string, timeout time.Duration) (kubernetes.Interface, error)
 	if err != nil {
 		return nil, fmt.Errorf("hub kubeconfig %s: %w", path, err)
 	}
+	return newHubClient(c, timeout)
+}
+
+// newHubClient returns a clientset of the hub at c, each request bounded by
+// timeout.
+func newHubClient(c *rest.Config, timeout time.Duration) (kubernetes.Interface, error) {
+	c = rest.CopyConfig(c)
 	c.Timeout = timeout
 	cs, err := kubernetes.NewForConfig(c)
 	if err != nil {
