@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -348,8 +349,9 @@ func startFencing(ctx context.Context, cfg Config, host Host) (*fence.Guard, err
 	if err != nil {
 		return nil, fmt.Errorf("hub kubeconfig %s: %w", cfg.HubKubeconfig, err)
 	}
-	hubCfg.Timeout = cfg.HeartbeatTimeout / 3
-	hubCS, err := hubClient(cfg.HubKubeconfig, cfg.HeartbeatTimeout/3)
+	period := cfg.HeartbeatTimeout / 3
+	hubCfg = dedicatedHubConfig(hubCfg, hubRequestTimeout(period))
+	hubCS, err := newHubClient(hubCfg, hubRequestTimeout(period))
 	if err != nil {
 		return nil, err
 	}
@@ -362,7 +364,6 @@ func startFencing(ctx context.Context, cfg Config, host Host) (*fence.Guard, err
 		return nil, fmt.Errorf("hub client: %w", err)
 	}
 	clk := clock.RealClock{}
-	period := cfg.HeartbeatTimeout / 3
 	mon := contact.NewMonitor(clk, cfg.HeartbeatTimeout)
 	clients, serverTLS, err := peerTLS(ctx, cfg, hubCS)
 	if err != nil {
@@ -389,7 +390,7 @@ func startFencing(ctx context.Context, cfg Config, host Host) (*fence.Guard, err
 		Confirm: func(ctx context.Context, sp *fleetv1.SubsetPlacement, e int64) (bool, error) {
 			return confirm(ctx, hubC, cfg.Cluster, sp, e)
 		},
-		ConfirmAfter: period, Clock: clk, Interval: time.Second}
+		ConfirmAfter: period, ConfirmTimeout: hubRequestTimeout(period), Clock: clk, Interval: time.Second}
 	identity, _ := os.Hostname()
 	hb := &contact.Heartbeat{Cluster: cfg.Cluster, Identity: identity, PeerURL: cfg.PeerURL, Hub: hubCS.CoordinationV1(),
 		Local: host.Client.CoordinationV1(), Monitor: mon, Clock: clk, Period: period,
@@ -502,6 +503,28 @@ func confirm(ctx context.Context, hub client.Reader, cluster string, sp *fleetv1
 	return fence.WorkHolds(w, sp.Namespace, sp.Name, epoch), nil
 }
 
+// hubRequestTimeout returns the deadline of each request the member's
+// fencing path (heartbeat, fence confirmation, peer CA) makes to the hub,
+// for a heartbeat period: half of it, so that a beat (a read and a write)
+// ends within its period even when the hub is silently unreachable and
+// every request hangs until its deadline.
+func hubRequestTimeout(period time.Duration) time.Duration { return period / 2 }
+
+// dedicatedHubConfig returns a copy of c, each request bounded by timeout,
+// with a transport of its own whose dials time out after timeout: client-go
+// shares one transport (and its HTTP/2 connections) between clients of
+// equal TLS settings, and a dialer of its own keeps the heartbeat's
+// connections apart from the other hub clients'. A connection a silent
+// partition left hanging fails each request at its deadline and is closed
+// by client-go's HTTP/2 health check (a ping after 30 s without a frame,
+// 15 s to answer).
+func dedicatedHubConfig(c *rest.Config, timeout time.Duration) *rest.Config {
+	c = rest.CopyConfig(c)
+	c.Timeout = timeout
+	c.Dial = (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext
+	return c
+}
+
 // hubClient returns a clientset of the hub from the kubeconfig at path,
 // each request bounded by timeout.
 func hubClient(path string, timeout time.Duration) (kubernetes.Interface, error) {
@@ -509,6 +532,13 @@ func hubClient(path string, timeout time.Duration) (kubernetes.Interface, error)
 	if err != nil {
 		return nil, fmt.Errorf("hub kubeconfig %s: %w", path, err)
 	}
+	return newHubClient(c, timeout)
+}
+
+// newHubClient returns a clientset of the hub at c, each request bounded by
+// timeout.
+func newHubClient(c *rest.Config, timeout time.Duration) (kubernetes.Interface, error) {
+	c = rest.CopyConfig(c)
 	c.Timeout = timeout
 	cs, err := kubernetes.NewForConfig(c)
 	if err != nil {

@@ -3,6 +3,9 @@
 # hub-link proxy, through which its OCM agents and its fleetset member
 # component reach the hub): a real network cut, every connection closed and
 # new ones refused, while every process of the member keeps running.
+# agent.sh blackhole CLUSTER (or cut with FLEET_CUT_MODE=blackhole, which the
+# e2e suite's cuts inherit) drops the link silently instead, as an iptables
+# DROP: connections stay open and hang, new ones are never answered.
 #
 # agent.sh stop|start|status CLUSTER [PROC]: stop or restart one process of
 # the local fleet (default: the member's OCM registration agent).
@@ -28,9 +31,10 @@ set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
-[[ $# -ge 2 ]] || die "usage: $0 cut|heal CLUSTER | stop|start|status|kill|pause|resume CLUSTER [PROC] | restart CLUSTER PROC [ARG...]"
+[[ $# -ge 2 ]] || die "usage: $0 cut|blackhole|heal CLUSTER | stop|start|status|kill|pause|resume CLUSTER [PROC] | restart CLUSTER PROC [ARG...]"
 action=$1 c=$2 p=${3:-registration-agent}
-case $action in cut | heal) p=hub-link ;; esac
+case $action in cut | blackhole | heal) p=hub-link ;; esac
+[[ $action == cut && ${FLEET_CUT_MODE:-cut} == blackhole ]] && action=blackhole
 [[ -f $(cdir "$c")/run/$p.sh ]] || die "no process $c/$p in $FLEET_DIR"
 
 # rebuild PROC VERSION: rebuild bin/PROC (fleetset binaries only).
@@ -93,11 +97,16 @@ restart() {
   log "$c/$p ready (pid $(<"$(cdir "$c")/run/$p.pid"), extra arguments:${extra:- none})"
 }
 
-# link CLUSTER cut|heal: signal the member's hub-link and wait for its state.
+# link CLUSTER cut|blackhole|heal: signal the member's hub-link and wait for
+# its state.
 link() {
   local c=$1 want=$2 sig state
   pid_alive "$c" hub-link || die "$c/hub-link is not running"
-  if [[ $want == cut ]]; then sig=USR1; else sig=USR2; want=healed; fi
+  case $want in
+    cut) sig=USR1 ;;
+    blackhole) sig=HUP want=blackholed ;;
+    *) sig=USR2 want=healed ;;
+  esac
   state=$(cdir "$c")/run/hub-link.state
   kill -"$sig" "$(<"$(cdir "$c")/run/hub-link.pid")"
   wait_for 10 "$c/hub-link $want" grep -qx "$want" "$state" || die "$c/hub-link did not report $want"
@@ -126,7 +135,7 @@ kill_proc() {
 }
 
 case $action in
-  cut | heal) link "$c" "$action" ;;
+  cut | blackhole | heal) link "$c" "$action" ;;
   kill) kill_proc "$c" "$p" ;;
   pause) signal_proc "$c" "$p" STOP ;;
   resume) signal_proc "$c" "$p" CONT ;;

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -80,8 +79,12 @@ func (h *Heartbeat) Run(ctx context.Context) {
 	}, h.Period)
 }
 
-// Beat makes one attempt: it renews the hub Lease and, on success, the local
-// record. The error is the hub write's, or the local record's.
+// Beat makes one attempt, bounded by Period: it renews the hub Lease and,
+// on success, the local record. It returns nil only when the hub answered
+// the write with the Lease as written (see renew): a request that timed out,
+// was cut, or came back without the written Lease is a failed attempt, and
+// so is reported to the Monitor. The error is the hub write's, or the local
+// record's.
 func (h *Heartbeat) Beat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, h.Period)
 	defer cancel()
@@ -92,7 +95,7 @@ func (h *Heartbeat) Beat(ctx context.Context) error {
 	}
 	// Every scheduler replica beats on the same Lease: a race with another
 	// replica's write is retried, not counted as lost contact.
-	err := retry.OnError(retry.DefaultRetry, raced, func() error {
+	err := retryRaced(ctx, func() error {
 		return renew(ctx, h.Hub.Leases(h.Cluster), fleetv1.HeartbeatLeaseName, h.lease(sent, r))
 	})
 	h.Monitor.AttemptReporting(sent, err, r.Peers)
@@ -110,12 +113,42 @@ func (h *Heartbeat) Beat(ctx context.Context) error {
 	if r.Peers >= 0 {
 		l.Annotations = map[string]string{fleetv1.AnnotationMemberPeers: strconv.Itoa(r.Peers)}
 	}
-	if err := retry.OnError(retry.DefaultRetry, raced, func() error {
+	if err := retryRaced(ctx, func() error {
 		return renew(ctx, h.Local.Leases(fleetv1.ResyncLeaseNamespace), fleetv1.MemberLeaseName, l.DeepCopy())
 	}); err != nil {
 		return fmt.Errorf("renewing the member's record Lease %s/%s: %w", fleetv1.ResyncLeaseNamespace, fleetv1.MemberLeaseName, err)
 	}
 	return nil
+}
+
+// raceRetries is how many times a write that lost a race to another
+// replica's is tried in all.
+const raceRetries = 5
+
+// retryRaced calls fn until it returns nil, an error that is not raced,
+// raceRetries times in all, or ctx is done, and returns fn's last error:
+// nil only when fn's last call returned nil.
+//
+// It replaces client-go's retry.OnError, which returns its last *retriable*
+// error when fn's error matches context.DeadlineExceeded or
+// context.Canceled (wait.Interrupted) — nil when there was none: a hub
+// request that hung until its deadline (a silent partition) was reported as
+// a success.
+func retryRaced(ctx context.Context, fn func() error) error {
+	var err error
+	for i := range raceRetries {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		if err = fn(); err == nil || !raced(err) {
+			return err
+		}
+	}
+	return err
 }
 
 // lease is the desired heartbeat Lease at sent.
@@ -146,17 +179,25 @@ func (h *Heartbeat) lease(sent time.Time, r Report) *coordinationv1.Lease {
 }
 
 // renew creates the Lease name in c, or updates its spec, labels and
-// annotations to want's.
+// annotations to want's. It returns nil only when the server answered the
+// write with the Lease as written (acknowledged); any error of the read or
+// the write is returned as is.
 func renew(ctx context.Context, c coordinationclient.LeaseInterface, name string, want *coordinationv1.Lease) error {
+	want.Name = name
 	cur, err := c.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		want.Name = name
 		want.Spec.AcquireTime = want.Spec.RenewTime
-		_, err = c.Create(ctx, want, metav1.CreateOptions{})
-		return err
+		got, err := c.Create(ctx, want, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		return acknowledged(got, want, "")
 	}
 	if err != nil {
 		return err
+	}
+	if cur == nil || cur.Name != name {
+		return fmt.Errorf("reading Lease %s: the server answered without it", name)
 	}
 	if cur.Labels == nil {
 		cur.Labels = map[string]string{}
@@ -176,8 +217,38 @@ func renew(ctx context.Context, c coordinationclient.LeaseInterface, name string
 	cur.Spec.HolderIdentity = want.Spec.HolderIdentity
 	cur.Spec.LeaseDurationSeconds = want.Spec.LeaseDurationSeconds
 	cur.Spec.RenewTime = want.Spec.RenewTime
-	_, err = c.Update(ctx, cur, metav1.UpdateOptions{})
-	return err
+	prev := cur.ResourceVersion
+	got, err := c.Update(ctx, cur, metav1.UpdateOptions{})
+	if err != nil {
+		return err
+	}
+	return acknowledged(got, want, prev)
+}
+
+// acknowledged returns nil when got, the server's answer to a write of
+// want over the version prev ("" for a create), is the Lease as written:
+// want's name, holder and renewTime, and a resourceVersion other than prev
+// when both are known. Otherwise the write is not known to have happened
+// (no object, an empty one, an older one) and the error says why.
+func acknowledged(got, want *coordinationv1.Lease, prev string) error {
+	switch {
+	case got == nil || got.Name == "":
+		return fmt.Errorf("writing Lease %s: the server answered without the Lease", want.Name)
+	case got.Name != want.Name:
+		return fmt.Errorf("writing Lease %s: the server answered with Lease %s", want.Name, got.Name)
+	case got.Spec.RenewTime == nil || !sameMicro(got.Spec.RenewTime.Time, want.Spec.RenewTime.Time) ||
+		got.Spec.HolderIdentity == nil || *got.Spec.HolderIdentity != *want.Spec.HolderIdentity:
+		return fmt.Errorf("writing Lease %s: the server answered with another holder or renewTime than written (%v, %v)", want.Name, got.Spec.HolderIdentity, got.Spec.RenewTime)
+	case prev != "" && got.ResourceVersion == prev:
+		return fmt.Errorf("writing Lease %s: the server answered with the version read before the write (%s)", want.Name, prev)
+	}
+	return nil
+}
+
+// sameMicro reports whether a and b are the same instant to the
+// microsecond, the precision of a Lease's times.
+func sameMicro(a, b time.Time) bool {
+	return a.Truncate(time.Microsecond).Equal(b.Truncate(time.Microsecond))
 }
 
 // restore reads the local record and restores the Monitor's last contact

@@ -2,6 +2,8 @@ package contact
 
 import (
 	"context"
+	"fmt"
+	"net/url"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -95,4 +98,115 @@ func TestBeatReportsPeers(t *testing.T) {
 	if s := restarted.Status(); !s.NoPeers || !s.Known {
 		t.Errorf("restored monitor %+v, want a known contact with NoPeers", s)
 	}
+}
+
+// timedOut is what client-go returns for a request that hung until its
+// deadline (a silent partition: packets dropped, the connection open).
+func timedOut(verb string) error {
+	return &url.Error{Op: verb, URL: "https://hub.example:6443/apis/coordination.k8s.io/v1/namespaces/east/leases/fleetset-member",
+		Err: fmt.Errorf("%w (Client.Timeout exceeded while awaiting headers)", context.DeadlineExceeded)}
+}
+
+// TestBeatCountsNoTimedOutRequest: a hub read or write that hangs until its
+// deadline (errors.Is context.DeadlineExceeded, as client-go returns it) or
+// is canceled is a failed beat: the Monitor loses the hub after the timeout
+// and the failure is counted. client-go's retry.OnError turned such errors
+// into nil, and a member cut off by iptables DROP stayed InContact.
+func TestBeatCountsNoTimedOutRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name, verb string
+		err        error
+	}{
+		{"get timed out", "get", timedOut("Get")},
+		{"update timed out", "update", timedOut("Put")},
+		{"create timed out", "create", timedOut("Post")},
+		{"get canceled", "get", context.Canceled},
+		{"get deadline", "get", context.DeadlineExceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hub, local := fake.NewClientset(), fake.NewClientset()
+			clk := clocktesting.NewFakeClock(time.Now())
+			mon := NewMonitor(clk, 9*time.Second)
+			hb := &Heartbeat{Cluster: "east", Identity: "a", Hub: hub.CoordinationV1(), Local: local.CoordinationV1(), Monitor: mon, Clock: clk, Period: 3 * time.Second}
+			if tc.verb != "create" {
+				if err := hb.Beat(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			hub.PrependReactor(tc.verb, "leases", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, tc.err })
+			before := failures(t)
+			for range 4 {
+				clk.Step(3 * time.Second)
+				if err := hb.Beat(context.Background()); err == nil {
+					t.Fatal("Beat through a timed-out hub request: nil error, want the request's")
+				}
+			}
+			if st := mon.Status(); st.InContact || (tc.verb != "create" && !st.Lost) {
+				t.Errorf("Monitor after 12s of timed-out beats (timeout 9s): %+v, want lost", st)
+			}
+			if got := failures(t) - before; got != 4 {
+				t.Errorf("heartbeat failures counted: %v, want 4", got)
+			}
+			if _, err := local.CoordinationV1().Leases(fleetv1.ResyncLeaseNamespace).Get(context.Background(), fleetv1.MemberLeaseName, metav1.GetOptions{}); tc.verb == "create" && err == nil {
+				t.Error("local record written after a failed hub beat")
+			}
+		})
+	}
+}
+
+// TestBeatCountsOnlyAcknowledgedWrite: a write the hub answered without the
+// Lease as written (no object, an empty one, another renewTime, the version
+// read before) is not contact.
+func TestBeatCountsOnlyAcknowledgedWrite(t *testing.T) {
+	for name, answer := range map[string]func(a k8stesting.Action) runtime.Object{
+		"no object":    func(k8stesting.Action) runtime.Object { return nil },
+		"empty object": func(k8stesting.Action) runtime.Object { return &coordinationv1.Lease{} },
+		"stale renewTime": func(a k8stesting.Action) runtime.Object {
+			l := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease).DeepCopy()
+			l.Spec.RenewTime = &metav1.MicroTime{Time: l.Spec.RenewTime.Add(-time.Minute)}
+			return l
+		},
+		"version read before": func(a k8stesting.Action) runtime.Object {
+			return a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease).DeepCopy() // resourceVersion unchanged
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			hub := fake.NewClientset()
+			clk := clocktesting.NewFakeClock(time.Now())
+			mon := NewMonitor(clk, 9*time.Second)
+			hb := &Heartbeat{Cluster: "east", Identity: "a", Hub: hub.CoordinationV1(), Monitor: mon, Clock: clk, Period: 3 * time.Second}
+			if err := hb.Beat(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			// The fake tracker keeps no resourceVersion: give the stored Lease one.
+			l, err := hub.CoordinationV1().Leases("east").Get(context.Background(), fleetv1.HeartbeatLeaseName, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.ResourceVersion = "7"
+			if err := hub.Tracker().Update(schema.GroupVersionResource{Group: coordinationv1.GroupName, Version: "v1", Resource: "leases"}, l, "east"); err != nil {
+				t.Fatal(err)
+			}
+			hub.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) { return true, answer(a), nil })
+			for range 4 {
+				clk.Step(3 * time.Second)
+				if err := hb.Beat(context.Background()); err == nil {
+					t.Fatal("Beat answered without the written Lease: nil error")
+				}
+			}
+			if st := mon.Status(); st.InContact || !st.Lost {
+				t.Errorf("Monitor after 12s of unacknowledged beats (timeout 9s): %+v, want lost", st)
+			}
+		})
+	}
+}
+
+// failures reads fleetset_member_heartbeat_failures_total.
+func failures(t *testing.T) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(heartbeatFailures)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -61,7 +61,11 @@ type Fencer struct {
 	// the hub to confirm a fenced placement: long enough for the hub to see
 	// the member back and to have written any move it decided before.
 	ConfirmAfter time.Duration
-	Clock        clock.PassiveClock
+	// ConfirmTimeout bounds all of one sweep's Confirm calls together, so
+	// that a hung hub request never holds the Guard's evaluation (the
+	// placements not confirmed are asked again at the next sweep); 0: 5 s.
+	ConfirmTimeout time.Duration
+	Clock          clock.PassiveClock
 	// Interval is the time between sweeps.
 	Interval time.Duration
 
@@ -167,6 +171,12 @@ func (f *Fencer) lift(ctx context.Context, now time.Time, fencing []*fleetv1.Sub
 	logger := klog.FromContext(ctx)
 	var errs []error
 	lifted := false
+	timeout := f.ConfirmTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	for _, sp := range fencing {
 		e, ok := FencedEpoch(sp)
 		if !ok {
@@ -177,7 +187,10 @@ func (f *Fencer) lift(ctx context.Context, now time.Time, fencing []*fleetv1.Sub
 			if now.Sub(f.inContactSince) < f.ConfirmAfter || f.Confirm == nil {
 				continue
 			}
-			ok, err := f.Confirm(ctx, sp, e)
+			if cctx.Err() != nil {
+				continue // out of time this sweep: asked at the next one
+			}
+			ok, err := f.Confirm(cctx, sp, e)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("confirming SubsetPlacement %s with the hub: %w", klog.KObj(sp), err))
 				continue

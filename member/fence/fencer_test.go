@@ -1,6 +1,7 @@
 package fence
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -86,5 +87,41 @@ func TestFenceCoversOrphansAndLabelledPods(t *testing.T) {
 	want := []string{"copy-of-east-0", "db-east-0", "db-east-1"}
 	if n != len(want) || !slices.Equal(deleted, want) {
 		t.Errorf("fence deleted %d pods %v, want %v", n, deleted, want)
+	}
+}
+
+// TestLiftBoundsHungConfirmations: hub confirmations that hang (a silent
+// partition that began while the member was still in contact) share one
+// deadline per sweep, ConfirmTimeout: a sweep over many fenced placements
+// returns after it, not after one hung request per placement, and lifts
+// nothing.
+func TestLiftBoundsHungConfirmations(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := fleetv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	var fencing []*fleetv1.SubsetPlacement
+	for _, name := range []string{"a", "b", "c", "d"} {
+		fencing = append(fencing, &fleetv1.SubsetPlacement{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: name,
+			Annotations: map[string]string{fleetv1.AnnotationFencedEpoch: "3"}},
+			Spec: fleetv1.SubsetPlacementSpec{Fencing: &fleetv1.PlacementFencing{Epoch: 3}}})
+	}
+	asked := 0
+	f := &Fencer{ConfirmTimeout: 200 * time.Millisecond,
+		Confirm: func(ctx context.Context, _ *fleetv1.SubsetPlacement, _ int64) (bool, error) {
+			asked++
+			<-ctx.Done() // the hub never answers
+			return false, ctx.Err()
+		}}
+	start := time.Now()
+	err := f.lift(t.Context(), start.Add(time.Hour), fencing)
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("lift over %d hung confirmations took %s, want about ConfirmTimeout (200ms)", len(fencing), took)
+	}
+	if err == nil {
+		t.Error("lift: nil error, want the confirmation's")
+	}
+	if asked != 1 {
+		t.Errorf("confirmations asked: %d, want 1 (the others wait for the next sweep)", asked)
 	}
 }

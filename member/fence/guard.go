@@ -81,6 +81,14 @@ type Guard struct {
 // (api/v1alpha1/member.go). Listeners (OnChange) run when the state
 // changes.
 func (g *Guard) Evaluate(ctx context.Context) (Verdict, time.Time) {
+	// Reading and asking the peers never holds the evaluation longer than a
+	// poll: a hung request fails and the peers count as silent.
+	wait := g.PeerPoll
+	if wait <= 0 {
+		wait = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
 	s := g.Monitor.Status()
 	var results []peers.Result
 	if s.Lost {
