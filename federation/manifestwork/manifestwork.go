@@ -65,6 +65,14 @@ type Subset struct {
 	// failback, at replicas 0): its claims are retained whatever the
 	// FleetSet's persistentVolumeClaimRetentionPolicy says.
 	Draining bool
+
+	// Leave, Origin, Candidates and RolloutComplete are the hub's
+	// lifecycle-action instructions to its member (SubsetPlacement
+	// spec.actions), rendered only when the FleetSet has lifecycle actions.
+	Leave           []fleetv1.PlacementLeave
+	Origin          *fleetv1.SubsetOrigin
+	Candidates      []string
+	RolloutComplete string
 }
 
 // FromPlan returns p as a Subset to render, with the fleet's templates and
@@ -286,6 +294,7 @@ func StatefulSet(fs *fleetv1.FleetSet, sp Subset) (*appsv1.StatefulSet, error) {
 	tmpl, claims := subsetTemplates(fs, sp)
 	tmpl.Labels = k8slabels.Merge(tmpl.Labels, labels)
 	tmpl.Spec.SchedulerName = fleetv1.SchedulerName
+	tmpl.Spec.ReadinessGates = readinessGates(fs, tmpl.Spec.ReadinessGates)
 	if sp.DependenciesHash != "" {
 		// A changed ConfigMap or Secret replaces the pods (no annotation,
 		// and so no restart on upgrade, without dependencies).
@@ -421,6 +430,7 @@ func SubsetPlacement(fs *fleetv1.FleetSet, sp Subset) *fleetv1.SubsetPlacement {
 			Cluster:           sp.Cluster,
 			Roles:             placementRoles(fs),
 			Update:            sp.Update.DeepCopy(),
+			Actions:           placementActions(fs, sp),
 		},
 	}
 }

@@ -313,7 +313,8 @@ func (c *Controller) Sync(ctx context.Context, key types.NamespacedName) error {
 	if sp.Spec.Roles == nil && sp.Status.Roles == "" && sp.Status.Leaders == "" && sp.Status.UpdatedLeaders == "" {
 		return nil // no roles, or cleared already
 	}
-	want := fleetv1.SubsetPlacementStatus{ObservedGeneration: sp.Generation}
+	// status.actions is the actions controller's (its patch leaves it).
+	want := fleetv1.SubsetPlacementStatus{ObservedGeneration: sp.Generation, Actions: sp.Status.Actions}
 	if sp.Spec.Roles != nil {
 		pods := c.podsOf(sp)
 		want.Roles, want.Leaders = Summarize(sp.Spec.Roles.Roles, pods)
