@@ -273,6 +273,24 @@ type PlacementActions struct {
 	// <fleetSet>-fleet in the same namespace lists its members and leader).
 	// +kubebuilder:validation:MaxLength=63
 	FleetSet string `json:"fleetSet"`
+	// ServiceName is the FleetSet's governing Service: an instance's fleet
+	// DNS name is <pod>.<serviceName>.<namespace>.svc.<cluster domain>.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	ServiceName string `json:"serviceName,omitempty"`
+	// Members are the pod names of every desired instance of the FleetSet,
+	// every subset in every cluster, in ordinal order (FLEETSET_MEMBERS);
+	// empty above v1alpha1.MaxFleetViewInstances.
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=atomic
+	// +optional
+	Members []string `json:"members,omitempty"`
+	// Leader is the pod holding the leader role as the hub last knew it
+	// (empty: none known, or more than one).
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Leader string `json:"leader,omitempty"`
 	// Leave lists the instances of this placement that must run memberLeave
 	// before the hub lowers the StatefulSet's replicas below them.
 	// +listType=map

@@ -558,6 +558,11 @@ func (in *ManualUpdate) DeepCopy() *ManualUpdate {
 func (in *PlacementActions) DeepCopyInto(out *PlacementActions) {
 	*out = *in
 	in.Actions.DeepCopyInto(&out.Actions)
+	if in.Members != nil {
+		in, out := &in.Members, &out.Members
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Leave != nil {
 		in, out := &in.Leave, &out.Leave
 		*out = make([]PlacementLeave, len(*in))

@@ -7,6 +7,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/internal/envelope"
 )
 
 // Feedback names of a SubsetPlacement's lifecycle-action report
@@ -28,6 +29,9 @@ func placementActions(fs *fleetv1.FleetSet, sp Subset) *fleetv1.PlacementActions
 	pa := &fleetv1.PlacementActions{
 		Actions:         *fs.Spec.LifecycleActions.DeepCopy(),
 		FleetSet:        fs.Name,
+		ServiceName:     envelope.ServiceName(fs),
+		Members:         slices.Clone(sp.Members),
+		Leader:          sp.Leader,
 		Leave:           slices.Clone(sp.Leave),
 		Origin:          sp.Origin.DeepCopy(),
 		Candidates:      slices.Clone(sp.Candidates),
@@ -97,6 +101,31 @@ func ActionsFeedback(w *workv1.ManifestWork) map[string]ActionsReport {
 		if found {
 			out[m.ResourceMeta.Name] = r
 		}
+	}
+	return out
+}
+
+// withMembers returns a copy of subsets whose Members are the pod names of
+// every desired instance of fs in ordinal order (none above
+// v1alpha1.MaxFleetViewInstances, as the fleet view) and whose Leader is
+// the one leader their members reported ("" with none or several).
+func withMembers(fs *fleetv1.FleetSet, subsets []Subset) []Subset {
+	instances, _ := Instances(fs, subsets) // an error here is FleetView's, returned before
+	members := make([]string, len(instances))
+	for i, in := range instances {
+		members[i] = in.Name
+	}
+	var leaders []string
+	for _, sp := range subsets {
+		leaders = append(leaders, sp.Leaders...)
+	}
+	leader := ""
+	if len(leaders) == 1 {
+		leader = leaders[0]
+	}
+	out := slices.Clone(subsets)
+	for i := range out {
+		out[i].Members, out[i].Leader = members, leader
 	}
 	return out
 }

@@ -31,7 +31,7 @@ func TestLifecycleActionsRendering(t *testing.T) {
 			actions:   &fleetv1.LifecycleActions{MemberJoin: join},
 			gates:     []corev1.PodReadinessGate{{ConditionType: "example.com/ready"}},
 			wantGates: []corev1.PodReadinessGate{{ConditionType: "example.com/ready"}, {ConditionType: fleetv1.ConditionMemberJoined}},
-			wantSpec: &fleetv1.PlacementActions{Actions: fleetv1.LifecycleActions{MemberJoin: join}, FleetSet: "db",
+			wantSpec: &fleetv1.PlacementActions{Actions: fleetv1.LifecycleActions{MemberJoin: join}, FleetSet: "db", ServiceName: "db",
 				Leave: sp.Leave, Origin: sp.Origin},
 			wantPaths: 3,
 		},
@@ -40,14 +40,14 @@ func TestLifecycleActionsRendering(t *testing.T) {
 			actions:   &fleetv1.LifecycleActions{MemberJoin: join},
 			gates:     []corev1.PodReadinessGate{{ConditionType: fleetv1.ConditionMemberJoined}},
 			wantGates: []corev1.PodReadinessGate{{ConditionType: fleetv1.ConditionMemberJoined}},
-			wantSpec: &fleetv1.PlacementActions{Actions: fleetv1.LifecycleActions{MemberJoin: join}, FleetSet: "db",
+			wantSpec: &fleetv1.PlacementActions{Actions: fleetv1.LifecycleActions{MemberJoin: join}, FleetSet: "db", ServiceName: "db",
 				Leave: sp.Leave, Origin: sp.Origin},
 			wantPaths: 3,
 		},
 		{
 			name:    "memberLeave only: no gate",
 			actions: &fleetv1.LifecycleActions{MemberLeave: leave},
-			wantSpec: &fleetv1.PlacementActions{Actions: fleetv1.LifecycleActions{MemberLeave: leave}, FleetSet: "db",
+			wantSpec: &fleetv1.PlacementActions{Actions: fleetv1.LifecycleActions{MemberLeave: leave}, FleetSet: "db", ServiceName: "db",
 				Leave: sp.Leave, Origin: sp.Origin},
 			wantPaths: 3,
 		},
@@ -92,5 +92,30 @@ func TestActionsFeedback(t *testing.T) {
 	want := map[string]ActionsReport{"db-east": {Left: []int32{3, 4}, LeaveFailed: "db-east-5: exit 1"}}
 	if diff := cmp.Diff(want, ActionsFeedback(w)); diff != "" {
 		t.Errorf("ActionsFeedback (-want,+got):\n%s", diff)
+	}
+}
+
+func TestWithMembers(t *testing.T) {
+	fs := makeFleetSet("ns", "db").subset("east", "east", nil).subset("west", "west", nil).obj()
+	subsets := []Subset{
+		{Name: "east", Cluster: "east", OrdinalStart: 0, BlockSize: 1000, Replicas: 2, Leaders: []string{"db-east-1"}},
+		{Name: "west", Cluster: "west", OrdinalStart: 1000, BlockSize: 1000, Replicas: 1},
+	}
+	got := withMembers(fs, subsets)
+	want := []string{"db-east-0", "db-east-1", "db-west-1000"}
+	for _, sp := range got {
+		if diff := cmp.Diff(want, sp.Members); diff != "" {
+			t.Errorf("subset %s: members (-want,+got):\n%s", sp.Name, diff)
+		}
+		if sp.Leader != "db-east-1" {
+			t.Errorf("subset %s: leader %q, want db-east-1", sp.Name, sp.Leader)
+		}
+	}
+	if subsets[0].Members != nil {
+		t.Errorf("withMembers changed its input")
+	}
+	subsets[1].Leaders = []string{"db-west-1000"}
+	if l := withMembers(fs, subsets)[0].Leader; l != "" {
+		t.Errorf("two leaders: leader %q, want none", l)
 	}
 }

@@ -73,6 +73,10 @@ type Subset struct {
 	Origin          *fleetv1.SubsetOrigin
 	Candidates      []string
 	RolloutComplete string
+	// Members (pod names in ordinal order) and Leader are the fleet's, for
+	// the actions' environment; Works fills them from the fleet view.
+	Members []string
+	Leader  string
 }
 
 // FromPlan returns p as a Subset to render, with the fleet's templates and
@@ -89,6 +93,13 @@ func FromPlan(p plan.Subset) Subset {
 func Works(fs *fleetv1.FleetSet, subsets []Subset, records *Records) ([]*workv1.ManifestWork, error) {
 	var clusters []string
 	byCluster := map[string][]Subset{}
+	view, err := FleetView(fs, subsets)
+	if err != nil {
+		return nil, err
+	}
+	if fs.Spec.LifecycleActions != nil {
+		subsets = withMembers(fs, subsets)
+	}
 	for _, sp := range subsets {
 		if _, ok := byCluster[sp.Cluster]; !ok {
 			clusters = append(clusters, sp.Cluster)
@@ -96,10 +107,6 @@ func Works(fs *fleetv1.FleetSet, subsets []Subset, records *Records) ([]*workv1.
 		byCluster[sp.Cluster] = append(byCluster[sp.Cluster], sp)
 	}
 	sort.Strings(clusters)
-	view, err := FleetView(fs, subsets)
-	if err != nil {
-		return nil, err
-	}
 	// The objects every work carries alike, encoded once (their bytes are
 	// shared, read-only, by the works).
 	ns := &corev1.Namespace{
