@@ -316,6 +316,13 @@ type PlacementActions struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	RolloutComplete string `json:"rolloutComplete,omitempty"`
+	// Joined lists the ordinals whose memberJoin succeeded in this
+	// placement and that have not left since, sorted, joined by commas: an
+	// instance among them that starts on a claim that has not joined
+	// (a replaced volume) joins with reason FreshVolume.
+	// +kubebuilder:validation:MaxLength=16384
+	// +optional
+	Joined string `json:"joined,omitempty"`
 }
 
 // PlacementLeave is one instance that must leave.
@@ -358,6 +365,13 @@ type PlacementActionsStatus struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	RolloutComplete string `json:"rolloutComplete,omitempty"`
+	// Joined lists the ordinals whose memberJoin succeeded in this
+	// placement and that have not left since, sorted, joined by commas: an
+	// instance among them that starts on a claim that has not joined
+	// (a replaced volume) joins with reason FreshVolume.
+	// +kubebuilder:validation:MaxLength=16384
+	// +optional
+	Joined string `json:"joined,omitempty"`
 }
 
 // FormatOrdinals returns ordinals sorted and joined by commas, as
@@ -385,3 +399,17 @@ func ParseOrdinals(s string) []int32 {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
+
+// Claim marks of the member component's membership record.
+const (
+	// AnnotationMemberJoinedEpoch on an instance's claims: the subset's
+	// epoch (SubsetPlacement spec.actions.origin.epoch, 0 without origin)
+	// when memberJoin succeeded on them. A claim joined at a lower epoch
+	// than the placement's holds data of a membership the workload was
+	// told ended (the subset left the cluster since): it joins again.
+	AnnotationMemberJoinedEpoch = "fleetset.io/member-joined-epoch"
+	// AnnotationMemberLeft on an instance's claims: the reason of the
+	// memberLeave that succeeded on them (ScaledDown or Purged); a later
+	// scale-up joins them again with reason Rejoin.
+	AnnotationMemberLeft = "fleetset.io/member-left"
+)
