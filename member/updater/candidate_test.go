@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
@@ -21,7 +22,7 @@ func TestCandidate(t *testing.T) {
 		if ready {
 			st = v1.ConditionTrue
 		}
-		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-east-" + n, UID: "uid-" + "db-east-" + n,
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-east-" + n, UID: types.UID("uid-db-east-" + n),
 			Labels:          map[string]string{appsv1.ControllerRevisionHashLabelKey: rev, fleetv1.LabelRole: role},
 			OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "db-east", UID: "sts", Controller: ptr.To(true)}}},
 			Status: v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: st}}}}
