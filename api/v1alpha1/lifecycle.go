@@ -298,9 +298,17 @@ type PlacementActions struct {
 	// +kubebuilder:validation:MaxItems=1000
 	// +optional
 	Leave []PlacementLeave `json:"leave,omitempty"`
-	// Origin, when set, is where the subset ran before it was relocated or
-	// moved here: instances that start here on a fresh claim run memberLeave
-	// (reason Relocated or Moved) and then memberJoin with that reason.
+	// Epoch is the subset's fencing epoch (FleetSet
+	// status.subsets[].epoch): it grows at every move of the subset to
+	// another cluster. Claims joined at a lower epoch join again.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Epoch int64 `json:"epoch,omitempty"`
+	// Origin, when set, is where the subset ran before it was relocated
+	// here: instances that start here on a claim that has not joined run
+	// memberLeave (reason Relocated) and then memberJoin (reason
+	// Relocated). Without it, such an instance of a subset at an epoch
+	// above 0 has moved here (a spec move or a failback): reason Moved.
 	// +optional
 	Origin *SubsetOrigin `json:"origin,omitempty"`
 	// Candidates are the fleet's instances that run the update revision and
@@ -403,8 +411,8 @@ func ParseOrdinals(s string) []int32 {
 // Claim marks of the member component's membership record.
 const (
 	// AnnotationMemberJoinedEpoch on an instance's claims: the subset's
-	// epoch (SubsetPlacement spec.actions.origin.epoch, 0 without origin)
-	// when memberJoin succeeded on them. A claim joined at a lower epoch
+	// epoch (SubsetPlacement spec.actions.epoch) when memberJoin succeeded
+	// on them. A claim joined at a lower epoch
 	// than the placement's holds data of a membership the workload was
 	// told ended (the subset left the cluster since): it joins again.
 	AnnotationMemberJoinedEpoch = "fleetset.io/member-joined-epoch"

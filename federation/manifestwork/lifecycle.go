@@ -32,6 +32,7 @@ func placementActions(fs *fleetv1.FleetSet, sp Subset) *fleetv1.PlacementActions
 		ServiceName:     envelope.ServiceName(fs),
 		Members:         slices.Clone(sp.Members),
 		Leader:          sp.Leader,
+		Epoch:           sp.Epoch,
 		Leave:           slices.Clone(sp.Leave),
 		Origin:          sp.Origin.DeepCopy(),
 		Candidates:      slices.Clone(sp.Candidates),

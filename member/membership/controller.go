@@ -258,7 +258,7 @@ func (c *Controller) join(ctx context.Context, sp *fleetv1.SubsetPlacement, p *v
 		return
 	}
 	ordinal := actions.Ordinal(p)
-	d := Join(JoinInput{Pod: p, Claims: claims, Origin: pa.Origin, JoinedBefore: c.joinedBefore(sp, ordinal)})
+	d := Join(JoinInput{Pod: p, Claims: claims, Epoch: pa.Epoch, Origin: pa.Origin, JoinedBefore: c.joinedBefore(sp, ordinal)})
 	if d.Joined {
 		if err := c.setCondition(ctx, p, "ClaimJoined", "the instance's claims joined already"); err != nil {
 			logger.Error(err, "Setting the member-joined condition")
@@ -381,7 +381,7 @@ func (c *Controller) claims(ctx context.Context, p *v1.Pod) ([]Claim, error) {
 // sp's epoch, removing a member-left mark.
 func (c *Controller) markJoined(ctx context.Context, sp *fleetv1.SubsetPlacement, p *v1.Pod, claims []Claim) error {
 	ann := map[string]any{fleetv1.AnnotationMemberJoined: string(p.UID),
-		fleetv1.AnnotationMemberJoinedEpoch: strconv.FormatInt(Epoch(sp.Spec.Actions.Origin), 10), fleetv1.AnnotationMemberLeft: nil}
+		fleetv1.AnnotationMemberJoinedEpoch: strconv.FormatInt(sp.Spec.Actions.Epoch, 10), fleetv1.AnnotationMemberLeft: nil}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
 	if len(claims) == 0 {
 		pp, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": p.UID, "annotations": ann}})

@@ -22,7 +22,9 @@ type JoinInput struct {
 	Pod *v1.Pod
 	// Claims are the pod's claims (none: the pod's own annotation counts).
 	Claims []Claim
-	// Origin is the placement's spec.actions.origin.
+	// Epoch is the placement's spec.actions.epoch; Origin its
+	// spec.actions.origin.
+	Epoch  int64
 	Origin *fleetv1.SubsetOrigin
 	// JoinedBefore: the ordinal is in the placement's status.actions.joined.
 	JoinedBefore bool
@@ -39,19 +41,10 @@ type JoinDecision struct {
 	LeaveFirst fleetv1.LeaveReason
 }
 
-// Epoch returns the epoch a placement's claims join at: its
-// spec.actions.origin.epoch, 0 without origin.
-func Epoch(origin *fleetv1.SubsetOrigin) int64 {
-	if origin == nil {
-		return 0
-	}
-	return origin.Epoch
-}
-
 // Join decides whether in's instance has joined, and if not with which
 // reason it joins (see the package documentation). It is pure.
 func Join(in JoinInput) JoinDecision {
-	epoch := Epoch(in.Origin)
+	epoch := in.Epoch
 	if len(in.Claims) == 0 {
 		if in.Pod.Annotations[fleetv1.AnnotationMemberJoined] == string(in.Pod.UID) {
 			return JoinDecision{Joined: true}
@@ -67,12 +60,14 @@ func Join(in JoinInput) JoinDecision {
 	if in.JoinedBefore {
 		return JoinDecision{Reason: fleetv1.JoinFreshVolume}
 	}
-	if in.Origin != nil {
-		r := fleetv1.JoinRelocated
-		if in.Origin.Reason == fleetv1.LeaveMoved {
-			r = fleetv1.JoinMoved
-		}
-		return JoinDecision{Reason: r, LeaveFirst: in.Origin.Reason}
+	switch {
+	case in.Origin != nil && in.Origin.Reason == fleetv1.LeaveMoved:
+		return JoinDecision{Reason: fleetv1.JoinMoved, LeaveFirst: fleetv1.LeaveMoved}
+	case in.Origin != nil:
+		return JoinDecision{Reason: fleetv1.JoinRelocated, LeaveFirst: fleetv1.LeaveRelocated}
+	case in.Epoch > 0:
+		// The subset moved here (a spec move or a failback).
+		return JoinDecision{Reason: fleetv1.JoinMoved, LeaveFirst: fleetv1.LeaveMoved}
 	}
 	return JoinDecision{Reason: fleetv1.JoinFirstStart}
 }

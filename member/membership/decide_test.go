@@ -37,9 +37,11 @@ func TestJoin(t *testing.T) {
 			want: JoinDecision{Reason: fleetv1.JoinRelocated, LeaveFirst: fleetv1.LeaveRelocated}},
 		{name: "moved subset: Moved", in: JoinInput{Pod: pod, Claims: []Claim{{Name: "data"}}, Origin: moved},
 			want: JoinDecision{Reason: fleetv1.JoinMoved, LeaveFirst: fleetv1.LeaveMoved}},
-		{name: "failback onto a claim joined at an older epoch: joins again", in: JoinInput{Pod: pod, Claims: []Claim{joined("0")}, Origin: relocated},
+		{name: "failed back home (epoch 3, no origin), claim joined at epoch 0: Moved", in: JoinInput{Pod: pod, Claims: []Claim{joined("0")}, Epoch: 3},
+			want: JoinDecision{Reason: fleetv1.JoinMoved, LeaveFirst: fleetv1.LeaveMoved}},
+		{name: "failback onto a claim joined at an older epoch: joins again", in: JoinInput{Pod: pod, Claims: []Claim{joined("0")}, Epoch: 2, Origin: relocated},
 			want: JoinDecision{Reason: fleetv1.JoinRelocated, LeaveFirst: fleetv1.LeaveRelocated}},
-		{name: "claim joined at the placement's epoch: joined", in: JoinInput{Pod: pod, Claims: []Claim{joined("2")}, Origin: relocated}, want: JoinDecision{Joined: true}},
+		{name: "claim joined at the placement's epoch: joined", in: JoinInput{Pod: pod, Claims: []Claim{joined("2")}, Epoch: 2, Origin: relocated}, want: JoinDecision{Joined: true}},
 		{name: "no claims, pod annotated with its own UID: joined", in: JoinInput{Pod: joinedPod}, want: JoinDecision{Joined: true}},
 		{name: "no claims, annotation of another pod: joins", in: JoinInput{Pod: oldJoinedPod}, want: JoinDecision{Reason: fleetv1.JoinFirstStart}},
 	}

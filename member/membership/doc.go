@@ -7,8 +7,8 @@
 //
 // An instance has joined when its claims carry the annotation
 // fleetset.io/member-joined (the UID of the pod whose memberJoin succeeded)
-// at the placement's epoch (fleetset.io/member-joined-epoch, the
-// placement's spec.actions.origin.epoch, 0 without origin); an instance
+// at the placement's epoch (fleetset.io/member-joined-epoch, at least the
+// placement's spec.actions.epoch); an instance
 // without claims when its pod carries that annotation with its own UID.
 // For every running instance whose pod condition fleetset.io/member-joined
 // (the readiness gate the hub renders) is not True:
@@ -18,9 +18,10 @@
 //   - not joined: memberJoin runs (once the target container runs) with
 //     FLEETSET_JOIN_REASON Rejoin (the claims carry fleetset.io/member-left
 //     from a ScaledDown leave), FreshVolume (the ordinal joined in this
-//     placement before: status.actions.joined), Relocated or Moved (the
-//     placement has spec.actions.origin; memberLeave runs first in the new
-//     pod, with the same reason), else FirstStart. On success the claims
+//     placement before: status.actions.joined), Relocated (the placement
+//     has spec.actions.origin) or Moved (epoch above 0 without origin: a
+//     spec move or a failback) — memberLeave runs first in the new pod,
+//     with the same reason — else FirstStart. On success the claims
 //     (or the pod) are annotated, the ordinal added to status.actions.joined
 //     and the condition set True. A failure holds the instance not Ready:
 //     a Warning event MemberJoinFailed, a retry after a growing delay.
