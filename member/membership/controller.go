@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -451,7 +452,7 @@ func (c *Controller) leave(ctx context.Context, sp *fleetv1.SubsetPlacement, pod
 				c.mu.Lock()
 				c.leaveFailed[key] = msg
 				c.mu.Unlock()
-				c.Recorder.Eventf(sp, pod, v1.EventTypeWarning, ReasonMemberLeaveFailed, "MemberLeave",
+				c.Recorder.Eventf(sp, related(pod), v1.EventTypeWarning, ReasonMemberLeaveFailed, "MemberLeave",
 					"memberLeave of %s (reason %s) failed; the hub holds the scale-down: %v", name, l.Reason, err)
 				return false
 			}
@@ -462,7 +463,7 @@ func (c *Controller) leave(ctx context.Context, sp *fleetv1.SubsetPlacement, pod
 				}
 			}
 			c.recordLeft(key, l.Ordinal)
-			c.Recorder.Eventf(sp, pod, v1.EventTypeNormal, ReasonMemberLeft, "MemberLeave", "memberLeave of %s (reason %s) succeeded", name, l.Reason)
+			c.Recorder.Eventf(sp, related(pod), v1.EventTypeNormal, ReasonMemberLeft, "MemberLeave", "memberLeave of %s (reason %s) succeeded", name, l.Reason)
 			return true
 		})
 	}
@@ -610,4 +611,13 @@ func keys(m map[int32]bool) []int32 {
 		out = append(out, k)
 	}
 	return out
+}
+
+// related is p as an event's related object: nil (not a typed nil) when p
+// is nil.
+func related(p *v1.Pod) runtime.Object {
+	if p == nil {
+		return nil
+	}
+	return p
 }

@@ -134,7 +134,7 @@ func run(m *testing.M) (int, error) {
 	pods.Informer()
 	factory.Start(ctx.Done())
 	cfg := member.DefaultConfig()
-	cfg.ClaimExpansion, cfg.Roles = false, false
+	cfg.ClaimExpansion, cfg.Roles, cfg.Actions = false, false, false
 	if _, err := member.New(&cfg).Start(ctx, member.Host{Client: schedCS, Pods: pods, Placements: placements}); err != nil {
 		return 0, err
 	}
