@@ -202,7 +202,7 @@ func TestAdmissionLifecycleActions(t *testing.T) {
 		{name: "HTTP path without /", la: fleetv1.LifecycleActions{MemberLeave: &fleetv1.LifecycleAction{HTTPGet: &fleetv1.HTTPAction{Port: 80, Path: "leave"}}},
 			msg: "path must start with /"},
 		{name: "every action, valid", roles: true, accept: true, la: fleetv1.LifecycleActions{
-			RoleProbe: &fleetv1.LifecycleAction{Exec: &fleetv1.ExecAction{Container: "pause", Command: []string{"role"}}, PeriodSeconds: 2, TimeoutSeconds: 1},
+			RoleProbe:  &fleetv1.LifecycleAction{Exec: &fleetv1.ExecAction{Container: "pause", Command: []string{"role"}}, PeriodSeconds: 2, TimeoutSeconds: 1},
 			MemberJoin: exec("join"), MemberLeave: &fleetv1.LifecycleAction{HTTPGet: &fleetv1.HTTPAction{Port: 2379, Path: "/leave"}, Target: fleetv1.TargetAnyLive, Retries: ptr.To[int32](0)},
 			Switchover: exec("move-leader"), RolloutComplete: exec("finalize")}},
 	}

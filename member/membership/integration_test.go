@@ -366,7 +366,9 @@ func TestMemberJoin(t *testing.T) {
 	createClaim(t, ns, 0, nil)
 	uid := createPod(t, ns, 0, true, false)
 	joined := func() bool { return membership.ConditionTrue(pod(t, ns, "db-east-0")) }
-	waitFor(t, 10*time.Second, func() string { return fmt.Sprintf("pod conditions %+v, calls %v", pod(t, ns, "db-east-0").Status.Conditions, actionsOf(ns)) }, joined)
+	waitFor(t, 10*time.Second, func() string {
+		return fmt.Sprintf("pod conditions %+v, calls %v", pod(t, ns, "db-east-0").Status.Conditions, actionsOf(ns))
+	}, joined)
 	calls := exec.callsIn(ns)
 	if len(calls) != 1 {
 		t.Fatalf("want one memberJoin, got %v", actionsOf(ns))
@@ -376,7 +378,7 @@ func TestMemberJoin(t *testing.T) {
 		"FLEETSET_ACTION": "memberJoin", "FLEETSET_INSTANCE_NAME": "db-east-0", "FLEETSET_INSTANCE_ORDINAL": "0",
 		"FLEETSET_INSTANCE_FQDN": "db-east-0.db." + ns + ".svc.cluster.local", "FLEETSET_MEMBERS": "db-east-0,db-east-1",
 		"FLEETSET_MEMBER_FQDNS": "db-east-0.db." + ns + ".svc.cluster.local,db-east-1.db." + ns + ".svc.cluster.local",
-		"FLEETSET_LEADER_NAME": "", "FLEETSET_LEADER_FQDN": "", "FLEETSET_JOIN_REASON": "FirstStart"}
+		"FLEETSET_LEADER_NAME":  "", "FLEETSET_LEADER_FQDN": "", "FLEETSET_JOIN_REASON": "FirstStart"}
 	for k, v := range want {
 		if c.Env[k] != v {
 			t.Errorf("%s=%q, want %q", k, c.Env[k], v)
@@ -485,7 +487,9 @@ func TestMemberLeave(t *testing.T) {
 		createClaim(t, ns, i, map[string]string{fleetv1.AnnotationMemberJoined: "uid", fleetv1.AnnotationMemberJoinedEpoch: "0"})
 		createPod(t, ns, i, true, true)
 	}
-	waitFor(t, 10*time.Second, func() string { return fmt.Sprintf("status.actions %+v, calls %v", placementStatus(t, ns), actionsOf(ns)) },
+	waitFor(t, 10*time.Second, func() string {
+		return fmt.Sprintf("status.actions %+v, calls %v", placementStatus(t, ns), actionsOf(ns))
+	},
 		func() bool { return placementStatus(t, ns).Left == "1" })
 	c := exec.callsIn(ns)[0]
 	if c.Pod != "db-east-1" || c.Env[fleetv1.EnvLeaveReason] != "ScaledDown" || c.Env[fleetv1.EnvMembers] != "db-east-0,db-east-2" {
