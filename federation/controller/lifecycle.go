@@ -29,6 +29,8 @@ type subsetLifecycle struct {
 	// rolloutComplete is the revision this subset's member runs
 	// rolloutComplete for ("" none).
 	rolloutComplete string
+	// candidates are the switchover candidates of other subsets.
+	candidates []string
 }
 
 // apply writes the step's output into the subset to deliver.
@@ -39,7 +41,7 @@ func (l subsetLifecycle) apply(p *manifestwork.Subset) {
 	if l.hold > p.Replicas {
 		p.Replicas = l.hold
 	}
-	p.Leave, p.Origin, p.RolloutComplete = l.leave, l.origin, l.rolloutComplete
+	p.Leave, p.Origin, p.RolloutComplete, p.Candidates = l.leave, l.origin, l.rolloutComplete, l.candidates
 }
 
 // LeaveHold decides a subset's StatefulSet replicas when the FleetSet has
@@ -119,6 +121,39 @@ func planLifecycle(st *state) {
 		}
 	}
 	planRolloutComplete(st)
+	if la.Switchover != nil {
+		planCandidates(st)
+	}
+}
+
+// updated reports whether every instance of sp runs its revision and is
+// Ready, as its member last reported.
+func (sp *subsetPlan) updated() bool {
+	f := sp.feedback
+	return !sp.draining && f != nil && f.Current() && f.FleetRevision == sp.rollout.revision && f.Replicas == sp.planned.Replicas &&
+		f.UpdatedReplicas >= sp.planned.Replicas && f.ReadyReplicas >= sp.planned.Replicas
+}
+
+// planCandidates gives each subset that is not updated the instances of the
+// updated subsets (every instance on its revision and Ready), subset by
+// subset in spec order: the switchover candidates its member uses when none of its own
+// instances is one (a leader alone in its subset).
+func planCandidates(st *state) {
+	var names []string
+	for i := range st.subsets {
+		sp := &st.subsets[i]
+		if !sp.updated() {
+			continue
+		}
+		for k := int32(0); k < sp.planned.Replicas && len(names) < fleetv1.MaxFleetViewInstances; k++ {
+			names = append(names, fmt.Sprintf("%s-%d", manifestwork.StatefulSetName(st.fs.Name, sp.planned.Name), sp.planned.OrdinalStart+k))
+		}
+	}
+	for i := range st.subsets {
+		if sp := &st.subsets[i]; !sp.updated() {
+			sp.lifecycle.candidates = names
+		}
+	}
 }
 
 // planRolloutComplete tells one subset to run rolloutComplete for the

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/manifestwork"
 )
 
 func TestLeaveHold(t *testing.T) {
@@ -45,5 +46,30 @@ func TestLeaveHold(t *testing.T) {
 				t.Errorf("leave (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestPlanCandidates(t *testing.T) {
+	fs := &fleetv1.FleetSet{}
+	fs.Name = "db"
+	fs.Spec.LifecycleActions = &fleetv1.LifecycleActions{Switchover: &fleetv1.LifecycleAction{Exec: &fleetv1.ExecAction{Command: []string{"x"}}}}
+	sub := func(name string, start, replicas, updated int32) subsetPlan {
+		sp := subsetPlan{}
+		sp.planned.Name, sp.planned.OrdinalStart, sp.planned.Replicas = name, start, replicas
+		sp.rollout.revision = "r2"
+		sp.feedback = &manifestwork.StatefulSetFeedback{Replicas: replicas, ReadyReplicas: replicas, UpdatedReplicas: updated, FleetRevision: "r2",
+			Generation: 1, ObservedGeneration: 1}
+		return sp
+	}
+	st := &state{fs: fs, subsets: []subsetPlan{sub("east", 0, 2, 2), sub("west", 1000, 2, 1), sub("north", 2000, 1, 0)}}
+	planLifecycle(st)
+	want := []string{"db-east-0", "db-east-1"}
+	if diff := cmp.Diff([]string(nil), st.subsets[0].lifecycle.candidates); diff != "" {
+		t.Errorf("updated subset east (-want,+got):\n%s", diff)
+	}
+	for _, i := range []int{1, 2} {
+		if diff := cmp.Diff(want, st.subsets[i].lifecycle.candidates); diff != "" {
+			t.Errorf("subset %s: candidates (-want,+got):\n%s", st.subsets[i].planned.Name, diff)
+		}
 	}
 }
