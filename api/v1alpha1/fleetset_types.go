@@ -591,6 +591,26 @@ type SubsetStatus struct {
 	// and available).
 	// +optional
 	Rollout SubsetRolloutPhase `json:"rollout,omitempty"`
+	// Claims, when set, says that the subset runs away from the claims its
+	// instances were created with: relocated or moved, its instances run
+	// on fresh claims in Cluster, and the claims they were created with
+	// stay, never deleted by fleetset, in Claims.LeftIn. Unset: every
+	// instance runs on the claims it was created with.
+	// +optional
+	Claims *SubsetClaims `json:"claims,omitempty"`
+}
+
+// SubsetClaims says where the claims a subset's instances were created
+// with are, while the subset runs elsewhere.
+type SubsetClaims struct {
+	// LeftIn is the ManagedCluster holding them (the cluster the subset
+	// first left).
+	LeftIn string `json:"leftIn"`
+	// Replicas is how many instances had claims there: the ordinals
+	// [ordinalStart, ordinalStart+replicas) run on fresh claims; higher
+	// ones were created where they run.
+	// +kubebuilder:validation:Minimum=0
+	Replicas int32 `json:"replicas"`
 }
 
 // SubsetFailoverPhase is a subset's place in a failover.

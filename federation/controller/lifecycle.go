@@ -200,3 +200,44 @@ func planRolloutComplete(st *state) {
 		st.subsets[target].lifecycle.rolloutComplete = rev
 	}
 }
+
+// ClaimsLeft returns where the claims a subset's instances were created
+// with stay while it runs in cluster: prev is its last status.claims, and
+// prevCluster and prevReplicas its last status cluster and replicas. A
+// subset that leaves the cluster of its claims (a relocation or a move:
+// its status cluster changes) records that cluster and how many instances
+// had claims there; one that comes back to it runs on them again (nil).
+// It is pure.
+func ClaimsLeft(prev *fleetv1.SubsetClaims, prevCluster string, prevReplicas int32, cluster string) *fleetv1.SubsetClaims {
+	switch {
+	case prev != nil && prev.LeftIn == cluster:
+		return nil
+	case prev != nil:
+		return prev.DeepCopy()
+	case prevCluster != "" && prevCluster != cluster && prevReplicas > 0:
+		return &fleetv1.SubsetClaims{LeftIn: prevCluster, Replicas: prevReplicas}
+	}
+	return nil
+}
+
+// planClaims fills each subset's claims record (ClaimsLeft) from the
+// FleetSet's last status; a draining subset keeps its record (it has not
+// arrived anywhere yet).
+func planClaims(st *state) {
+	prev := map[string]fleetv1.SubsetStatus{}
+	for _, ss := range st.fs.Status.Subsets {
+		prev[ss.Name] = ss
+	}
+	for i := range st.subsets {
+		sp := &st.subsets[i]
+		ps, ok := prev[sp.planned.Name]
+		if !ok {
+			continue
+		}
+		if sp.draining {
+			sp.claimsLeft = ps.Claims.DeepCopy()
+			continue
+		}
+		sp.claimsLeft = ClaimsLeft(ps.Claims, ps.Cluster, ps.Replicas, sp.planned.Cluster)
+	}
+}

@@ -73,3 +73,28 @@ func TestPlanCandidates(t *testing.T) {
 		}
 	}
 }
+
+func TestClaimsLeft(t *testing.T) {
+	left := func(c string, n int32) *fleetv1.SubsetClaims { return &fleetv1.SubsetClaims{LeftIn: c, Replicas: n} }
+	tests := []struct {
+		name             string
+		prev             *fleetv1.SubsetClaims
+		prevCluster, now string
+		prevReplicas     int32
+		want             *fleetv1.SubsetClaims
+	}{
+		{name: "new subset", now: "east"},
+		{name: "at home", prevCluster: "east", prevReplicas: 3, now: "east"},
+		{name: "relocated east to west: 3 claims left in east", prevCluster: "east", prevReplicas: 3, now: "west", want: left("east", 3)},
+		{name: "relocated again, to north: still east's", prev: left("east", 3), prevCluster: "west", prevReplicas: 3, now: "north", want: left("east", 3)},
+		{name: "failed back to east: on its claims again", prev: left("east", 3), prevCluster: "west", prevReplicas: 3, now: "east"},
+		{name: "scaled to 0 then moved: nothing left", prevCluster: "east", now: "west"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, ClaimsLeft(tc.prev, tc.prevCluster, tc.prevReplicas, tc.now)); diff != "" {
+				t.Errorf("ClaimsLeft (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -85,6 +85,9 @@ type subsetPlan struct {
 	actions *manifestwork.ActionsReport
 	// lifecycle is the lifecycle-action step's output.
 	lifecycle subsetLifecycle
+	// claimsLeft is where the claims its instances were created with stay
+	// while it runs elsewhere (status.subsets[].claims); nil: on them.
+	claimsLeft *fleetv1.SubsetClaims
 }
 
 // renderedSubset is a subset's pod and claim templates after its overrides

@@ -148,6 +148,7 @@ func (sp *subsetPlan) delivered() manifestwork.Subset {
 		p.Roles, p.Leaders = sp.roles.Roles, sp.roles.Leaders
 	}
 	sp.lifecycle.apply(&p)
+	p.ClaimsLeft = sp.claimsLeft
 	if sp.draining {
 		p.Replicas, p.Partition, p.Draining = 0, 0, true
 	}

@@ -119,3 +119,20 @@ func TestWithMembers(t *testing.T) {
 		t.Errorf("two leaders: leader %q, want none", l)
 	}
 }
+
+func TestInstancesClaims(t *testing.T) {
+	fs := makeFleetSet("ns", "db").subset("east", "west", nil).obj()
+	sp := Subset{Name: "east", Cluster: "west", Replicas: 3, BlockSize: 1000, ClaimsLeft: &fleetv1.SubsetClaims{LeftIn: "east", Replicas: 2}}
+	got, err := Instances(fs, []Subset{sp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claims []string
+	for _, in := range got {
+		claims = append(claims, in.Name+"="+in.Claims+"@"+in.OldClaimsCluster)
+	}
+	want := []string{"db-east-0=Fresh@east", "db-east-1=Fresh@east", "db-east-2=@"}
+	if diff := cmp.Diff(want, claims); diff != "" {
+		t.Errorf("claims (-want,+got):\n%s", diff)
+	}
+}

@@ -77,6 +77,10 @@ type Subset struct {
 	// the actions' environment; Works fills them from the fleet view.
 	Members []string
 	Leader  string
+	// ClaimsLeft, when set, is where the claims its instances were created
+	// with stay while it runs elsewhere (FleetSet status.subsets[].claims),
+	// for the fleet view.
+	ClaimsLeft *fleetv1.SubsetClaims
 }
 
 // FromPlan returns p as a Subset to render, with the fleet's templates and
