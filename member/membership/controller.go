@@ -267,8 +267,8 @@ func (c *Controller) join(ctx context.Context, sp *fleetv1.SubsetPlacement, p *v
 		return
 	}
 	action := pa.Actions.MemberJoin
-	if action.Exec != nil && !ContainerRunning(p, action.Exec.Container) {
-		return // its container's start brings it back
+	if action.Exec != nil && action.TargetOrDefault() == fleetv1.TargetSelf && !ContainerRunning(p, action.Exec.Container) {
+		return // its container's start brings it back (AnyLive runs elsewhere)
 	}
 	task := "join/" + string(p.UID)
 	c.start(ctx, sp, task, func(ctx context.Context) bool {

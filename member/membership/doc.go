@@ -15,7 +15,8 @@
 //
 //   - joined: the condition is set True at once, nothing runs (a restart on
 //     a joined claim does not join again);
-//   - not joined: memberJoin runs (once the target container runs) with
+//   - not joined: memberJoin runs (target Self: once the container runs;
+//     AnyLive: at once, in another live instance) with
 //     FLEETSET_JOIN_REASON Rejoin (the claims carry fleetset.io/member-left
 //     from a ScaledDown leave), FreshVolume (the ordinal joined in this
 //     placement before: status.actions.joined), Relocated (the placement

@@ -554,3 +554,37 @@ func TestExecRoleProbe(t *testing.T) {
 		return sp.Status.Leaders == "db-east-1"
 	})
 }
+
+// TestAnyLiveJoin: memberJoin with target AnyLive runs at once, for an
+// instance whose container does not run yet, in another Ready instance of
+// the FleetSet (FLEETSET_INSTANCE_NAME the joining one); the joining pod
+// gets the condition.
+func TestAnyLiveJoin(t *testing.T) {
+	ns := newNamespace(t, "anylive")
+	join := action("/join.sh")
+	join.Target = fleetv1.TargetAnyLive
+	createPlacement(t, ns, &fleetv1.PlacementActions{FleetSet: "db", ServiceName: "db", Members: members("db-east", 0, 1),
+		Actions: fleetv1.LifecycleActions{MemberJoin: join}}, false)
+	createClaim(t, ns, 0, map[string]string{fleetv1.AnnotationMemberJoined: "uid", fleetv1.AnnotationMemberJoinedEpoch: "0"})
+	createClaim(t, ns, 1, nil)
+	createPod(t, ns, 0, true, true)
+	createPod(t, ns, 1, true, false)
+	p := pod(t, ns, "db-east-1")
+	p.Status.ContainerStatuses[0].State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+	if _, err := cs.CoreV1().Pods(ns).UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() string { return fmt.Sprintf("calls %v", actionsOf(ns)) }, func() bool { return membership.ConditionTrue(pod(t, ns, "db-east-1")) })
+	var joins []call
+	for _, c := range exec.callsIn(ns) {
+		if c.Env[fleetv1.EnvAction] == string(fleetv1.ActionMemberJoin) {
+			joins = append(joins, c)
+		}
+	}
+	if len(joins) != 1 || joins[0].Pod != "db-east-0" || joins[0].Env[fleetv1.EnvInstanceName] != "db-east-1" || joins[0].Env[fleetv1.EnvJoinReason] != "FirstStart" {
+		t.Errorf("joins %+v, want one in db-east-0 for db-east-1, FirstStart", joins)
+	}
+	if !membership.ConditionTrue(pod(t, ns, "db-east-0")) {
+		t.Errorf("db-east-0 on a joined claim: condition not set")
+	}
+}
