@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -515,17 +516,9 @@ func (c *Controller) rolloutComplete(ctx context.Context, sp *fleetv1.SubsetPlac
 		c.mu.Unlock()
 		return
 	}
-	var target *v1.Pod
-	for _, p := range pods {
-		if p.Status.Phase != v1.PodRunning || p.DeletionTimestamp != nil {
-			continue
-		}
-		if target == nil || (pa.Leader != "" && p.Name == pa.Leader) {
-			target = p
-		}
-	}
+	target := rolloutCompleteTarget(sp, pods)
 	if target == nil {
-		return
+		return // a pod's event brings it back
 	}
 	c.start(ctx, sp, "rolloutComplete/"+key.String()+"/"+rev, func(ctx context.Context) bool {
 		_, err := c.runFor(ctx, sp, target, fleetv1.ActionRolloutComplete, pa.Actions.RolloutComplete, func(e *actions.Env) { e.Revision = rev })
@@ -620,4 +613,36 @@ func related(p *v1.Pod) runtime.Object {
 		return nil
 	}
 	return p
+}
+
+// rolloutCompleteTarget returns the pod rolloutComplete runs in: the
+// leader (spec.actions.leader) when it is an instance of sp — nil while it
+// is not running —, else sp's lowest running ordinal (pods are in ordinal
+// order); nil when none runs.
+func rolloutCompleteTarget(sp *fleetv1.SubsetPlacement, pods []*v1.Pod) *v1.Pod {
+	running := func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning && p.DeletionTimestamp == nil }
+	if l := sp.Spec.Actions.Leader; instanceOf(sp.Name, l) {
+		for _, p := range pods {
+			if p.Name == l && running(p) {
+				return p
+			}
+		}
+		return nil
+	}
+	for _, p := range pods {
+		if running(p) {
+			return p
+		}
+	}
+	return nil
+}
+
+// instanceOf reports whether pod name is <placement>-<ordinal>.
+func instanceOf(placement, name string) bool {
+	rest, ok := strings.CutPrefix(name, placement+"-")
+	if !ok || rest == "" {
+		return false
+	}
+	n, err := strconv.ParseUint(rest, 10, 31)
+	return err == nil && strconv.FormatUint(n, 10) == rest
 }

@@ -61,3 +61,11 @@ func TestLeftOrdinals(t *testing.T) {
 		t.Errorf("want 4 (7 is no longer asked for), got %q", got)
 	}
 }
+
+func TestInstanceOf(t *testing.T) {
+	for name, want := range map[string]bool{"db-east-0": true, "db-east-12": true, "db-east-x-0": false, "db-east-": false, "db-east-01": false, "db-eas-0": false, "": false} {
+		if got := instanceOf("db-east", name); got != want {
+			t.Errorf("instanceOf(db-east, %q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -41,8 +41,10 @@
 // # rolloutComplete
 //
 // When spec.actions.rolloutComplete names a revision other than
-// status.actions.rolloutComplete, the action runs once, in the placement's
-// leader instance (or its lowest running ordinal), with FLEETSET_REVISION;
+// status.actions.rolloutComplete, the action runs once, in the leader
+// (spec.actions.leader) when it is an instance of the placement (waiting
+// for it to run), else in the placement's lowest running ordinal, with
+// FLEETSET_REVISION;
 // on success the revision is written to status.actions.rolloutComplete.
 //
 // Actions run in goroutines, one per instance and action at a time; the

@@ -588,3 +588,25 @@ func TestAnyLiveJoin(t *testing.T) {
 		t.Errorf("db-east-0 on a joined claim: condition not set")
 	}
 }
+
+// TestRolloutComplete: spec.actions.rolloutComplete names a revision: the
+// action runs once, in the placement's leader, with FLEETSET_REVISION, and
+// the revision is reported in status.actions.rolloutComplete; it does not
+// run again for the same revision.
+func TestRolloutComplete(t *testing.T) {
+	ns := newNamespace(t, "complete")
+	createPlacement(t, ns, &fleetv1.PlacementActions{FleetSet: "db", ServiceName: "db", Members: members("db-east", 0, 1), Leader: "db-east-1",
+		RolloutComplete: "rev-2", Actions: fleetv1.LifecycleActions{RolloutComplete: action("/finalize.sh")}}, false)
+	createPod(t, ns, 0, false, true)
+	createPod(t, ns, 1, false, true)
+	waitFor(t, 10*time.Second, func() string { return fmt.Sprintf("status.actions %+v, calls %v", placementStatus(t, ns), actionsOf(ns)) },
+		func() bool { return placementStatus(t, ns).RolloutComplete == "rev-2" })
+	calls := exec.callsIn(ns)
+	if len(calls) != 1 || calls[0].Pod != "db-east-1" || calls[0].Env[fleetv1.EnvRevision] != "rev-2" || calls[0].Env[fleetv1.EnvAction] != "rolloutComplete" {
+		t.Fatalf("calls %+v, want one rolloutComplete in the leader db-east-1 for rev-2", calls)
+	}
+	time.Sleep(2 * time.Second)
+	if n := len(exec.callsIn(ns)); n != 1 {
+		t.Errorf("rolloutComplete ran %d times for one revision", n)
+	}
+}
