@@ -599,7 +599,9 @@ func TestRolloutComplete(t *testing.T) {
 		RolloutComplete: "rev-2", Actions: fleetv1.LifecycleActions{RolloutComplete: action("/finalize.sh")}}, false)
 	createPod(t, ns, 0, false, true)
 	createPod(t, ns, 1, false, true)
-	waitFor(t, 10*time.Second, func() string { return fmt.Sprintf("status.actions %+v, calls %v", placementStatus(t, ns), actionsOf(ns)) },
+	waitFor(t, 10*time.Second, func() string {
+		return fmt.Sprintf("status.actions %+v, calls %v", placementStatus(t, ns), actionsOf(ns))
+	},
 		func() bool { return placementStatus(t, ns).RolloutComplete == "rev-2" })
 	calls := exec.callsIn(ns)
 	if len(calls) != 1 || calls[0].Pod != "db-east-1" || calls[0].Env[fleetv1.EnvRevision] != "rev-2" || calls[0].Env[fleetv1.EnvAction] != "rolloutComplete" {
