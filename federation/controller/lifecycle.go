@@ -239,5 +239,13 @@ func planClaims(st *state) {
 			continue
 		}
 		sp.claimsLeft = ClaimsLeft(ps.Claims, ps.Cluster, ps.Replicas, sp.planned.Cluster)
+		if sp.claimsLeft == nil && sp.failoverPhase == fleetv1.SubsetFailedOver {
+			// Relocated before the hub recorded claims: its home holds them.
+			for _, s := range st.fs.Spec.Topology.Subsets {
+				if s.Name == sp.planned.Name && s.Cluster != "" && s.Cluster != sp.planned.Cluster && sp.planned.Replicas > 0 {
+					sp.claimsLeft = &fleetv1.SubsetClaims{LeftIn: s.Cluster, Replicas: sp.planned.Replicas}
+				}
+			}
+		}
 	}
 }
