@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/utils/ptr"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
@@ -173,6 +174,7 @@ func TestRunExec(t *testing.T) {
 }
 
 func TestRunRefusedRunsNothing(t *testing.T) {
+	refused := counter(t, "memberLeave", ResultRefused)
 	ex := &recordingExecutor{}
 	_, err := NewRunner(ex).Run(context.Background(), Request{Name: fleetv1.ActionMemberLeave, Action: execAction("", "leave.sh"),
 		Placement: "db-east", Pod: instance("tenant-b-0", "tenant-b", "main")})
@@ -182,6 +184,9 @@ func TestRunRefusedRunsNothing(t *testing.T) {
 	if _, err := NewRunner(nil).Run(context.Background(), Request{Name: fleetv1.ActionMemberLeave, Action: execAction("", "leave.sh"),
 		Placement: "db-east", Pod: instance("db-east-0", "db-east", "main")}); !errors.Is(err, ErrRefused) {
 		t.Fatalf("no executor: want a refusal, got %v", err)
+	}
+	if got := counter(t, "memberLeave", ResultRefused) - refused; got != 2 {
+		t.Errorf("fleetset_member_lifecycle_actions_total{action=memberLeave,result=refused} grew by %v, want 2", got)
 	}
 }
 
@@ -261,4 +266,28 @@ func TestEnvVars(t *testing.T) {
 	if diff := cmp.Diff([]EnvVar{{"FLEETSET_CANDIDATE_NAME", "db-east-0"}, {"FLEETSET_CANDIDATE_FQDN", "db-east-0.db.ns.svc.example.org"}}, got[len(got)-2:]); diff != "" {
 		t.Errorf("switchover env (-want,+got):\n%s", diff)
 	}
+}
+
+// counter returns fleetset_member_lifecycle_actions_total{action,result}.
+func counter(t *testing.T, action, result string) float64 {
+	t.Helper()
+	mfs, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "fleetset_member_lifecycle_actions_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["action"] == action && labels["result"] == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
