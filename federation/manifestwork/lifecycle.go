@@ -108,13 +108,22 @@ func ActionsFeedback(w *workv1.ManifestWork) map[string]ActionsReport {
 
 // withMembers returns a copy of subsets whose Members are the pod names of
 // every desired instance of fs in ordinal order (none above
-// v1alpha1.MaxFleetViewInstances, as the fleet view) and whose Leader is
+// v1alpha1.MaxFleetViewInstances, as the fleet view), without those a
+// held scale-down removes (any subset's Leave), and whose Leader is
 // the one leader their members reported ("" with none or several).
 func withMembers(fs *fleetv1.FleetSet, subsets []Subset) []Subset {
 	instances, _ := Instances(fs, subsets) // an error here is FleetView's, returned before
-	members := make([]string, len(instances))
-	for i, in := range instances {
-		members[i] = in.Name
+	leaving := map[int32]bool{}
+	for _, sp := range subsets {
+		for _, l := range sp.Leave {
+			leaving[l.Ordinal] = true
+		}
+	}
+	members := make([]string, 0, len(instances))
+	for _, in := range instances {
+		if !leaving[in.Ordinal] {
+			members = append(members, in.Name)
+		}
 	}
 	var leaders []string
 	for _, sp := range subsets {

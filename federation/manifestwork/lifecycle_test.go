@@ -118,6 +118,10 @@ func TestWithMembers(t *testing.T) {
 	if l := withMembers(fs, subsets)[0].Leader; l != "" {
 		t.Errorf("two leaders: leader %q, want none", l)
 	}
+	subsets[0].Leave = []fleetv1.PlacementLeave{{Ordinal: 1, Reason: fleetv1.LeaveScaledDown}}
+	if diff := cmp.Diff([]string{"db-east-0", "db-west-1000"}, withMembers(fs, subsets)[1].Members); diff != "" {
+		t.Errorf("held scale-down: every subset's members leave out the leaver (-want,+got):\n%s", diff)
+	}
 }
 
 func TestInstancesClaims(t *testing.T) {
