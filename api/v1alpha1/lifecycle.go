@@ -353,6 +353,12 @@ type SubsetOrigin struct {
 	// Reason: Relocated (failover) or Moved (spec change).
 	// +kubebuilder:validation:Enum=Relocated;Moved
 	Reason LeaveReason `json:"reason"`
+	// Replicas is how many instances were relocated: ordinals
+	// [ordinalStart, ordinalStart+replicas); higher ordinals started here
+	// (FirstStart). 0: every instance counts as relocated.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
 }
 
 // PlacementActionsStatus is the member component's report of the actions

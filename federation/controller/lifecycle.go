@@ -94,6 +94,9 @@ func planLifecycle(st *state) {
 			for _, s := range st.fs.Spec.Topology.Subsets {
 				if s.Name == sp.planned.Name && s.Cluster != sp.planned.Cluster {
 					sp.lifecycle.origin = &fleetv1.SubsetOrigin{Cluster: s.Cluster, Epoch: sp.epoch, Reason: fleetv1.LeaveRelocated}
+					if c := sp.claimsLeft; c != nil && c.LeftIn == s.Cluster {
+						sp.lifecycle.origin.Replicas = c.Replicas
+					}
 				}
 			}
 		}

@@ -98,3 +98,29 @@ func TestClaimsLeft(t *testing.T) {
 		})
 	}
 }
+
+func TestPlanLifecycleOrigin(t *testing.T) {
+	fs := &fleetv1.FleetSet{}
+	fs.Name = "db"
+	fs.Spec.Topology.Subsets = []fleetv1.Subset{{Name: "east", Cluster: "east"}, {Name: "west", Cluster: "west"}}
+	fs.Spec.LifecycleActions = &fleetv1.LifecycleActions{MemberJoin: &fleetv1.LifecycleAction{Exec: &fleetv1.ExecAction{Command: []string{"x"}}}}
+	fs.Status.Subsets = []fleetv1.SubsetStatus{{Name: "east", Cluster: "east", Replicas: 3}, {Name: "west", Cluster: "west", Replicas: 2}}
+	east := subsetPlan{}
+	east.planned.Name, east.planned.Cluster, east.planned.Replicas = "east", "west", 4
+	east.failoverPhase, east.epoch = fleetv1.SubsetFailedOver, 1
+	west := subsetPlan{}
+	west.planned.Name, west.planned.Cluster, west.planned.Replicas = "west", "west", 2
+	st := &state{fs: fs, subsets: []subsetPlan{east, west}}
+	planClaims(st)
+	planLifecycle(st)
+	want := &fleetv1.SubsetOrigin{Cluster: "east", Epoch: 1, Reason: fleetv1.LeaveRelocated, Replicas: 3}
+	if diff := cmp.Diff(want, st.subsets[0].lifecycle.origin); diff != "" {
+		t.Errorf("relocated east: origin (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff(&fleetv1.SubsetClaims{LeftIn: "east", Replicas: 3}, st.subsets[0].claimsLeft); diff != "" {
+		t.Errorf("relocated east: claims left (-want,+got):\n%s", diff)
+	}
+	if o := st.subsets[1].lifecycle.origin; o != nil || st.subsets[1].claimsLeft != nil {
+		t.Errorf("west at home: origin %+v, claims %+v; want none", o, st.subsets[1].claimsLeft)
+	}
+}

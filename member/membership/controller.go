@@ -260,7 +260,8 @@ func (c *Controller) join(ctx context.Context, sp *fleetv1.SubsetPlacement, p *v
 		return
 	}
 	ordinal := actions.Ordinal(p)
-	d := Join(JoinInput{Pod: p, Claims: claims, Epoch: pa.Epoch, Origin: pa.Origin, JoinedBefore: c.joinedBefore(sp, ordinal)})
+	d := Join(JoinInput{Pod: p, Claims: claims, Epoch: pa.Epoch, Origin: pa.Origin, JoinedBefore: c.joinedBefore(sp, ordinal),
+		Ordinal: ordinal, OrdinalStart: sp.Spec.OrdinalStart})
 	if d.Joined {
 		if err := c.setCondition(ctx, p, "ClaimJoined", "the instance's claims joined already"); err != nil {
 			logger.Error(err, "Setting the member-joined condition")

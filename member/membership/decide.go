@@ -28,6 +28,8 @@ type JoinInput struct {
 	Origin *fleetv1.SubsetOrigin
 	// JoinedBefore: the ordinal is in the placement's status.actions.joined.
 	JoinedBefore bool
+	// Ordinal is the instance's, OrdinalStart the placement's first.
+	Ordinal, OrdinalStart int32
 }
 
 // JoinDecision is what Join decided.
@@ -59,6 +61,10 @@ func Join(in JoinInput) JoinDecision {
 	}
 	if in.JoinedBefore {
 		return JoinDecision{Reason: fleetv1.JoinFreshVolume}
+	}
+	origin := in.Origin
+	if origin != nil && origin.Replicas > 0 && in.Ordinal >= in.OrdinalStart+origin.Replicas {
+		return JoinDecision{Reason: fleetv1.JoinFirstStart} // scaled up here, never elsewhere
 	}
 	switch {
 	case in.Origin != nil && in.Origin.Reason == fleetv1.LeaveMoved:
