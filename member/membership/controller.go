@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -59,6 +60,10 @@ type Controller struct {
 	Placements client.Reader
 	// Pods reads pods (the scheduler's pod informer).
 	Pods corelisters.PodLister
+	// StatefulSets reads the StatefulSets labelled fleetset.io/set: only
+	// the desired ordinals of a placement's StatefulSet (same name) join;
+	// nil: every ordinal may.
+	StatefulSets appslisters.StatefulSetLister
 	// Client reads and annotates claims, patches pods and their status.
 	Client kubernetes.Interface
 	// Status writes SubsetPlacements' status subresource.
@@ -130,8 +135,12 @@ func Run(ctx context.Context, d wiring.Deps) error {
 	if d.ClusterDomain != "" {
 		c.ClusterDomain = d.ClusterDomain
 	}
+	c.StatefulSets = d.StatefulSets.Lister()
 	var hs wiring.Handlers
 	if err := hs.Add(d.Pods.Informer(), c.handler(podKey)); err != nil {
+		return err
+	}
+	if err := hs.Add(d.StatefulSets.Informer(), c.handler(objectKey)); err != nil {
 		return err
 	}
 	if err := hs.AddPlacements(ctx, d.Placements, c.handler(objectKey)); err != nil {
@@ -204,8 +213,15 @@ func (c *Controller) Sync(ctx context.Context, key types.NamespacedName) error {
 	}
 	slices.SortFunc(pods, func(a, b *v1.Pod) int { return int(actions.Ordinal(a) - actions.Ordinal(b)) })
 	if pa.Actions.MemberJoin != nil {
+		leaving := map[int32]bool{}
+		for _, l := range pa.Leave {
+			leaving[l.Ordinal] = true
+		}
+		desired := c.desired(key)
 		for _, p := range pods {
-			if p.Status.Phase == v1.PodRunning && p.DeletionTimestamp == nil && !ConditionTrue(p) {
+			// An instance the hub asks to leave, or one its StatefulSet
+			// scaled away, does not join (again).
+			if p.Status.Phase == v1.PodRunning && p.DeletionTimestamp == nil && !ConditionTrue(p) && !leaving[actions.Ordinal(p)] && desired(actions.Ordinal(p)) {
 				c.join(ctx, sp, p)
 			}
 		}
@@ -213,6 +229,27 @@ func (c *Controller) Sync(ctx context.Context, key types.NamespacedName) error {
 	c.leave(ctx, sp, pods)
 	c.rolloutComplete(ctx, sp, pods)
 	return c.writeStatus(ctx, sp)
+}
+
+// desired returns whether an ordinal is one of the desired ordinals of the
+// StatefulSet named key ([ordinals.start, start+replicas)); none while it
+// is not found, all without a StatefulSet lister.
+func (c *Controller) desired(key types.NamespacedName) func(int32) bool {
+	if c.StatefulSets == nil {
+		return func(int32) bool { return true }
+	}
+	sts, err := c.StatefulSets.StatefulSets(key.Namespace).Get(key.Name)
+	if err != nil {
+		return func(int32) bool { return false }
+	}
+	start, replicas := int32(0), int32(1)
+	if sts.Spec.Ordinals != nil {
+		start = sts.Spec.Ordinals.Start
+	}
+	if sts.Spec.Replicas != nil {
+		replicas = *sts.Spec.Replicas
+	}
+	return func(o int32) bool { return o >= start && o < start+replicas }
 }
 
 // start runs fn for task in a goroutine unless the task runs already or
@@ -401,10 +438,15 @@ func (c *Controller) markJoined(ctx context.Context, sp *fleetv1.SubsetPlacement
 
 // setCondition sets p's condition fleetset.io/member-joined True.
 func (c *Controller) setCondition(ctx context.Context, p *v1.Pod, reason, message string) error {
+	return c.setConditionStatus(ctx, p, v1.ConditionTrue, reason, message)
+}
+
+// setConditionStatus sets p's condition fleetset.io/member-joined to status.
+func (c *Controller) setConditionStatus(ctx context.Context, p *v1.Pod, status v1.ConditionStatus, reason, message string) error {
 	patch, _ := json.Marshal(map[string]any{
 		"metadata": map[string]any{"uid": p.UID},
 		"status": map[string]any{"conditions": []map[string]any{{
-			"type": fleetv1.ConditionMemberJoined, "status": "True", "reason": reason, "message": message,
+			"type": fleetv1.ConditionMemberJoined, "status": string(status), "reason": reason, "message": message,
 			"lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339)}}}})
 	_, err := c.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
@@ -462,6 +504,13 @@ func (c *Controller) leave(ctx context.Context, sp *fleetv1.SubsetPlacement, pod
 				if err := c.markLeft(ctx, pod, l.Reason); err != nil {
 					klog.FromContext(ctx).Error(err, "Recording a leave on the claims", "pod", name)
 					return false
+				}
+				if pa.Actions.MemberJoin != nil {
+					// No longer a member: not Ready until it is removed, or
+					// joins again (Rejoin) if the scale-down is taken back.
+					if err := c.setConditionStatus(ctx, pod, v1.ConditionFalse, "MemberLeft", "memberLeave succeeded (reason "+string(l.Reason)+")"); err != nil {
+						klog.FromContext(ctx).Error(err, "Clearing the member-joined condition", "pod", name)
+					}
 				}
 			}
 			c.recordLeft(key, l.Ordinal)

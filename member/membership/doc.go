@@ -11,7 +11,8 @@
 // placement's spec.actions.epoch); an instance
 // without claims when its pod carries that annotation with its own UID.
 // For every running instance whose pod condition fleetset.io/member-joined
-// (the readiness gate the hub renders) is not True:
+// (the readiness gate the hub renders) is not True, among the desired
+// ordinals of the placement's StatefulSet and not listed to leave:
 //
 //   - joined: the condition is set True at once, nothing runs (a restart on
 //     a joined claim does not join again);
@@ -33,8 +34,11 @@
 // memberLeave runs in the instance's pod (or, target AnyLive, another live
 // instance) with FLEETSET_LEAVE_REASON ScaledDown or Purged. On success the
 // ordinal is added to status.actions.left (the hub then lowers the
-// StatefulSet's replicas), removed from status.actions.joined, and the
-// claims lose fleetset.io/member-joined and get fleetset.io/member-left.
+// StatefulSet's replicas), removed from status.actions.joined, the claims
+// lose fleetset.io/member-joined and get fleetset.io/member-left, and the
+// pod's condition fleetset.io/member-joined is set False (no longer a
+// member: not Ready; if the scale-down is taken back, it joins again with
+// reason Rejoin).
 // A failure is written to status.actions.leaveFailed (the hub holds the
 // scale-down and says so), with a Warning event MemberLeaveFailed.
 //

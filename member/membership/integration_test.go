@@ -16,6 +16,7 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -227,6 +228,21 @@ func createPlacement(t *testing.T, ns string, pa *fleetv1.PlacementActions, role
 	}
 }
 
+// createStatefulSet creates StatefulSet db-east (labelled fleetset.io/set)
+// with replicas: its desired ordinals are the ones that may join. No
+// StatefulSet controller runs; the tests create the pods.
+func createStatefulSet(t *testing.T, ns string, replicas int32) {
+	t.Helper()
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-east", Labels: map[string]string{fleetv1.LabelSet: "db"}},
+		Spec: appsv1.StatefulSetSpec{Replicas: &replicas, ServiceName: "db",
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{fleetv1.LabelPlacement: "db-east"}},
+			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{fleetv1.LabelPlacement: "db-east"}},
+				Spec: v1.PodSpec{Containers: []v1.Container{{Name: "db", Image: "etcd"}}}}}}
+	if _, err := cs.AppsV1().StatefulSets(ns).Create(context.Background(), sts, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // createClaim creates claim data-db-east-<i> with annotations.
 func createClaim(t *testing.T, ns string, i int, annotations map[string]string) {
 	t.Helper()
@@ -363,6 +379,7 @@ func TestMemberJoin(t *testing.T) {
 	ns := newNamespace(t, "join")
 	createPlacement(t, ns, &fleetv1.PlacementActions{FleetSet: "db", ServiceName: "db", Members: members("db-east", 0, 1),
 		Actions: fleetv1.LifecycleActions{MemberJoin: action("/join.sh")}}, false)
+	createStatefulSet(t, ns, 1)
 	createClaim(t, ns, 0, nil)
 	uid := createPod(t, ns, 0, true, false)
 	joined := func() bool { return membership.ConditionTrue(pod(t, ns, "db-east-0")) }
@@ -428,6 +445,7 @@ func TestMemberJoinFailureHolds(t *testing.T) {
 	a := action("/join.sh")
 	a.Retries = new(int32)
 	createPlacement(t, ns, &fleetv1.PlacementActions{FleetSet: "db", ServiceName: "db", Actions: fleetv1.LifecycleActions{MemberJoin: a}}, false)
+	createStatefulSet(t, ns, 1)
 	uid := createPod(t, ns, 0, false, false)
 	waitFor(t, 10*time.Second, func() string { return fmt.Sprintf("events %q", events(t, ns)) }, hasEvent(t, ns, "Pod/db-east-0", membership.ReasonMemberJoinFailed))
 	if membership.ConditionTrue(pod(t, ns, "db-east-0")) {
@@ -452,6 +470,7 @@ func TestRelocatedJoin(t *testing.T) {
 	createPlacement(t, ns, &fleetv1.PlacementActions{FleetSet: "db", ServiceName: "db", Epoch: 2,
 		Origin:  &fleetv1.SubsetOrigin{Cluster: "west", Epoch: 2, Reason: fleetv1.LeaveRelocated},
 		Actions: fleetv1.LifecycleActions{MemberJoin: action("/join.sh"), MemberLeave: action("/leave.sh")}}, false)
+	createStatefulSet(t, ns, 1)
 	createClaim(t, ns, 0, map[string]string{fleetv1.AnnotationMemberJoined: "old-uid", fleetv1.AnnotationMemberJoinedEpoch: "0"})
 	createPod(t, ns, 0, true, false)
 	waitFor(t, 10*time.Second, func() string { return fmt.Sprintf("calls %v", actionsOf(ns)) }, func() bool { return membership.ConditionTrue(pod(t, ns, "db-east-0")) })
@@ -482,7 +501,8 @@ func TestMemberLeave(t *testing.T) {
 	leave.Retries = new(int32)
 	createPlacement(t, ns, &fleetv1.PlacementActions{FleetSet: "db", ServiceName: "db", Members: members("db-east", 0, 1, 2),
 		Leave:   []fleetv1.PlacementLeave{{Ordinal: 1, Reason: fleetv1.LeaveScaledDown}},
-		Actions: fleetv1.LifecycleActions{MemberLeave: leave}}, false)
+		Actions: fleetv1.LifecycleActions{MemberJoin: action("/join.sh"), MemberLeave: leave}}, false)
+	createStatefulSet(t, ns, 3)
 	for i := range 3 {
 		createClaim(t, ns, i, map[string]string{fleetv1.AnnotationMemberJoined: "uid", fleetv1.AnnotationMemberJoinedEpoch: "0"})
 		createPod(t, ns, i, true, true)
@@ -500,8 +520,16 @@ func TestMemberLeave(t *testing.T) {
 		t.Errorf("left claim annotations %v, want no member-joined and member-left=ScaledDown", ann)
 	}
 	if len(actionsOf(ns)) != 1 {
-		t.Errorf("calls %v, want only db-east-1's leave", actionsOf(ns))
+		t.Errorf("calls %v, want only db-east-1's leave (the others' claims joined)", actionsOf(ns))
 	}
+	waitFor(t, 5*time.Second, func() string { return fmt.Sprintf("db-east-1 conditions %+v", pod(t, ns, "db-east-1").Status.Conditions) }, func() bool {
+		for _, c := range pod(t, ns, "db-east-1").Status.Conditions {
+			if c.Type == fleetv1.ConditionMemberJoined {
+				return c.Status == v1.ConditionFalse
+			}
+		}
+		return false
+	})
 	waitFor(t, 5*time.Second, func() string { return fmt.Sprintf("events %q", events(t, ns)) }, hasEvent(t, ns, "SubsetPlacement/db-east", membership.ReasonMemberLeft))
 
 	// The hub asks ordinal 2 to leave too; its leave fails.
@@ -519,6 +547,23 @@ func TestMemberLeave(t *testing.T) {
 		t.Errorf("left %q while 2 fails, want 1", got)
 	}
 	waitFor(t, 5*time.Second, func() string { return fmt.Sprintf("events %q", events(t, ns)) }, hasEvent(t, ns, "SubsetPlacement/db-east", membership.ReasonMemberLeaveFailed))
+
+	// The scale-down is taken back (replicas raised again): the hub no
+	// longer lists the leavers; db-east-1, which left but still runs,
+	// joins again (Rejoin) and is Ready again.
+	if err := cl.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "db-east"}, &sp); err != nil {
+		t.Fatal(err)
+	}
+	sp.Spec.Actions.Leave = nil
+	if err := cl.Update(context.Background(), &sp); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() string { return fmt.Sprintf("calls %v", actionsOf(ns)) }, func() bool { return membership.ConditionTrue(pod(t, ns, "db-east-1")) })
+	if !slices.Contains(actionsOf(ns), "memberJoin/db-east-1/Rejoin") {
+		t.Errorf("calls %v, want db-east-1 to join again with reason Rejoin", actionsOf(ns))
+	}
+	waitFor(t, 5*time.Second, func() string { return fmt.Sprintf("status.actions %+v", placementStatus(t, ns)) },
+		func() bool { s := placementStatus(t, ns); return s.Left == "" && s.LeaveFailed == "" })
 }
 
 // TestExecRoleProbe: with the roleProbe lifecycle action, the member runs it
@@ -565,6 +610,7 @@ func TestAnyLiveJoin(t *testing.T) {
 	join.Target = fleetv1.TargetAnyLive
 	createPlacement(t, ns, &fleetv1.PlacementActions{FleetSet: "db", ServiceName: "db", Members: members("db-east", 0, 1),
 		Actions: fleetv1.LifecycleActions{MemberJoin: join}}, false)
+	createStatefulSet(t, ns, 2)
 	createClaim(t, ns, 0, map[string]string{fleetv1.AnnotationMemberJoined: "uid", fleetv1.AnnotationMemberJoinedEpoch: "0"})
 	createClaim(t, ns, 1, nil)
 	createPod(t, ns, 0, true, true)
