@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -522,7 +522,9 @@ func TestMemberLeave(t *testing.T) {
 	if len(actionsOf(ns)) != 1 {
 		t.Errorf("calls %v, want only db-east-1's leave (the others' claims joined)", actionsOf(ns))
 	}
-	waitFor(t, 5*time.Second, func() string { return fmt.Sprintf("db-east-1 conditions %+v", pod(t, ns, "db-east-1").Status.Conditions) }, func() bool {
+	waitFor(t, 5*time.Second, func() string {
+		return fmt.Sprintf("db-east-1 conditions %+v", pod(t, ns, "db-east-1").Status.Conditions)
+	}, func() bool {
 		for _, c := range pod(t, ns, "db-east-1").Status.Conditions {
 			if c.Type == fleetv1.ConditionMemberJoined {
 				return c.Status == v1.ConditionFalse
