@@ -108,7 +108,18 @@ type FleetViewInstance struct {
 	// Role is the role its member last reported for it (spec.roles);
 	// empty when none.
 	Role string `json:"role,omitempty"`
+	// Claims is ClaimsFresh when the instance's subset was relocated or
+	// moved away from the claims it was created with, and it runs on fresh
+	// ones; OldClaimsCluster then names the cluster where the old ones stay
+	// (fleetset never deletes them). Empty: it runs on the claims it was
+	// created with (as far as the hub knows: a volume replaced in place is
+	// the member's memberJoin reason FreshVolume).
+	Claims           string `json:"claims,omitempty"`
+	OldClaimsCluster string `json:"oldClaimsCluster,omitempty"`
 }
+
+// ClaimsFresh is FleetViewInstance.Claims of an instance on fresh claims.
+const ClaimsFresh = "Fresh"
 
 // FleetViewSubset is one subset in a FleetView.
 //

@@ -428,6 +428,11 @@ func TestFailover(t *testing.T) {
 	if ss.Cluster != "fo-west" || ss.Epoch != 1 {
 		t.Errorf("status.subsets[east] = cluster %s epoch %d failover %q, want fo-west 1 FailedOver", ss.Cluster, ss.Epoch, ss.Failover)
 	}
+	// Its instances run on fresh claims; those they were created with stay
+	// in fo-east (issue 36, item 2).
+	if c := ss.Claims; c == nil || c.LeftIn != "fo-east" || c.Replicas != 5 {
+		t.Errorf("status.subsets[east].claims = %+v, want left in fo-east for 5 instances", c)
+	}
 	var cm corev1.ConfigMap
 	manifest(t, works(t, "failover", "db")["fo-west"], "ConfigMap", "db-fleet", &cm)
 	var view fleetv1.FleetView
@@ -436,6 +441,9 @@ func TestFailover(t *testing.T) {
 	}
 	if v := view.Subsets[0]; v.Name != "east" || v.Cluster != "fo-west" || v.Epoch != 1 {
 		t.Errorf("fleet view east = %+v, want cluster fo-west epoch 1", v)
+	}
+	if in := view.Instances[0]; in.Name != "db-east-0" || in.Claims != fleetv1.ClaimsFresh || in.OldClaimsCluster != "fo-east" {
+		t.Errorf("fleet view instance %+v, want db-east-0 on fresh claims, old ones in fo-east", in)
 	}
 	if !hasEvent(t, "failover", "db", EventFailedOver) {
 		t.Errorf("no %s event", EventFailedOver)
@@ -488,6 +496,9 @@ func TestFailover(t *testing.T) {
 	})
 	if !hasEvent(t, "failover", "db", EventFailedBack) {
 		t.Errorf("no %s event", EventFailedBack)
+	}
+	if c := getFleetSet(t, "failover", "db").Status.Subsets[0].Claims; c != nil {
+		t.Errorf("failed back home: status.subsets[east].claims = %+v, want none (on the claims it was created with)", c)
 	}
 }
 
@@ -596,5 +607,8 @@ func TestSpecMoveIsTwoPhase(t *testing.T) {
 	})
 	if !hasEvent(t, "move", "db", EventMoved) {
 		t.Errorf("no %s event", EventMoved)
+	}
+	if c := getFleetSet(t, "move", "db").Status.Subsets[0].Claims; c == nil || c.LeftIn != "mv-east" || c.Replicas == 0 {
+		t.Errorf("moved: status.subsets[east].claims = %+v, want left in mv-east", c)
 	}
 }

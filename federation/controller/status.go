@@ -27,7 +27,7 @@ func foldSubsets(st *state, status *fleetv1.FleetSetStatus) {
 	for _, sp := range st.subsets {
 		p := sp.planned
 		ss := fleetv1.SubsetStatus{Name: p.Name, Cluster: p.Cluster, OrdinalStart: p.OrdinalStart, Replicas: p.Replicas, Partition: sp.partition(),
-			Epoch: sp.epoch, Failover: sp.failoverPhase, Revision: sp.rollout.revision}
+			Epoch: sp.epoch, Failover: sp.failoverPhase, Revision: sp.rollout.revision, Claims: sp.claimsLeft.DeepCopy()}
 		for _, d := range p.Domains {
 			ss.Domains = append(ss.Domains, fleetv1.DomainStatus{Name: d.Name, Replicas: d.Replicas})
 		}
@@ -146,6 +146,7 @@ var reasonRank = map[string]int{
 	fleetv1.ReasonDivisionInfeasible: 9,
 	fleetv1.ReasonMultipleLeaders:    1,
 	fleetv1.ReasonNoLeader:           10,
+	fleetv1.ReasonMemberLeaveFailed:  10,
 }
 
 // setConditions sets Degraded, Progressing and Ready.

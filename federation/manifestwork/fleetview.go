@@ -56,7 +56,8 @@ func FleetView(fs *fleetv1.FleetSet, subsets []Subset) (*corev1.ConfigMap, error
 
 // Instances returns every desired instance of the fleet, sorted by ordinal:
 // per subset, ordinals [OrdinalStart, OrdinalStart+Replicas) with name,
-// cluster, DNS name <pod>.<service>.<namespace>.svc, role, and the domain
+// cluster, DNS name <pod>.<service>.<namespace>.svc, role, whether it runs
+// on the claims it was created with (and where they are if not), and the domain
 // fleetset-scheduler pins the ordinal to (apportion.DomainSeats of the
 // SubsetPlacement the hub delivers). It returns nil for a fleet over
 // v1alpha1.MaxFleetViewInstances replicas, and an error for shares the seat
@@ -87,6 +88,9 @@ func Instances(fs *fleetv1.FleetSet, subsets []Subset) ([]fleetv1.FleetViewInsta
 				Cluster: sp.Cluster,
 				DNSName: name + "." + svc + "." + fs.Namespace + ".svc",
 				Role:    sp.Roles[name],
+			}
+			if sp.ClaimsLeft != nil && k < sp.ClaimsLeft.Replicas {
+				in.Claims, in.OldClaimsCluster = fleetv1.ClaimsFresh, sp.ClaimsLeft.LeftIn
 			}
 			if seats != nil {
 				d, err := seats.NameOf(int64(k))
