@@ -138,6 +138,34 @@ $(IMAGES_DIR)/e2e-echo.tar: $(OCIMAGE) .FORCE
 	$(OCIMAGE) -binary $(IMAGES_DIR)/echo -arch $(IMAGE_ARCH) -tag fleetset-e2e-echo:$(IMAGE_TAG) -version $(VERSION) \
 	  -revision $(GIT_COMMIT) -source $(IMAGE_SOURCE) -source-date-epoch $(SOURCE_DATE_EPOCH) -o $@
 
+# The etcd image of the kind fleet's database tests (manifests/samples/etcd.yaml,
+# docs/etcd.md, make e2e-kind-etcd): etcd and etcdctl from the release
+# e2e/tools/etcd pins, static, plus Debian's static busybox (a POSIX shell,
+# env, awk, sed, ...; `apt-get download busybox-static` once, kept in
+# bin/images/etcd/) and the start and lifecycle action script
+# e2e/kind/etcd-image/fleetset-etcd; tag fleetset-etcd:<etcd version>. No
+# registry, no Docker daemon.
+ETCD_VERSION = $(shell sed -En 's@^(require)?[[:space:]]*go.etcd.io/etcd/server/v3 v([^ ]+).*@\2@p' e2e/tools/etcd/go.mod)
+ETCD_IMAGE_DIR = $(IMAGES_DIR)/etcd
+ETCD_BUSYBOX_APPLETS = sh env awk sed grep cat sleep rm mkdir mv cp ls tr paste head tail cut wc date touch ps hostname nslookup nc wget
+.PHONY: kind-etcd-image
+kind-etcd-image: $(IMAGES_DIR)/fleetset-etcd.tar ## Image archive bin/images/fleetset-etcd.tar (fleetset-etcd:<etcd version>): etcd, etcdctl, busybox and the fleetset-etcd script, no Docker daemon.
+
+$(ETCD_IMAGE_DIR)/busybox:
+	@mkdir -p $(ETCD_IMAGE_DIR)
+	cd $(ETCD_IMAGE_DIR) && rm -rf deb && mkdir deb && cd deb && apt-get download busybox-static && dpkg-deb -x busybox-static_*.deb root
+	cp $(ETCD_IMAGE_DIR)/deb/root/bin/busybox $@ && rm -rf $(ETCD_IMAGE_DIR)/deb
+
+$(IMAGES_DIR)/fleetset-etcd.tar: $(OCIMAGE) $(ETCD_IMAGE_DIR)/busybox .FORCE
+	@mkdir -p $(ETCD_IMAGE_DIR)
+	cd e2e/tools/etcd && CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o $(ETCD_IMAGE_DIR)/etcd go.etcd.io/etcd/server/v3
+	cd e2e/tools/etcd && CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o $(ETCD_IMAGE_DIR)/etcdctl go.etcd.io/etcd/etcdctl/v3
+	$(OCIMAGE) -binary $(ETCD_IMAGE_DIR)/etcd -arch $(IMAGE_ARCH) -tag fleetset-etcd:$(ETCD_VERSION) -version $(ETCD_VERSION) \
+	  -title fleetset-etcd -revision $(GIT_COMMIT) -source $(IMAGE_SOURCE) -source-date-epoch $(SOURCE_DATE_EPOCH) \
+	  -file /usr/local/bin/etcdctl=$(ETCD_IMAGE_DIR)/etcdctl -file /bin/busybox=$(ETCD_IMAGE_DIR)/busybox \
+	  -file /usr/local/bin/fleetset-etcd=e2e/kind/etcd-image/fleetset-etcd \
+	  $(foreach a,$(ETCD_BUSYBOX_APPLETS),-link /bin/$(a)=busybox) -link /usr/bin/env=/bin/busybox -o $@
+
 ##@ Generate
 
 .PHONY: generate
