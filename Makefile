@@ -166,6 +166,21 @@ $(IMAGES_DIR)/fleetset-etcd.tar: $(OCIMAGE) $(ETCD_IMAGE_DIR)/busybox .FORCE
 	  -file /usr/local/bin/fleetset-etcd=e2e/kind/etcd-image/fleetset-etcd \
 	  $(foreach a,$(ETCD_BUSYBOX_APPLETS),-link /bin/$(a)=busybox) -link /usr/bin/env=/bin/busybox -o $@
 
+# The etcd acceptance test's client (e2e/etcd/cmd/etcd-client), static on
+# scratch, run as pods in two member clusters; and its checker (porcupine),
+# run on the host.
+.PHONY: kind-etcd-client-image
+kind-etcd-client-image: $(IMAGES_DIR)/etcd-client.tar ## Image archive bin/images/etcd-client.tar (fleetset-etcd-client:dev), the etcd acceptance test's client, no Docker daemon.
+
+$(IMAGES_DIR)/etcd-client.tar: $(OCIMAGE) .FORCE
+	@mkdir -p $(IMAGES_DIR)
+	cd e2e/etcd && CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o $(IMAGES_DIR)/etcd-client ./cmd/etcd-client
+	$(OCIMAGE) -binary $(IMAGES_DIR)/etcd-client -arch $(IMAGE_ARCH) -tag fleetset-etcd-client:$(IMAGE_TAG) -version $(VERSION) \
+	  -revision $(GIT_COMMIT) -source $(IMAGE_SOURCE) -source-date-epoch $(SOURCE_DATE_EPOCH) -o $@
+
+$(LOCALBIN)/etcd-check: .FORCE
+	cd e2e/etcd && $(GO) build -o $@ ./cmd/etcd-check
+
 ##@ Generate
 
 .PHONY: generate
@@ -202,6 +217,7 @@ test-unit: ## Unit tests: pure logic and plugins in the real framework.
 	$(GO) test $(GOTESTFLAGS) -tags fleetset_unsafe_nofence ./federation/failover/
 	cd e2e/tools && $(OCM_GOENV) $(GO) test $(GOTESTFLAGS) ./...
 	cd e2e/tools/ocimage && $(GO) test $(GOTESTFLAGS) ./...
+	cd e2e/etcd && $(GO) test $(GOTESTFLAGS) ./...
 	cd e2e/tools/provisioner && $(GO) test $(GOTESTFLAGS) ./...
 
 # promtool, from the Prometheus module pinned in e2e/tools/promtool (its own
