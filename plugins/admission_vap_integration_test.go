@@ -139,6 +139,9 @@ func TestDeliveredObjectsAdmission(t *testing.T) {
 			_, err := kubeAs(t, tenant).AppsV1().StatefulSets(ns).Patch(ctx, "db-east", types.MergePatchType, []byte(`{"spec":{"template":{"metadata":{"labels":{"fleetset.io/placement":"other"}}}}}`), metav1.PatchOptions{})
 			return err
 		}, "StatefulSet " + ns + "/db-east is delivered by fleetset-hub"},
+		{"delete the StatefulSet, orphaning its pods", func() error {
+			return kubeAs(t, tenant).AppsV1().StatefulSets(ns).Delete(ctx, "db-east", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan)})
+		}, "StatefulSet " + ns + "/db-east is delivered by fleetset-hub: only the OCM work agent and fleetset's member component may delete it"},
 		{"delete the member's Lease", func() error {
 			return kubeAs(t, tenant).CoordinationV1().Leases(fleetv1.ResyncLeaseNamespace).Delete(ctx, "fleetset-member", metav1.DeleteOptions{})
 		}, "Lease fleetset-system/fleetset-member is fleetset's fencing"},
@@ -232,6 +235,15 @@ func TestDeliveredObjectsAdmission(t *testing.T) {
 	}
 	if err := as(t, agent, agentGroup).Delete(ctx, spKey.DeepCopy()); err != nil {
 		t.Errorf("work agent: deleting the SubsetPlacement: %v", err)
+	}
+	// The member component's claims controller replaces a StatefulSet
+	// (orphan delete, UID precondition); a dry run shows it is admitted.
+	if err := kubeAs(t, scheduler, "system:serviceaccounts", "system:serviceaccounts:fleetset-system").AppsV1().StatefulSets(ns).Delete(ctx, "db-east",
+		metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan), DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Errorf("member component: orphan-deleting the StatefulSet: %v", err)
+	}
+	if err := kubeAs(t, agent, agentGroup).AppsV1().StatefulSets(ns).Delete(ctx, "db-east", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("work agent: deleting the StatefulSet: %v", err)
 	}
 }
 

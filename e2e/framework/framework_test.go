@@ -81,7 +81,7 @@ func TestSupports(t *testing.T) {
 	}{
 		{OpStop, "east", "", true}, {OpStart, "east", "work-agent", true}, {OpStop, "hub", "fleetset-hub", true},
 		{OpStop, "hub", "kube-apiserver", false}, {OpStart, "hub", "fleetset-hub", true},
-		{OpRestart, "hub", "fleetset-hub", true}, {OpRestart, "east", "kube-system/coredns", true}, {OpCut, "east", "", false},
+		{OpRestart, "hub", "fleetset-hub", true}, {OpRestart, "east", "kube-system/coredns", true}, {OpCut, "east", "", true}, {OpCut, "hub", "", false},
 		{OpKill, "hub", "fleetset-hub", false},
 	} {
 		if got := k.Supports(c.op, c.cluster, c.proc); got != c.want {
@@ -144,5 +144,27 @@ func TestNormalizedImageRef(t *testing.T) {
 		if got := NormalizedImageRef(in); got != want {
 			t.Errorf("NormalizedImageRef(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestCutScript(t *testing.T) {
+	s := cutScript([]string{"172.18.0.2/32", "fc00:f853:ccd:e793::e/128", "10.242.0.0/16"})
+	for _, want := range []string{
+		"iptables -A FLEETSET-CUT -d 172.18.0.2/32 -j DROP", "iptables -A FLEETSET-CUT -s 172.18.0.2/32 -j DROP",
+		"iptables -A FLEETSET-CUT -d 10.242.0.0/16 -j DROP", "iptables -I FORWARD 1 -j FLEETSET-CUT",
+		"iptables -I INPUT 1 -j FLEETSET-CUT", "iptables -I OUTPUT 1 -j FLEETSET-CUT",
+		"ip6tables -A FLEETSET-CUT -d fc00:f853:ccd:e793::e/128 -j DROP", "ip6tables -I FORWARD 1 -j FLEETSET-CUT",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("cut script lacks %q:\n%s", want, s)
+		}
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "member-x.yaml")
+	if err := os.WriteFile(p, []byte("networking:\n  apiServerAddress: 127.0.0.1\n  podSubnet: 10.241.0.0/16\n  serviceSubnet: 10.97.0.0/16\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := podSubnet(p); err != nil || s != "10.241.0.0/16" {
+		t.Errorf("podSubnet = %q, %v; want 10.241.0.0/16", s, err)
 	}
 }

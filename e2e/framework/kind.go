@@ -11,7 +11,8 @@ import (
 // Kind is the kind fleet of e2e/kind/kind-up.sh: a member's OCM agents and
 // the hub's fleetset-hub are stopped and started, fleetset's Deployments
 // restarted (kindagent), images loaded into the nodes (LoadImage). A kind
-// fleet has no way to kill, pause or cut.
+// fleet has no way to kill or pause a process; a member is cut off by
+// iptables on its nodes (kindcut.go).
 type Kind struct {
 	Agent *kindagent.Agent
 }
@@ -43,6 +44,8 @@ func (k *Kind) Supports(op Op, cluster, proc string) bool {
 			return proc == "fleetset-hub"
 		}
 		return proc == "registration-agent" || proc == "work-agent"
+	case OpCut, OpHeal:
+		return cluster != kindagent.Hub
 	case OpRestart:
 		switch proc {
 		case "fleetset-hub", "fleetset-scheduler", "registration-agent", "work-agent", "klusterlet":
@@ -75,8 +78,6 @@ func (k *Kind) Restart(ctx context.Context, cluster, proc, rebuild string, args 
 func (k *Kind) Kill(context.Context, string, string) error   { return ErrUnsupported }
 func (k *Kind) Pause(context.Context, string, string) error  { return ErrUnsupported }
 func (k *Kind) Resume(context.Context, string, string) error { return ErrUnsupported }
-func (k *Kind) Cut(context.Context, string) error            { return ErrUnsupported }
-func (k *Kind) Heal(context.Context, string) error           { return ErrUnsupported }
 
 func (k *Kind) Logs() string {
 	return "kubectl --kubeconfig " + filepath.Join(k.Agent.Dir, "<cluster>", "kubeconfig") +

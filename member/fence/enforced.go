@@ -39,7 +39,7 @@ func (f *Fencer) EnforcedSeconds(ctx context.Context) (int64, error) {
 		}
 		seen := false
 		for _, p := range pods {
-			if !ownedBy(p, sp.Name) {
+			if !instanceOf(p, sp.Name) {
 				continue
 			}
 			g := int64(defaultTerminationGrace)

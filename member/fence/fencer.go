@@ -27,9 +27,15 @@ import (
 // While the member is Fenced it records the fence on every placement with
 // spec.fencing (the annotation AnnotationFencedEpoch, at the placement's
 // epoch) and deletes the running pods of each once the fence is
-// spec.fencing.graceSeconds old. The pods are those whose controller is the
-// StatefulSet of the placement's name, in its namespace, as the hub delivers
-// them: a label a tenant can edit chooses nothing. Deletion is a normal
+// spec.fencing.graceSeconds old. The pods are those, in the placement's
+// namespace, whose controller is the StatefulSet of the placement's name,
+// as the hub delivers them, and those labelled fleetset.io/placement=<the
+// placement> whatever their controller: pods a StatefulSet deleted with
+// --cascade=orphan left behind (the claims controller's replace, or a
+// member user), and pods made by hand to look like an instance. The label
+// cannot be removed or changed once set (the member's admission policy
+// fleetset-delivered-objects), so a tenant cannot hide an instance from the
+// fence; adding it to a pod of its own only fences that pod. Deletion is a normal
 // Delete with the pod's own grace period and a UID precondition;
 // PersistentVolumeClaims and every other object are never touched.
 //
@@ -135,7 +141,7 @@ func (f *Fencer) fence(ctx context.Context, v Verdict, since, now time.Time, fen
 			continue
 		}
 		for _, p := range pods {
-			if !ownedBy(p, sp.Name) || p.Spec.NodeName == "" || p.DeletionTimestamp != nil ||
+			if !instanceOf(p, sp.Name) || p.Spec.NodeName == "" || p.DeletionTimestamp != nil ||
 				p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 				continue
 			}
@@ -231,6 +237,13 @@ func jsonValue(v any) string {
 		return "null"
 	}
 	return strconv.Quote(v.(string))
+}
+
+// instanceOf reports whether the fence of placement name covers p: p's
+// controller is the StatefulSet name, or p carries the placement label
+// naming it.
+func instanceOf(p *v1.Pod, name string) bool {
+	return ownedBy(p, name) || p.Labels[fleetv1.LabelPlacement] == name
 }
 
 // ownedBy reports whether p's controller is the StatefulSet name.
