@@ -245,3 +245,23 @@ func (c Cluster) MembersMatch(want []string) bool {
 	sort.Strings(w)
 	return strings.Join(w, ",") == strings.Join(c.Final, ",")
 }
+
+// LongestWriteGap returns the longest time in [start, end] (Unix ns) without
+// a write that succeeded: between start, the returns of the successful puts
+// and CAS transactions (whatever their comparison's outcome: the store
+// answered) and end. It takes every client's operations.
+func LongestWriteGap(ops []Op, start, end int64) time.Duration {
+	var t []int64
+	for _, o := range ops {
+		if o.IsWrite() && !o.Failed() && o.Return >= start && o.Return <= end {
+			t = append(t, o.Return)
+		}
+	}
+	slices.Sort(t)
+	prev, gap := start, int64(0)
+	for _, r := range append(t, end) {
+		gap = max(gap, r-prev)
+		prev = r
+	}
+	return time.Duration(gap)
+}

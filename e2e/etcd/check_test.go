@@ -118,3 +118,16 @@ func TestAnalyzeSamples(t *testing.T) {
 		t.Errorf("reused %q, want c", got)
 	}
 }
+
+// TestLongestWriteGap: the gap counts from the window's start and to its
+// end; failed writes and reads do not close a gap.
+func TestLongestWriteGap(t *testing.T) {
+	ops := []Op{put("a", "x", "1", 0, 100), failed(put("a", "x", "2", 150, 400)), get("b", "x", "1", 300, 350),
+		cas("a", "x", "3", "4", false, 500, 600), put("a", "x", "5", 700, 750)}
+	if got := LongestWriteGap(ops, 50, 1000); got != 500 {
+		t.Errorf("LongestWriteGap = %d, want 500 (100 → 600)", got)
+	}
+	if got := LongestWriteGap(nil, 0, 10); got != 10 {
+		t.Errorf("empty: %d, want 10", got)
+	}
+}

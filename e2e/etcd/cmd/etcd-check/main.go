@@ -24,6 +24,17 @@ func main() {
 	members := flag.String("members", "", "comma-separated pod names the final member list must equal (empty: not checked)")
 	timeout := flag.Duration("timeout", 10*time.Minute, "bound of the linearizability check (then the verdict is Unknown, a failure)")
 	viz := flag.String("viz", "", "write porcupine's HTML visualization here when the history is not linearizable")
+	var windows []window
+	flag.Func("window", "NAME=START,END (Unix ns): print gap_ms_NAME, the longest time without a successful write in that window (repeatable)", func(v string) error {
+		var w window
+		name, rest, ok := strings.Cut(v, "=")
+		if _, err := fmt.Sscanf(rest, "%d,%d", &w.start, &w.end); !ok || err != nil || w.end < w.start {
+			return fmt.Errorf("%q: want NAME=START,END", v)
+		}
+		w.name = name
+		windows = append(windows, w)
+		return nil
+	})
 	flag.Parse()
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "etcd-check: no history files given")
@@ -79,6 +90,9 @@ func main() {
 	lin := res.Verdict == "Ok"
 	fmt.Printf("CHECK ops=%d linearizable=%t verdict=%s unknown_writes=%d acknowledged=%d acknowledged_lost=%d members_match=%t members=%s leader_changes=%d reused_ids=%d clients=%d\n",
 		len(ops), lin, res.Verdict, res.Unknown, acked, lost, match, strings.Join(cl.Final, ","), cl.LeaderChanges, len(cl.Reused), clients)
+	for _, w := range windows {
+		fmt.Printf("GAP %s ms=%d\n", w.name, etcdcheck.LongestWriteGap(ops, w.start, w.end).Milliseconds())
+	}
 	if !lin && *viz != "" {
 		if f, err := os.Create(*viz); err == nil {
 			_ = res.Visualize(f)
@@ -89,4 +103,10 @@ func main() {
 	if !lin || lost > 0 || !match || len(cl.Reused) > 0 {
 		os.Exit(1)
 	}
+}
+
+// window is a named time range of the run (Unix ns).
+type window struct {
+	name       string
+	start, end int64
 }

@@ -1,0 +1,616 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/e2e/framework"
+)
+
+// The etcd acceptance test's settings (make e2e-kind-etcd sets them).
+var (
+	etcdImage        = framework.EnvString("FLEETSET_E2E_ETCD_IMAGE", "fleetset-etcd:3.6.16")
+	etcdArchive      = framework.EnvString("FLEETSET_E2E_ETCD_ARCHIVE", filepath.Join(framework.RepoRoot(), "bin", "images", "fleetset-etcd.tar"))
+	etcdClientImage  = "fleetset-etcd-client:dev"
+	etcdClientArchiv = framework.EnvString("FLEETSET_E2E_ETCD_CLIENT_ARCHIVE", filepath.Join(framework.RepoRoot(), "bin", "images", "etcd-client.tar"))
+	etcdCheckBin     = framework.EnvString("FLEETSET_E2E_ETCD_CHECK", filepath.Join(framework.RepoRoot(), "bin", "etcd-check"))
+)
+
+// etcdRun is the state of one acceptance run.
+type etcdRun struct {
+	f        *fleet
+	ns       string
+	clusters []string          // east, west, north
+	kubecfg  map[string]string // cluster → kubeconfig
+	actions  bool
+	windows  []string // etcd-check -window flags
+	logDir   string
+}
+
+// TestEtcdOnTheFleet (kind only; make e2e-kind-etcd): the sample etcd
+// (manifests/samples/etcd.yaml) over east, west and north, two clients
+// (e2e/etcd, etcd's own Go client) in east and west recording puts, gets
+// and CAS transactions by the members' fleet DNS names, while the steps of
+// FLEETSET_E2E_ETCD_STEPS run one after the other: cut (a member cluster
+// cut off, FLEETSET_E2E_ETCD_CUT, until the fleet is back to five healthy
+// members), rollout-plain (a flag, the StatefulSet's own order, no roles),
+// rollout-leader-last (the image tag, followers first, the leader after a
+// switchover), scale (5 → 3 → 5), kill-leader-node (docker kill of the kind
+// node that runs the leader, then docker start). Then etcd-check
+// (porcupine) checks the history; the run prints one ETCD summary line and
+// fails if the history is not linearizable, an acknowledged write is lost,
+// the member list is not the fleet's instances, or a member ID ran on lost
+// data. FLEETSET_E2E_ETCD_ACTIONS=0 runs the sample without its lifecycle
+// actions (a static bootstrap; cut and scale then cannot heal the
+// membership and are left out). Logs go to FLEETSET_E2E_ETCD_LOGS
+// (default bin/etcd-e2e/<namespace>) and stay there.
+func TestEtcdOnTheFleet(t *testing.T) {
+	if os.Getenv("FLEETSET_E2E_ETCD") == "" {
+		t.Skip("the etcd acceptance run: make e2e-kind-etcd (FLEETSET_E2E_ETCD=1)")
+	}
+	f := theFleet
+	if _, ok := f.provider.(framework.ImageLoader); !ok {
+		t.Skipf("provider %s runs no containers (kind only)", f.provider.Name())
+	}
+	if len(f.spare) == 0 {
+		t.Skip("etcd over three members needs FLEETSET_E2E_SPARE_MEMBERS")
+	}
+	r := &etcdRun{f: f, kubecfg: map[string]string{}, actions: os.Getenv("FLEETSET_E2E_ETCD_ACTIONS") != "0"}
+	for _, p := range append(slices.Clone(f.cfg.Members), f.cfg.Spare[0]) {
+		r.clusters = append(r.clusters, p.Name)
+		r.kubecfg[p.Name] = p.Path
+	}
+	steps := strings.Split(framework.EnvString("FLEETSET_E2E_ETCD_STEPS", "cut,rollout-plain,rollout-leader-last,scale,kill-leader-node"), ",")
+	if !r.actions {
+		steps = slices.DeleteFunc(steps, func(s string) bool { return s == "cut" || s == "scale" || s == "rollout-leader-last" })
+	}
+	start := time.Now()
+	f.loadImage(t, r.clusters, etcdArchive, etcdImage, etcdImage+"-rollout")
+	f.loadImage(t, r.clusters, etcdClientArchiv, etcdClientImage)
+	r.ns = f.newNamespace(t, "e2e-etcd")
+	t.Cleanup(func() { // newNamespace removes it from the two members, not the spare
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = f.spare[0].c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}})
+	})
+	r.logDir = framework.EnvString("FLEETSET_E2E_ETCD_LOGS", filepath.Join(framework.RepoRoot(), "bin", "etcd-e2e", r.ns))
+	if err := os.MkdirAll(r.logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		r.dumpPods(t)
+		t.Logf("etcd run logs in %s", r.logDir)
+	})
+	fs := r.fleetSet(t)
+	f.createFleetSet(t, fs)
+	r.waitHealthy(t, 5, 8*time.Minute, "")
+
+	for _, c := range []string{r.clusters[0], r.clusters[1]} {
+		r.startClient(t, c)
+	}
+	time.Sleep(20 * time.Second) // a history before the first fault
+
+	res := map[string]string{"cut_to_healthy_s": "-1", "rollout_gap_ms_leader_last": "-1", "rollout_gap_ms_plain": "-1"}
+	for _, step := range steps {
+		t.Logf("step %s (%s into the run)", step, time.Since(start).Round(time.Second))
+		switch step {
+		case "cut":
+			res["cut_to_healthy_s"] = r.cut(t)
+		case "rollout-plain":
+			r.rollout(t, "plain", func(fs *fleetv1.FleetSet) {
+				fs.Spec.Roles, fs.Spec.Switchover = nil, nil
+				bumpFlag(&fs.Spec.Template.Spec.Containers[0])
+			})
+		case "rollout-leader-last":
+			r.rollout(t, "leader_last", func(fs *fleetv1.FleetSet) {
+				fs.Spec.Roles, fs.Spec.Switchover = r.sampleRoles(t)
+				c := &fs.Spec.Template.Spec.Containers[0]
+				if c.Image == etcdImage {
+					c.Image = etcdImage + "-rollout"
+				} else {
+					c.Image = etcdImage
+				}
+			})
+		case "scale":
+			r.scale(t, 3)
+			r.scale(t, 5)
+		case "kill-leader-node":
+			r.killLeaderNode(t)
+		case "":
+		default:
+			t.Fatalf("unknown step %q", step)
+		}
+		r.waitHealthy(t, 5, 10*time.Minute, "")
+		time.Sleep(10 * time.Second)
+	}
+	pods := r.stopClients(t)
+	out := r.check(t, pods)
+	for k, v := range out {
+		res[k] = v
+	}
+	if v, ok := out["gap_plain"]; ok {
+		res["rollout_gap_ms_plain"] = v
+	}
+	if v, ok := out["gap_leader_last"]; ok {
+		res["rollout_gap_ms_leader_last"] = v
+	}
+	line := fmt.Sprintf("ETCD ops=%s linearizable=%s acknowledged_lost=%s members_match=%s cut_to_healthy_s=%s rollout_gap_ms_leader_last=%s rollout_gap_ms_plain=%s leader_changes=%s",
+		res["ops"], res["linearizable"], res["acknowledged_lost"], res["members_match"], res["cut_to_healthy_s"],
+		res["rollout_gap_ms_leader_last"], res["rollout_gap_ms_plain"], res["leader_changes"])
+	fmt.Println(line)
+	t.Logf("%s (run %s, steps %v, actions %t, unknown writes %s, reused member IDs %s)", line, time.Since(start).Round(time.Second),
+		steps, r.actions, res["unknown_writes"], res["reused_ids"])
+	_ = os.WriteFile(filepath.Join(r.logDir, "summary.txt"), []byte(line+"\n"), 0o644)
+	if res["linearizable"] != "true" || res["acknowledged_lost"] != "0" || res["members_match"] != "true" || res["reused_ids"] != "0" {
+		t.Errorf("etcd acceptance failed: %s", line)
+	}
+	if n, _ := strconv.Atoi(res["ops"]); n < 10000 {
+		t.Logf("only %d operations (the acceptance asks for 10,000)", n)
+	}
+}
+
+// fleetSet reads manifests/samples/etcd.yaml into a FleetSet in the run's
+// namespace; without actions it drops spec.lifecycleActions and the roles
+// (no role probe) and bootstraps statically.
+func (r *etcdRun) fleetSet(t *testing.T) *fleetv1.FleetSet {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "manifests", "samples", "etcd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["metadata"].(map[string]any)["namespace"] = r.ns
+	spec := m["spec"].(map[string]any)
+	if !r.actions {
+		delete(spec, "lifecycleActions")
+		delete(spec, "roles")
+		delete(spec, "switchover")
+	}
+	js, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := &fleetv1.FleetSet{}
+	if err := json.Unmarshal(js, fs); err != nil {
+		t.Fatal(err)
+	}
+	c := &fs.Spec.Template.Spec.Containers[0]
+	c.Image, c.ImagePullPolicy = etcdImage, corev1.PullNever
+	if !r.actions {
+		c.Env = append(c.Env, corev1.EnvVar{Name: "FLEETSET_ETCD_BOOTSTRAP", Value: "static"})
+	}
+	return fs
+}
+
+// sampleRoles returns the sample's roles and switchover (nil without
+// actions: no role probe labels the pods).
+func (r *etcdRun) sampleRoles(t *testing.T) ([]fleetv1.Role, *fleetv1.Switchover) {
+	if !r.actions {
+		return nil, nil
+	}
+	fs := r.fleetSet(t)
+	return fs.Spec.Roles, fs.Spec.Switchover
+}
+
+// bumpFlag changes the container's --heartbeat-interval (100 ↔ 110 ms): a
+// new revision of the pod template.
+func bumpFlag(c *corev1.Container) {
+	for i, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, "--heartbeat-interval="); ok {
+			if v == "100" {
+				c.Args[i] = "--heartbeat-interval=110"
+			} else {
+				c.Args[i] = "--heartbeat-interval=100"
+			}
+			return
+		}
+	}
+	c.Args = append(c.Args, "--heartbeat-interval=110")
+}
+
+// etcdPod is one instance as the members see it.
+type etcdPod struct {
+	name, cluster, node, image string
+	ready                      bool
+}
+
+// pods lists the FleetSet's pods in every cluster that are not being
+// deleted, by name.
+func (r *etcdRun) pods(ctx context.Context) (map[string]etcdPod, error) {
+	out := map[string]etcdPod{}
+	for _, m := range append(slices.Clone(r.f.members), r.f.spare[0]) {
+		var l corev1.PodList
+		if err := m.c.List(ctx, &l, client.InNamespace(r.ns), client.MatchingLabels{fleetv1.LabelSet: "etcd"}); err != nil {
+			return nil, fmt.Errorf("%s: %w", m.name, err)
+		}
+		for _, p := range l.Items {
+			if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+				continue
+			}
+			ready := false
+			for _, c := range p.Status.Conditions {
+				ready = ready || c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+			}
+			out[p.Name] = etcdPod{name: p.Name, cluster: m.name, node: p.Spec.NodeName, image: p.Spec.Containers[0].Image, ready: ready}
+		}
+	}
+	return out, nil
+}
+
+// etcdctl runs etcdctl in pod p (its etcd container) and returns its
+// output.
+func (r *etcdRun) etcdctl(ctx context.Context, p etcdPod, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	full := append([]string{"--kubeconfig", r.kubecfg[p.cluster], "-n", r.ns, "exec", p.name, "-c", "etcd", "--",
+		"etcdctl", "--dial-timeout=3s", "--command-timeout=8s"}, args...)
+	out, err := exec.CommandContext(ctx, "kubectl", full...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("etcdctl %s in %s: %v: %s", strings.Join(args, " "), p.name, err, out)
+	}
+	return string(out), nil
+}
+
+// healthy reports whether n instances are Ready, the member list (asked
+// of a Ready instance, linearizable) has exactly those n members, all
+// started, and every member answers endpoint health; image, when not "",
+// is the image every instance must run.
+func (r *etcdRun) healthy(ctx context.Context, n int, image string) (bool, string, error) {
+	pods, err := r.pods(ctx)
+	if err != nil {
+		return false, "", err
+	}
+	var ready []etcdPod
+	for _, p := range pods {
+		if p.ready && (image == "" || p.image == image) {
+			ready = append(ready, p)
+		}
+	}
+	if len(ready) != n || len(pods) != n {
+		return false, fmt.Sprintf("%d of %d pods ready (want %d)", len(ready), len(pods), n), nil
+	}
+	out, err := r.etcdctl(ctx, ready[0], "member", "list", "-w", "simple")
+	if err != nil {
+		return false, err.Error(), nil
+	}
+	names := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Split(l, ", ")
+		if len(f) < 5 || f[4] == "" {
+			return false, "member not started: " + l, nil
+		}
+		names[f[2]] = true
+	}
+	for _, p := range ready {
+		if !names[p.name] {
+			return false, fmt.Sprintf("%s not in the member list %v", p.name, names), nil
+		}
+	}
+	if len(names) != n {
+		return false, fmt.Sprintf("%d members, want %d", len(names), n), nil
+	}
+	if _, err := r.etcdctl(ctx, ready[0], "endpoint", "health", "--cluster"); err != nil {
+		return false, err.Error(), nil
+	}
+	return true, "", nil
+}
+
+func (r *etcdRun) waitHealthy(t *testing.T, n int, timeout time.Duration, image string) {
+	t.Helper()
+	eventually(t, timeout, fmt.Sprintf("%d healthy etcd members", n), func(ctx context.Context) (bool, string, error) {
+		return r.healthy(ctx, n, image)
+	})
+}
+
+// leader returns the instance holding the leader role, from etcdctl
+// endpoint status --cluster.
+func (r *etcdRun) leader(ctx context.Context) (etcdPod, error) {
+	pods, err := r.pods(ctx)
+	if err != nil {
+		return etcdPod{}, err
+	}
+	for _, p := range pods {
+		if !p.ready {
+			continue
+		}
+		out, err := r.etcdctl(ctx, p, "endpoint", "status", "--cluster", "-w", "simple")
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(out, "\n") {
+			f := strings.Split(l, ", ")
+			if len(f) > 9 && f[8] == "true" {
+				host := strings.TrimPrefix(f[0], "http://")
+				name, _, _ := strings.Cut(host, ".")
+				if lp, ok := pods[name]; ok {
+					return lp, nil
+				}
+			}
+		}
+	}
+	return etcdPod{}, errors.New("no leader found")
+}
+
+// startClient runs the acceptance client in cluster c, on its
+// control-plane node (which holds no etcd member, so killing a member's
+// node never kills a client).
+func (r *etcdRun) startClient(t *testing.T, c string) {
+	t.Helper()
+	var eps []string
+	for _, n := range []string{"etcd-east-0", "etcd-east-1", "etcd-west-1000", "etcd-west-1001", "etcd-north-2000"} {
+		eps = append(eps, fmt.Sprintf("http://%s.etcd.%s.svc.cluster.local:2379", n, r.ns))
+	}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: "client-" + c},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			NodeSelector:  map[string]string{"node-role.kubernetes.io/control-plane": ""},
+			Tolerations:   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Containers: []corev1.Container{{
+				Name: "client", Image: etcdClientImage, ImagePullPolicy: corev1.PullNever,
+				Args: []string{"-endpoints=" + strings.Join(eps, ","), "-name=client-" + c, "-prefix=" + r.ns + "/",
+					"-max-duration=90m", fmt.Sprintf("-monitor=%t", c == r.clusters[0])},
+			}},
+			TerminationGracePeriodSeconds: ptr.To[int64](5),
+		},
+	}
+	if err := r.f.member(c).c.Create(t.Context(), p); err != nil {
+		t.Fatalf("%s: client: %v", c, err)
+	}
+}
+
+// stopClients puts the stop key, waits for both clients to finish, saves
+// their logs and returns the log files.
+func (r *etcdRun) stopClients(t *testing.T) []string {
+	t.Helper()
+	eventually(t, 3*time.Minute, "the stop key written", func(ctx context.Context) (bool, string, error) {
+		l, err := r.leader(ctx)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		if _, err := r.etcdctl(ctx, l, "put", "fleetset-acceptance/stop", "1"); err != nil {
+			return false, err.Error(), nil
+		}
+		return true, "", nil
+	})
+	var files []string
+	for _, c := range []string{r.clusters[0], r.clusters[1]} {
+		eventually(t, 15*time.Minute, "client-"+c+" done", func(ctx context.Context) (bool, string, error) {
+			p := &corev1.Pod{}
+			if err := r.f.member(c).c.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: "client-" + c}, p); err != nil {
+				return false, "", err
+			}
+			return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, string(p.Status.Phase), nil
+		})
+		out, err := exec.Command("kubectl", "--kubeconfig", r.kubecfg[c], "-n", r.ns, "logs", "client-"+c).Output()
+		if err != nil {
+			t.Fatalf("client-%s logs: %v", c, err)
+		}
+		p := filepath.Join(r.logDir, "client-"+c+".jsonl")
+		if err := os.WriteFile(p, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, p)
+	}
+	return files
+}
+
+var checkField = regexp.MustCompile(`(\w+)=(\S*)`)
+
+// check runs etcd-check on the clients' logs with the fleet's instances
+// and the rollout windows, and returns its fields (and gap_<window>).
+func (r *etcdRun) check(t *testing.T, files []string) map[string]string {
+	t.Helper()
+	pods, err := r.pods(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for n := range pods {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	args := append([]string{"-members", strings.Join(names, ","), "-viz", filepath.Join(r.logDir, "porcupine.html")}, r.windows...)
+	out, err := exec.Command(etcdCheckBin, append(args, files...)...).CombinedOutput()
+	_ = os.WriteFile(filepath.Join(r.logDir, "check.txt"), out, 0o644)
+	t.Logf("etcd-check: %s", out)
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("etcd-check: %v", err)
+	}
+	res := map[string]string{}
+	for _, l := range strings.Split(string(out), "\n") {
+		switch {
+		case strings.HasPrefix(l, "CHECK "):
+			for _, m := range checkField.FindAllStringSubmatch(l, -1) {
+				res[m[1]] = m[2]
+			}
+		case strings.HasPrefix(l, "GAP "):
+			var name string
+			var ms int64
+			if _, err := fmt.Sscanf(l, "GAP %s ms=%d", &name, &ms); err == nil {
+				res["gap_"+name] = strconv.FormatInt(ms, 10)
+			}
+		}
+	}
+	if res["ops"] == "" {
+		t.Fatalf("etcd-check printed no CHECK line")
+	}
+	return res
+}
+
+// updateFleetSet applies mutate to the FleetSet, retrying on conflicts.
+func (r *etcdRun) updateFleetSet(t *testing.T, mutate func(*fleetv1.FleetSet)) {
+	t.Helper()
+	eventually(t, time.Minute, "FleetSet updated", func(ctx context.Context) (bool, string, error) {
+		fs := &fleetv1.FleetSet{}
+		if err := r.f.hub.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: "etcd"}, fs); err != nil {
+			return false, "", err
+		}
+		mutate(fs)
+		if err := r.f.hub.Update(ctx, fs); err != nil {
+			return false, err.Error(), nil
+		}
+		return true, "", nil
+	})
+}
+
+// rollout changes the template with mutate and waits until every instance
+// runs it and the fleet is healthy; the window of the rollout is named
+// name for etcd-check's longest write gap.
+func (r *etcdRun) rollout(t *testing.T, name string, mutate func(*fleetv1.FleetSet)) {
+	t.Helper()
+	var image string
+	begin := time.Now()
+	r.updateFleetSet(t, func(fs *fleetv1.FleetSet) {
+		mutate(fs)
+		image = fs.Spec.Template.Spec.Containers[0].Image
+	})
+	// Every pod replaced: each started after the update.
+	eventually(t, 15*time.Minute, "rollout "+name, func(ctx context.Context) (bool, string, error) {
+		fs := &fleetv1.FleetSet{}
+		if err := r.f.hub.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: "etcd"}, fs); err != nil {
+			return false, "", err
+		}
+		if fs.Status.UpdatedReplicas != fs.Spec.Replicas || fs.Status.ReadyReplicas != fs.Spec.Replicas {
+			return false, fmt.Sprintf("updated %d ready %d of %d", fs.Status.UpdatedReplicas, fs.Status.ReadyReplicas, fs.Spec.Replicas), nil
+		}
+		return r.healthy(ctx, int(fs.Spec.Replicas), image)
+	})
+	end := time.Now()
+	r.windows = append(r.windows, fmt.Sprintf("-window=%s=%d,%d", name, begin.UnixNano(), end.UnixNano()))
+	t.Logf("rollout %s took %s", name, end.Sub(begin).Round(time.Second))
+}
+
+// scale sets spec.replicas to n and waits for n healthy members.
+func (r *etcdRun) scale(t *testing.T, n int32) {
+	t.Helper()
+	begin := time.Now()
+	r.updateFleetSet(t, func(fs *fleetv1.FleetSet) { fs.Spec.Replicas = n })
+	r.waitHealthy(t, int(n), 10*time.Minute, "")
+	t.Logf("scale to %d took %s", n, time.Since(begin).Round(time.Second))
+}
+
+// cut cuts FLEETSET_E2E_ETCD_CUT (default west) off, waits for five
+// healthy members (the lost cluster's subset relocated, its members left
+// and joined again), heals the cut and returns the seconds from the cut to
+// healthy ("-1" if the provider cannot cut).
+func (r *etcdRun) cut(t *testing.T) string {
+	t.Helper()
+	c := framework.EnvString("FLEETSET_E2E_ETCD_CUT", r.clusters[1])
+	ctx := framework.WithLogf(t.Context(), t.Logf)
+	begin := time.Now()
+	err := framework.Do(ctx, r.f.provider, framework.Action{Op: framework.OpCut, Cluster: c})
+	if errors.Is(err, framework.ErrUnsupported) {
+		t.Logf("cut: the %s provider cannot cut a member off; step left out", r.f.provider.Name())
+		return "-1"
+	}
+	if err != nil {
+		t.Fatalf("cut %s: %v", c, err)
+	}
+	defer func() {
+		if err := framework.Do(context.WithoutCancel(ctx), r.f.provider, framework.Action{Op: framework.OpHeal, Cluster: c}); err != nil {
+			t.Errorf("heal %s: %v", c, err)
+		}
+	}()
+	eventually(t, 15*time.Minute, "5 healthy members outside "+c, func(ctx context.Context) (bool, string, error) {
+		pods, err := r.pods(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		for _, p := range pods {
+			if p.cluster == c {
+				return false, p.name + " still in " + c, nil
+			}
+		}
+		return r.healthy(ctx, 5, "")
+	})
+	s := time.Since(begin).Seconds()
+	t.Logf("cut %s: 5 healthy members after %.0f s", c, s)
+	return strconv.Itoa(int(s))
+}
+
+// killLeaderNode kills (docker kill) the kind node that runs the leader,
+// waits for a new leader, then starts the node again.
+func (r *etcdRun) killLeaderNode(t *testing.T) {
+	t.Helper()
+	var l etcdPod
+	eventually(t, 2*time.Minute, "the leader", func(ctx context.Context) (bool, string, error) {
+		var err error
+		l, err = r.leader(ctx)
+		return err == nil, fmt.Sprint(err), nil
+	})
+	t.Logf("killing node %s (cluster %s), which runs the leader %s", l.node, l.cluster, l.name)
+	if out, err := exec.Command("docker", "kill", l.node).CombinedOutput(); err != nil {
+		t.Fatalf("docker kill %s: %v: %s", l.node, err, out)
+	}
+	begin := time.Now()
+	started := false
+	restart := func() {
+		if started {
+			return
+		}
+		started = true
+		if out, err := exec.Command("docker", "start", l.node).CombinedOutput(); err != nil {
+			t.Errorf("docker start %s: %v: %s", l.node, err, out)
+		}
+	}
+	defer restart()
+	eventually(t, 3*time.Minute, "a new leader", func(ctx context.Context) (bool, string, error) {
+		nl, err := r.leader(ctx)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return nl.name != l.name, "leader " + nl.name, nil
+	})
+	t.Logf("new leader after %s", time.Since(begin).Round(time.Second))
+	time.Sleep(30 * time.Second)
+	restart()
+}
+
+// dumpPods saves every member's pods and the etcd containers' logs (and
+// the previous containers') into the log directory.
+func (r *etcdRun) dumpPods(t *testing.T) {
+	for _, c := range r.clusters {
+		out, _ := exec.Command("kubectl", "--kubeconfig", r.kubecfg[c], "-n", r.ns, "get", "pods,pvc", "-o", "wide").CombinedOutput()
+		_ = os.WriteFile(filepath.Join(r.logDir, c+"-pods.txt"), out, 0o644)
+		names, _ := exec.Command("kubectl", "--kubeconfig", r.kubecfg[c], "-n", r.ns, "get", "pods", "-l", fleetv1.LabelSet+"=etcd",
+			"-o", "jsonpath={.items[*].metadata.name}").Output()
+		for _, p := range strings.Fields(string(names)) {
+			for _, prev := range []bool{false, true} {
+				args := []string{"--kubeconfig", r.kubecfg[c], "-n", r.ns, "logs", p, "-c", "etcd"}
+				suffix := ""
+				if prev {
+					args, suffix = append(args, "--previous"), ".previous"
+				}
+				if out, err := exec.Command("kubectl", args...).Output(); err == nil {
+					_ = os.WriteFile(filepath.Join(r.logDir, c+"-"+p+suffix+".log"), out, 0o644)
+				}
+			}
+		}
+	}
+}
