@@ -76,6 +76,11 @@ $(LOCALBIN)/etcd: e2e/tools/etcd/go.mod
 	@mkdir -p $(LOCALBIN)
 	cd e2e/tools/etcd && $(GO) build -o $@ go.etcd.io/etcd/server/v3
 
+# etcdctl of the same release, for the etcd image script's integration test.
+$(LOCALBIN)/etcdctl: e2e/tools/etcd/go.mod
+	@mkdir -p $(LOCALBIN)
+	cd e2e/tools/etcd && $(GO) build -o $@ go.etcd.io/etcd/etcdctl/v3
+
 # CoreDNS, the version kubeadm v1.34.4 deploys, pinned by the same module the
 # kind node image builds it from: the local fleet runs one per member, for
 # fleet DNS.
@@ -84,7 +89,7 @@ $(LOCALBIN)/coredns: e2e/kind/coredns/go.mod
 	cd e2e/kind/coredns && CGO_ENABLED=0 $(GO) build -trimpath -o $@ github.com/coredns/coredns
 
 .PHONY: test-binaries
-test-binaries: $(LOCALBIN)/kube-apiserver $(LOCALBIN)/etcd ## Build what integration tests need.
+test-binaries: $(LOCALBIN)/kube-apiserver $(LOCALBIN)/etcd $(LOCALBIN)/etcdctl ## Build what integration tests need.
 
 $(CONTROLLER_GEN):
 	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
@@ -239,6 +244,7 @@ test-alerts: $(PROMTOOL) ## Alert rules (manifests/monitoring): promtool check a
 test-integration: test-binaries $(LOCALBIN)/kube-controller-manager ## Integration tests on a real kube-apiserver + etcd.
 	$(GO) test $(GOTESTFLAGS) -tags integration -count=1 -timeout 20m ./plugins/... ./federation/... ./cmd/... ./member/...
 	cd e2e/tools/provisioner && $(GO) test $(GOTESTFLAGS) -tags integration -count=1 -timeout 5m ./...
+	cd e2e/etcd && PATH=$(LOCALBIN):$$PATH $(GO) test $(GOTESTFLAGS) -tags integration -count=1 -timeout 5m ./...
 
 ##@ Benchmarks
 

@@ -337,10 +337,8 @@ func (r *etcdRun) leader(ctx context.Context) (etcdPod, error) {
 		if !p.ready {
 			continue
 		}
-		out, err := r.etcdctl(ctx, p, "endpoint", "status", "--cluster", "-w", "simple")
-		if err != nil {
-			continue
-		}
+		// With a member down etcdctl fails but prints the others.
+		out, _ := r.etcdctl(ctx, p, "endpoint", "status", "--cluster", "-w", "simple")
 		for _, l := range strings.Split(out, "\n") {
 			f := strings.Split(l, ", ")
 			if len(f) > 9 && f[8] == "true" {
