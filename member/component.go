@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -27,11 +28,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/member/actions"
 	"github.com/fleetset/fleetset/member/claims"
 	"github.com/fleetset/fleetset/member/contact"
 	"github.com/fleetset/fleetset/member/endpoints"
 	"github.com/fleetset/fleetset/member/fence"
 	"github.com/fleetset/fleetset/member/internal/wiring"
+	"github.com/fleetset/fleetset/member/membership"
 	"github.com/fleetset/fleetset/member/peers"
 	"github.com/fleetset/fleetset/member/roles"
 	"github.com/fleetset/fleetset/member/updater"
@@ -100,12 +103,19 @@ type Config struct {
 	// FleetDNSResync is how often every FleetSet's report is written again
 	// whether or not a pod changed.
 	FleetDNSResync time.Duration
+	// Actions runs the lifecycle action controller (package
+	// member/membership: memberJoin, memberLeave, rolloutComplete); the
+	// role probe and switchover actions run with Roles and RoleUpdates.
+	Actions bool
+	// ClusterDomain is the member cluster's DNS domain, which ends the
+	// fleet DNS names in lifecycle actions' environment.
+	ClusterDomain string
 }
 
 // DefaultConfig returns the defaults of the --member-* flags.
 func DefaultConfig() Config {
 	return Config{HeartbeatTimeout: fleetv1.DefaultHeartbeatTimeoutSeconds * time.Second, ClaimExpansion: true, ClaimResync: claims.DefaultResync,
-		Roles: true, RoleUpdates: true, LeaderElect: true, FleetDNS: true, FleetDNSResync: time.Minute, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+		Roles: true, RoleUpdates: true, Actions: true, ClusterDomain: fleetv1.DefaultClusterDomain, LeaderElect: true, FleetDNS: true, FleetDNSResync: time.Minute, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
 }
 
 // AddFlags adds the member component's --member-* flags to fs, writing
@@ -128,14 +138,16 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.RenewDeadline, "member-leader-elect-renew-deadline", c.RenewDeadline, "Leader election renew deadline of the member controllers.")
 	fs.DurationVar(&c.RetryPeriod, "member-leader-elect-retry-period", c.RetryPeriod, "Leader election retry period of the member controllers.")
 	fs.BoolVar(&c.FleetDNS, "member-fleet-dns", c.FleetDNS, "Publish this member's instances (pod name, IP, readiness) to the hub, which delivers them to the other members as EndpointSlices of the governing Service: every instance's name <pod>.<service>.<namespace>.svc resolves in every member. Needs --member-hub-kubeconfig; runs in the leader.")
+	fs.BoolVar(&c.Actions, "member-lifecycle-actions", c.Actions, "Run the FleetSets' memberJoin, memberLeave and rolloutComplete lifecycle actions in the instances of their SubsetPlacements (through pods/exec or HTTP), set the readiness gate fleetset.io/member-joined and report leaves to the hub. Runs with or without --member-hub-kubeconfig.")
+	fs.StringVar(&c.ClusterDomain, "member-cluster-domain", c.ClusterDomain, "DNS domain of this member cluster: lifecycle actions get fleet DNS names <pod>.<service>.<namespace>.svc.<domain>.")
 	fs.DurationVar(&c.FleetDNSResync, "member-fleet-dns-resync", c.FleetDNSResync, "Time between full passes of the fleet DNS publisher, which write every report again if the hub's copy differs.")
 }
 
 // validate reports the first bad setting of c, by flag name.
 func (c *Config) validate(host Host) error {
-	if c.Roles {
+	if c.Roles || c.Actions {
 		if _, ok := host.Writer.(client.StatusClient); !ok || host.Writer == nil {
-			return fmt.Errorf("--member-roles: the SubsetPlacement writer %T cannot write the status subresource", host.Writer)
+			return fmt.Errorf("--member-roles, --member-lifecycle-actions: the SubsetPlacement writer %T cannot write the status subresource", host.Writer)
 		}
 	}
 	if c.HubKubeconfig == "" {
@@ -169,6 +181,12 @@ type Host struct {
 	Client     kubernetes.Interface
 	Placements client.Reader
 	Writer     client.Writer
+	// RestConfig is the scheduler's member cluster config, for pods/exec
+	// (lifecycle actions); nil with no ActionExecutor: exec actions are
+	// refused.
+	RestConfig *rest.Config
+	// ActionExecutor runs exec actions; nil: pods/exec over RestConfig.
+	ActionExecutor actions.Executor
 }
 
 // Component is the member side of one fleetset-scheduler process: heartbeat,
@@ -229,7 +247,7 @@ func (m *Component) start(ctx context.Context, host Host) (Gate, error) {
 // when cfg.LeaderElect; inContact (nil: no hub) gates what must wait for
 // the hub.
 func startControllers(ctx context.Context, cfg Config, host Host, inContact func() (bool, string)) error {
-	if !cfg.ClaimExpansion && !cfg.Roles && !cfg.RoleUpdates && !(cfg.FleetDNS && cfg.HubKubeconfig != "") {
+	if !cfg.ClaimExpansion && !cfg.Roles && !cfg.RoleUpdates && !cfg.Actions && !(cfg.FleetDNS && cfg.HubKubeconfig != "") {
 		return nil
 	}
 	factory := wiring.NewStatefulSetFactory(host.Client)
@@ -238,7 +256,14 @@ func startControllers(ctx context.Context, cfg Config, host Host, inContact func
 		return err
 	}
 	d := wiring.Deps{Client: host.Client, Pods: host.Pods, StatefulSets: factory.Apps().V1().StatefulSets(),
-		Placements: host.Placements, Writer: host.Writer, Recorder: recorder, InContact: inContact}
+		Placements: host.Placements, Writer: host.Writer, Recorder: recorder, InContact: inContact, ClusterDomain: cfg.ClusterDomain}
+	exec := host.ActionExecutor
+	if exec == nil && host.RestConfig != nil {
+		if exec, err = actions.NewRemoteExecutor(host.RestConfig); err != nil {
+			return fmt.Errorf("pods/exec client: %w", err)
+		}
+	}
+	d.Actions = actions.NewRunner(exec)
 	if cfg.FleetDNS && cfg.HubKubeconfig != "" {
 		if d.Hub, err = hubClient(cfg.HubKubeconfig, 10*time.Second); err != nil {
 			return err
@@ -283,6 +308,7 @@ func runControllers(ctx context.Context, cfg Config, d wiring.Deps) {
 	start("claims", cfg.ClaimExpansion, func(ctx context.Context) error { return claims.Run(ctx, d, cfg.ClaimResync) })
 	start("roles", cfg.Roles, func(ctx context.Context) error { return roles.Run(ctx, d) })
 	start("updater", cfg.RoleUpdates, func(ctx context.Context) error { return updater.Run(ctx, d) })
+	start("membership", cfg.Actions, func(ctx context.Context) error { return membership.Run(ctx, d) })
 	start("fleet-dns", d.Hub != nil, func(ctx context.Context) error {
 		return endpoints.Run(ctx, d, d.Hub, cfg.Cluster, cfg.FleetDNSResync)
 	})

@@ -101,7 +101,7 @@ func setUpMember(ctx context.Context, cfg *rest.Config) (func(), error) {
 	memberCfg.Cluster, memberCfg.HubKubeconfig, memberCfg.HeartbeatTimeout = memberCluster, kubeconfig, memberTimeout
 	// The peer west is a plain httptest server.
 	memberCfg.PeerInsecure = true
-	memberCfg.ClaimExpansion, memberCfg.Roles, memberCfg.RoleUpdates = false, false, false // tested in member/
+	memberCfg.ClaimExpansion, memberCfg.Roles, memberCfg.RoleUpdates, memberCfg.Actions = false, false, false, false // tested in member/
 	memberComponent = member.New(&memberCfg)
 
 	// The peer west: its heartbeat through westLink, its endpoint on loopback.

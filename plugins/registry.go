@@ -25,7 +25,8 @@ func Registry(m *member.Component) fwkruntime.Registry {
 	var gates subsetplacement.GateFunc
 	if m != nil {
 		gates = func(ctx context.Context, h framework.Handle, placements client.Reader, writer client.Writer) (member.Gate, error) {
-			return m.Start(ctx, member.Host{Pods: h.SharedInformerFactory().Core().V1().Pods(), Client: h.ClientSet(), Placements: placements, Writer: writer})
+			return m.Start(ctx, member.Host{Pods: h.SharedInformerFactory().Core().V1().Pods(), Client: h.ClientSet(), Placements: placements, Writer: writer,
+				RestConfig: h.KubeConfig()})
 		}
 	}
 	return fwkruntime.Registry{

@@ -59,6 +59,10 @@ const (
 	// ReasonNoLeader: the FleetSet has a leader role and every subset has
 	// reported its roles, but no instance holds it.
 	ReasonNoLeader = "NoLeader"
+	// ReasonMemberLeaveFailed: a subset's scale-down is held because the
+	// memberLeave lifecycle action of an instance it removes fails (the
+	// member reports why); the rest of the fleet goes on.
+	ReasonMemberLeaveFailed = "MemberLeaveFailed"
 	// ReasonPlacementEmpty: spec.topology.placementRef's Placement decides no
 	// cluster (it is missing, or selects none); existing subsets stay where
 	// they are and none is added.

@@ -348,6 +348,8 @@ type Failover struct {
 // FleetSetSpec is the desired state of a FleetSet.
 // +kubebuilder:validation:XValidation:rule="!has(self.failover) || !has(self.failover.policy) || self.failover.policy != 'Relocate' || !has(self.persistentVolumeClaimRetentionPolicy) || !has(self.persistentVolumeClaimRetentionPolicy.whenDeleted) || self.persistentVolumeClaimRetentionPolicy.whenDeleted != 'Delete'",message="failover.policy Relocate needs persistentVolumeClaimRetentionPolicy.whenDeleted Retain: relocation removes a lost cluster's StatefulSets and must never delete their volumes"
 // +kubebuilder:validation:XValidation:rule="!has(self.roleProbe) || has(self.roles)",message="roleProbe needs roles"
+// +kubebuilder:validation:XValidation:rule="!has(self.lifecycleActions) || !has(self.lifecycleActions.roleProbe) || (has(self.roles) && !has(self.roleProbe))",message="lifecycleActions.roleProbe needs roles and excludes roleProbe"
+// +kubebuilder:validation:XValidation:rule="!has(self.lifecycleActions) || !has(self.lifecycleActions.switchover) || has(self.roles)",message="lifecycleActions.switchover needs roles"
 // +kubebuilder:validation:XValidation:rule="!has(self.roleServices) || (has(self.roles) && self.roleServices.all(s, !has(s.role) || self.roles.exists(r, r.name == s.role)))",message="roleServices[].role must name one of roles"
 // +kubebuilder:validation:XValidation:rule="has(self.serviceName) == has(oldSelf.serviceName) && (!has(self.serviceName) || self.serviceName == oldSelf.serviceName)",message="serviceName is immutable, as it is on a StatefulSet: create a new FleetSet to change it"
 // +kubebuilder:validation:XValidation:rule="has(self.volumeClaimTemplates) == has(oldSelf.volumeClaimTemplates) && (!has(self.volumeClaimTemplates) || (self.volumeClaimTemplates.map(c, c.metadata.name) == oldSelf.volumeClaimTemplates.map(c, c.metadata.name) && self.volumeClaimTemplates.map(c, c.spec.?storageClassName.orValue('-')) == oldSelf.volumeClaimTemplates.map(c, c.spec.?storageClassName.orValue('-')) && self.volumeClaimTemplates.map(c, c.spec.?volumeMode.orValue('-')) == oldSelf.volumeClaimTemplates.map(c, c.spec.?volumeMode.orValue('-')) && self.volumeClaimTemplates.map(c, c.spec.?accessModes.orValue([])) == oldSelf.volumeClaimTemplates.map(c, c.spec.?accessModes.orValue([])) && self.volumeClaimTemplates.map(c, c.spec.?resources.?requests.?storage.hasValue()) == oldSelf.volumeClaimTemplates.map(c, c.spec.?resources.?requests.?storage.hasValue())))",message="volumeClaimTemplates: only a claim template's spec.resources.requests.storage may change, and only grow (the claims are expanded); names, access modes, volume mode and storage class are immutable, as on a StatefulSet"
@@ -489,6 +491,12 @@ type FleetSetSpec struct {
 	// BestEffort, 60 seconds.
 	// +optional
 	Switchover *Switchover `json:"switchover,omitempty"`
+
+	// LifecycleActions are the commands or HTTP calls fleetset's member
+	// component runs for the workload at its lifecycle steps (lifecycle.go,
+	// docs/lifecycle-actions.md). Unset: none.
+	// +optional
+	LifecycleActions *LifecycleActions `json:"lifecycleActions,omitempty"`
 
 	// Network says how the instances are named beyond fleet DNS (see
 	// FleetNetwork). Nil: fleet DNS only.

@@ -154,6 +154,10 @@ type SubsetPlacementStatus struct {
 	// summed up for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Actions is the member component's report of the lifecycle actions
+	// the hub waits for (lifecycle.go).
+	// +optional
+	Actions *PlacementActionsStatus `json:"actions,omitempty"`
 }
 
 // Role labels on pods.

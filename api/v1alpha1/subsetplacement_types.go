@@ -112,6 +112,11 @@ type SubsetPlacementSpec struct {
 	// its StatefulSet then having updateStrategy OnDelete.
 	// +optional
 	Update *PlacementUpdate `json:"update,omitempty"`
+
+	// Actions are the FleetSet's lifecycle actions and the hub's
+	// instructions about them (lifecycle.go); nil: the FleetSet has none.
+	// +optional
+	Actions *PlacementActions `json:"actions,omitempty"`
 }
 
 // PlacementFencing is how a placement's pods are fenced when the member is

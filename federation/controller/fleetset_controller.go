@@ -220,6 +220,7 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		if err := planRollout(st); err != nil {
 			st.invalidSpec(err)
 		}
+		planLifecycle(st)
 		if err := r.writeWorks(ctx, st); errors.Is(err, errStaleFleetSet) {
 			// Planned from an older FleetSet than the apiserver's: plan
 			// again once the cache has it (its event requeues sooner).

@@ -29,9 +29,14 @@ func (st *state) observeWorks(clusters ...string) {
 		if len(clusters) > 0 && !slices.Contains(clusters, sp.planned.Cluster) {
 			continue
 		}
-		sp.work, sp.feedback, sp.roles = st.existingWorks[st.workKey(sp.planned.Cluster)], nil, nil
+		sp.work, sp.feedback, sp.roles, sp.actions = st.existingWorks[st.workKey(sp.planned.Cluster)], nil, nil, nil
 		if sp.work == nil {
 			continue
+		}
+		if st.fs.Spec.LifecycleActions != nil {
+			if r, ok := manifestwork.ActionsFeedback(sp.work)[manifestwork.StatefulSetName(st.fs.Name, sp.planned.Name)]; ok {
+				sp.actions = &r
+			}
 		}
 		if len(st.fs.Spec.Roles) > 0 {
 			if r, ok := manifestwork.RoleFeedback(sp.work)[manifestwork.StatefulSetName(st.fs.Name, sp.planned.Name)]; ok {

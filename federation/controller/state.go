@@ -81,6 +81,10 @@ type subsetPlan struct {
 	feedback *manifestwork.StatefulSetFeedback
 	// roles is its member's role summary (spec.roles); nil: none reported.
 	roles *manifestwork.RoleReport
+	// actions is its member's lifecycle-action report; nil: none reported.
+	actions *manifestwork.ActionsReport
+	// lifecycle is the lifecycle-action step's output.
+	lifecycle subsetLifecycle
 }
 
 // renderedSubset is a subset's pod and claim templates after its overrides

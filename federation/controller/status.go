@@ -146,6 +146,7 @@ var reasonRank = map[string]int{
 	fleetv1.ReasonDivisionInfeasible: 9,
 	fleetv1.ReasonMultipleLeaders:    1,
 	fleetv1.ReasonNoLeader:           10,
+	fleetv1.ReasonMemberLeaveFailed:  10,
 }
 
 // setConditions sets Degraded, Progressing and Ready.

@@ -147,6 +147,7 @@ func (sp *subsetPlan) delivered() manifestwork.Subset {
 	if sp.roles != nil {
 		p.Roles, p.Leaders = sp.roles.Roles, sp.roles.Leaders
 	}
+	sp.lifecycle.apply(&p)
 	if sp.draining {
 		p.Replicas, p.Partition, p.Draining = 0, 0, true
 	}

@@ -157,6 +157,16 @@ func HoldsStatefulSet(w *workv1.ManifestWork, name string) bool {
 	return ok
 }
 
+// HeldReplicas returns the spec.replicas of StatefulSet name as w's spec
+// delivers it; false when w does not hold it or its replicas are unset.
+func HeldReplicas(w *workv1.ManifestWork, name string) (int32, bool) {
+	r, ok := heldStatefulSet(w, name)
+	if !ok || r == nil {
+		return 0, false
+	}
+	return *r, true
+}
+
 // heldStatefulSet returns the spec.replicas (nil: unset) of the first
 // StatefulSet named name in w's spec, and whether w holds one.
 func heldStatefulSet(w *workv1.ManifestWork, name string) (*int32, bool) {

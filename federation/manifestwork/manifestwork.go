@@ -65,6 +65,18 @@ type Subset struct {
 	// failback, at replicas 0): its claims are retained whatever the
 	// FleetSet's persistentVolumeClaimRetentionPolicy says.
 	Draining bool
+
+	// Leave, Origin, Candidates and RolloutComplete are the hub's
+	// lifecycle-action instructions to its member (SubsetPlacement
+	// spec.actions), rendered only when the FleetSet has lifecycle actions.
+	Leave           []fleetv1.PlacementLeave
+	Origin          *fleetv1.SubsetOrigin
+	Candidates      []string
+	RolloutComplete string
+	// Members (pod names in ordinal order) and Leader are the fleet's, for
+	// the actions' environment; Works fills them from the fleet view.
+	Members []string
+	Leader  string
 }
 
 // FromPlan returns p as a Subset to render, with the fleet's templates and
@@ -81,6 +93,13 @@ func FromPlan(p plan.Subset) Subset {
 func Works(fs *fleetv1.FleetSet, subsets []Subset, records *Records) ([]*workv1.ManifestWork, error) {
 	var clusters []string
 	byCluster := map[string][]Subset{}
+	view, err := FleetView(fs, subsets)
+	if err != nil {
+		return nil, err
+	}
+	if fs.Spec.LifecycleActions != nil {
+		subsets = withMembers(fs, subsets)
+	}
 	for _, sp := range subsets {
 		if _, ok := byCluster[sp.Cluster]; !ok {
 			clusters = append(clusters, sp.Cluster)
@@ -88,10 +107,6 @@ func Works(fs *fleetv1.FleetSet, subsets []Subset, records *Records) ([]*workv1.
 		byCluster[sp.Cluster] = append(byCluster[sp.Cluster], sp)
 	}
 	sort.Strings(clusters)
-	view, err := FleetView(fs, subsets)
-	if err != nil {
-		return nil, err
-	}
 	// The objects every work carries alike, encoded once (their bytes are
 	// shared, read-only, by the works).
 	ns := &corev1.Namespace{
@@ -286,6 +301,7 @@ func StatefulSet(fs *fleetv1.FleetSet, sp Subset) (*appsv1.StatefulSet, error) {
 	tmpl, claims := subsetTemplates(fs, sp)
 	tmpl.Labels = k8slabels.Merge(tmpl.Labels, labels)
 	tmpl.Spec.SchedulerName = fleetv1.SchedulerName
+	tmpl.Spec.ReadinessGates = readinessGates(fs, tmpl.Spec.ReadinessGates)
 	if sp.DependenciesHash != "" {
 		// A changed ConfigMap or Secret replaces the pods (no annotation,
 		// and so no restart on upgrade, without dependencies).
@@ -421,6 +437,7 @@ func SubsetPlacement(fs *fleetv1.FleetSet, sp Subset) *fleetv1.SubsetPlacement {
 			Cluster:           sp.Cluster,
 			Roles:             placementRoles(fs),
 			Update:            sp.Update.DeepCopy(),
+			Actions:           placementActions(fs, sp),
 		},
 	}
 }

@@ -35,19 +35,25 @@ func placementRoles(fs *fleetv1.FleetSet) *fleetv1.PlacementRoles {
 
 // placementConfig is the ManifestConfigOption of a SubsetPlacement: applied
 // as the other objects are, and, when fs has roles, with the feedback of
-// its role summary (status.roles, status.leaders, status.observedGeneration).
+// its role summary (status.roles, status.leaders, status.observedGeneration),
+// and, with lifecycle actions, of status.actions.
 func placementConfig(fs *fleetv1.FleetSet, name string) workv1.ManifestConfigOption {
 	c := applyConfig(fleetv1.GroupVersion.Group, "subsetplacements", fs.Namespace, name)
+	var paths []workv1.JsonPath
 	if len(fs.Spec.Roles) > 0 {
-		c.FeedbackRules = []workv1.FeedbackRule{{
-			Type: workv1.JSONPathsType,
-			JsonPaths: []workv1.JsonPath{
-				{Name: FeedbackRoles, Path: ".status.roles"},
-				{Name: FeedbackLeaders, Path: ".status.leaders"},
-				{Name: FeedbackUpdatedLeaders, Path: ".status.updatedLeaders"},
-				{Name: FeedbackRolesGeneration, Path: ".status.observedGeneration"},
-			},
-		}}
+		paths = append(paths,
+			workv1.JsonPath{Name: FeedbackRoles, Path: ".status.roles"},
+			workv1.JsonPath{Name: FeedbackLeaders, Path: ".status.leaders"},
+			workv1.JsonPath{Name: FeedbackUpdatedLeaders, Path: ".status.updatedLeaders"},
+			workv1.JsonPath{Name: FeedbackRolesGeneration, Path: ".status.observedGeneration"},
+		)
+	}
+	if fs.Spec.LifecycleActions != nil {
+		// status.actions: the lifecycle actions the hub waits for (lifecycle.go).
+		paths = append(paths, actionsFeedback()...)
+	}
+	if len(paths) > 0 {
+		c.FeedbackRules = []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: paths}}
 	}
 	return c
 }

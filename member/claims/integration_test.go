@@ -118,7 +118,7 @@ func run(m *testing.M) (int, error) {
 	}
 	// The claim expansion controller alone, as the member component runs it.
 	cfg := member.DefaultConfig()
-	cfg.Roles, cfg.RoleUpdates, cfg.ClaimResync = false, false, 2*time.Second
+	cfg.Roles, cfg.RoleUpdates, cfg.Actions, cfg.ClaimResync = false, false, false, 2*time.Second
 	if _, err := member.New(&cfg).Start(ctx, member.Host{Client: schedCS, Placements: placements}); err != nil {
 		return 0, err
 	}

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/member/actions"
 	"github.com/fleetset/fleetset/member/internal/placementqueue"
 	"github.com/fleetset/fleetset/member/internal/wiring"
 )
@@ -76,6 +77,11 @@ type Controller struct {
 	Resync time.Duration
 	// Workers is the number of probe workers.
 	Workers int
+	// Actions runs the roleProbe lifecycle action (spec.actions); nil:
+	// placements with only that probe are not probed.
+	Actions *actions.Runner
+	// ClusterDomain ends the fleet DNS names in the action's environment.
+	ClusterDomain string
 
 	// queue holds placements whose status to check.
 	queue workqueue.TypedRateLimitingInterface[types.NamespacedName]
@@ -139,6 +145,7 @@ func Run(ctx context.Context, d wiring.Deps) error {
 	ctx = klog.NewContext(ctx, logger)
 	c := New(d.Placements, d.Pods.Lister(), d.Client, sw.Status(), d.Recorder)
 	c.StatefulSets = d.StatefulSets.Lister()
+	c.Actions, c.ClusterDomain = d.Actions, d.ClusterDomain
 	var hs wiring.Handlers
 	if err := hs.Add(d.Pods.Informer(), c.PodHandler()); err != nil {
 		return err
@@ -271,7 +278,7 @@ func (c *Controller) PlacementHandler() toolscache.ResourceEventHandler {
 			return
 		}
 		c.queue.Add(client.ObjectKeyFromObject(sp))
-		if rolesChanged && sp.Spec.Roles != nil && sp.Spec.Roles.Probe != nil {
+		if rolesChanged && sp.Spec.Roles != nil && (sp.Spec.Roles.Probe != nil || (sp.Spec.Actions != nil && sp.Spec.Actions.Actions.RoleProbe != nil)) {
 			for _, p := range c.podsOf(sp) {
 				c.probes.Add(client.ObjectKeyFromObject(p))
 			}
@@ -313,7 +320,8 @@ func (c *Controller) Sync(ctx context.Context, key types.NamespacedName) error {
 	if sp.Spec.Roles == nil && sp.Status.Roles == "" && sp.Status.Leaders == "" && sp.Status.UpdatedLeaders == "" {
 		return nil // no roles, or cleared already
 	}
-	want := fleetv1.SubsetPlacementStatus{ObservedGeneration: sp.Generation}
+	// status.actions is the actions controller's (its patch leaves it).
+	want := fleetv1.SubsetPlacementStatus{ObservedGeneration: sp.Generation, Actions: sp.Status.Actions}
 	if sp.Spec.Roles != nil {
 		pods := c.podsOf(sp)
 		want.Roles, want.Leaders = Summarize(sp.Spec.Roles.Roles, pods)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/member/actions"
 )
 
 // nextProbe probes one pod and schedules its next probe; false once the
@@ -28,21 +29,37 @@ func (c *Controller) nextProbe(ctx context.Context) bool {
 		return false
 	}
 	defer c.probes.Done(key)
-	pod, probe, roles := c.probeTarget(ctx, key)
+	pod, pr, roles := c.probeTarget(ctx, key)
 	if pod == nil {
 		c.mu.Lock()
 		delete(c.state, key)
 		c.mu.Unlock()
 		return true // its next event brings it back
 	}
-	c.ProbeOnce(ctx, pod, probe, roles)
-	c.probes.AddAfter(key, time.Duration(probe.PeriodSecondsOrDefault())*time.Second)
+	c.probeWith(ctx, pod, pr, roles)
+	c.probes.AddAfter(key, pr.period)
 	return true
 }
 
-// probeTarget returns the pod of key with its placement's probe and roles,
-// or a nil pod when it is no running instance of a placement with a probe.
-func (c *Controller) probeTarget(ctx context.Context, key types.NamespacedName) (*v1.Pod, *fleetv1.RoleProbe, []fleetv1.Role) {
+// prober is one way of probing a pod's role: the HTTP spec.roles.probe or
+// the exec (or HTTP) lifecycle action roleProbe.
+type prober struct {
+	// what describes the probe in events and logs ("GET <url>",
+	// "roleProbe action ...").
+	what string
+	// period between two probes; threshold of failures in a row before a
+	// Warning event.
+	period    time.Duration
+	threshold int32
+	// probe asks the pod for its role.
+	probe func(ctx context.Context) (string, error)
+}
+
+// probeTarget returns the pod of key with its placement's prober and roles,
+// or a nil pod when it is no running instance of a placement with a probe
+// (spec.roles.probe, or the lifecycle action roleProbe when this controller
+// has a Runner).
+func (c *Controller) probeTarget(ctx context.Context, key types.NamespacedName) (*v1.Pod, *prober, []fleetv1.Role) {
 	pod, err := c.Pods.Pods(key.Namespace).Get(key.Name)
 	if err != nil || !Running(pod) || pod.Labels[fleetv1.LabelPlacement] == "" {
 		return nil, nil, nil
@@ -51,19 +68,64 @@ func (c *Controller) probeTarget(ctx context.Context, key types.NamespacedName) 
 	if err := c.Placements.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: pod.Labels[fleetv1.LabelPlacement]}, sp); err != nil {
 		return nil, nil, nil
 	}
-	if sp.Spec.Roles == nil || sp.Spec.Roles.Probe == nil {
+	if sp.Spec.Roles == nil {
 		return nil, nil, nil
 	}
-	return pod, sp.Spec.Roles.Probe, sp.Spec.Roles.Roles
+	if pr := c.proberOf(sp, pod); pr != nil {
+		return pod, pr, sp.Spec.Roles.Roles
+	}
+	return nil, nil, nil
 }
 
-// ProbeOnce probes pod once and acts on the answer: labels, events, metrics
-// (see the package documentation).
+// proberOf returns how to probe pod, an instance of sp: spec.roles.probe
+// (HTTP), else the roleProbe lifecycle action run by c.Actions; nil when sp
+// has neither (or no Runner for the action).
+func (c *Controller) proberOf(sp *fleetv1.SubsetPlacement, pod *v1.Pod) *prober {
+	if probe := sp.Spec.Roles.Probe; probe != nil {
+		url := ProbeURL(pod.Status.PodIP, probe)
+		timeout := time.Duration(probe.TimeoutSecondsOrDefault()) * time.Second
+		return &prober{what: "GET " + url, period: time.Duration(probe.PeriodSecondsOrDefault()) * time.Second,
+			threshold: probe.FailureThresholdOrDefault(),
+			probe:     func(ctx context.Context) (string, error) { return Probe(ctx, c.HTTP, url, timeout) }}
+	}
+	pa := sp.Spec.Actions
+	if pa == nil || pa.Actions.RoleProbe == nil || c.Actions == nil {
+		return nil
+	}
+	a := pa.Actions.RoleProbe
+	// A probe that fails is tried again at its next period: the action's
+	// retries count toward the failure threshold instead.
+	once := *a
+	once.Retries = new(int32)
+	req := actions.Request{Name: fleetv1.ActionRoleProbe, Action: &once, Placement: sp.Name, Pod: pod,
+		Env: actions.ForPod(fleetv1.ActionRoleProbe, pa, pod, c.ClusterDomain).Vars()}
+	what := "roleProbe action"
+	if a.Exec != nil {
+		what = fmt.Sprintf("roleProbe action %q", a.Exec.Command)
+	} else if a.HTTPGet != nil {
+		what = "roleProbe action GET " + actions.HTTPURL(pod.Status.PodIP, a.HTTPGet, nil)
+	}
+	threshold := a.RetriesOrDefault() + 1
+	return &prober{what: what, period: time.Duration(a.PeriodSecondsOrDefault()) * time.Second, threshold: threshold,
+		probe: func(ctx context.Context) (string, error) {
+			res, err := c.Actions.Run(ctx, req)
+			return res.Stdout, err
+		}}
+}
+
+// ProbeOnce probes pod once with the HTTP probe and acts on the answer:
+// labels, events, metrics (see the package documentation).
 func (c *Controller) ProbeOnce(ctx context.Context, pod *v1.Pod, probe *fleetv1.RoleProbe, roles []fleetv1.Role) {
+	sp := &fleetv1.SubsetPlacement{Spec: fleetv1.SubsetPlacementSpec{Roles: &fleetv1.PlacementRoles{Roles: roles, Probe: probe}}}
+	c.probeWith(ctx, pod, c.proberOf(sp, pod), roles)
+}
+
+// probeWith probes pod once with pr and acts on the answer.
+func (c *Controller) probeWith(ctx context.Context, pod *v1.Pod, pr *prober, roles []fleetv1.Role) {
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-	url := ProbeURL(pod.Status.PodIP, probe)
-	role, err := Probe(ctx, c.HTTP, url, time.Duration(probe.TimeoutSecondsOrDefault())*time.Second)
+	url := pr.what
+	role, err := pr.probe(ctx)
 
 	c.mu.Lock()
 	st := c.state[key]
@@ -76,19 +138,19 @@ func (c *Controller) ProbeOnce(ctx context.Context, pod *v1.Pod, probe *fleetv1.
 	if err != nil {
 		probes.WithLabelValues(resultFailed).Inc()
 		st.failures++
-		threshold := probe.FailureThresholdOrDefault()
-		logger.V(4).Info("Role probe failed", "url", url, "failures", st.failures, "err", err)
+		threshold := pr.threshold
+		logger.V(4).Info("Role probe failed", "probe", url, "failures", st.failures, "err", err)
 		if st.failures >= threshold && !st.failedWarned {
 			st.failedWarned = true
-			logger.Info("Role probe failing; the pod keeps its role label", "url", url, "failures", st.failures, "role", pod.Labels[fleetv1.LabelRole], "err", err)
+			logger.Info("Role probe failing; the pod keeps its role label", "probe", url, "failures", st.failures, "role", pod.Labels[fleetv1.LabelRole], "err", err)
 			c.Recorder.Eventf(pod, nil, v1.EventTypeWarning, ReasonRoleProbeFailed, "ProbeRole",
-				"Role probe GET %s failed %d times in a row (%v); the pod keeps its role label %s=%q until it answers",
+				"Role probe %s failed %d times in a row (%v); the pod keeps its role label %s=%q until it answers",
 				url, st.failures, err, fleetv1.LabelRole, pod.Labels[fleetv1.LabelRole])
 		}
 		return
 	}
 	if st.failedWarned {
-		logger.Info("Role probe answers again", "url", url, "role", role)
+		logger.Info("Role probe answers again", "probe", url, "role", role)
 	}
 	st.failures, st.failedWarned = 0, false
 	want, ok := LabelsFor(roles, role)
@@ -100,9 +162,9 @@ func (c *Controller) ProbeOnce(ctx context.Context, pod *v1.Pod, probe *fleetv1.
 			for i, r := range roles {
 				names[i] = r.Name
 			}
-			logger.Info("Role probe answered an unknown role; label left as it is", "url", url, "answer", role, "roles", names)
+			logger.Info("Role probe answered an unknown role; label left as it is", "probe", url, "answer", role, "roles", names)
 			c.Recorder.Eventf(pod, nil, v1.EventTypeWarning, ReasonUnknownRole, "ProbeRole",
-				"Role probe GET %s answered %q, which is none of the roles (%s): label %s left as it is (%q)",
+				"Role probe %s answered %q, which is none of the roles (%s): label %s left as it is (%q)",
 				url, role, strings.Join(names, ", "), fleetv1.LabelRole, pod.Labels[fleetv1.LabelRole])
 		}
 		return

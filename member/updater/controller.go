@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/member/actions"
 	"github.com/fleetset/fleetset/member/internal/placementqueue"
 	"github.com/fleetset/fleetset/member/internal/wiring"
 )
@@ -38,6 +39,10 @@ const (
 	// ReasonSwitchoverRequested, on the leader pod and on the placement:
 	// the leader was annotated fleetset.io/switchover-requested.
 	ReasonSwitchoverRequested = "SwitchoverRequested"
+	// ReasonSwitchoverActionFailed, on the leader pod and on the
+	// placement: the switchover lifecycle action failed; it runs again
+	// after a growing delay, and the leader is not asked otherwise.
+	ReasonSwitchoverActionFailed = "SwitchoverActionFailed"
 )
 
 // DefaultResync is the time between passes over every placement with
@@ -66,6 +71,11 @@ type Controller struct {
 	// Resync is the time between passes over every placement with
 	// spec.update.
 	Resync time.Duration
+	// Actions runs the switchover lifecycle action (spec.actions); nil:
+	// the leader is only annotated.
+	Actions *actions.Runner
+	// ClusterDomain ends the fleet DNS names in the action's environment.
+	ClusterDomain string
 
 	queue workqueue.TypedRateLimitingInterface[types.NamespacedName]
 
@@ -99,6 +109,7 @@ func Run(ctx context.Context, d wiring.Deps) error {
 	logger := klog.FromContext(ctx).WithName("updater")
 	ctx = klog.NewContext(ctx, logger)
 	c := New(d.Placements, d.StatefulSets.Lister(), d.Pods.Lister(), d.Client, d.Recorder)
+	c.Actions, c.ClusterDomain = d.Actions, d.ClusterDomain
 	var hs wiring.Handlers
 	if err := hs.Add(d.StatefulSets.Informer(), c.handler(objectKey)); err != nil {
 		return err
@@ -246,6 +257,12 @@ func (c *Controller) Sync(ctx context.Context, key types.NamespacedName) error {
 		errs = append(errs, c.replace(ctx, sp, sts, p, pl.Revision))
 	}
 	for _, p := range pl.Switchover {
+		if sp.Spec.Actions != nil && sp.Spec.Actions.Actions.Switchover != nil && c.Actions != nil {
+			if err := c.runSwitchover(ctx, sp, p, Candidate(in, p.Name, sp.Spec.Actions.Candidates), pl.Revision); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
 		errs = append(errs, c.requestSwitchover(ctx, sp, p, pl.Revision))
 	}
 	if len(pl.Outdated) > 0 && sts.Spec.MinReadySeconds > 0 {
@@ -291,6 +308,27 @@ func (c *Controller) replace(ctx context.Context, sp *fleetv1.SubsetPlacement, s
 	c.Recorder.Eventf(sp, p, v1.EventTypeNormal, ReasonPodReplaced, "Replace",
 		"Deleted pod %s (role %s, revision %s) for StatefulSet %s to create it at revision %s",
 		p.Name, roleOrNone(role), old, sts.Name, revision)
+	return nil
+}
+
+// runSwitchover runs the switchover lifecycle action in the outdated
+// leader p with candidate (FLEETSET_CANDIDATE_NAME; "" lets the workload
+// choose); an error (with Warning events) when it fails, which holds the
+// leader: Sync is retried with a growing delay.
+func (c *Controller) runSwitchover(ctx context.Context, sp *fleetv1.SubsetPlacement, p *v1.Pod, candidate, revision string) error {
+	pa := sp.Spec.Actions
+	env := actions.ForPod(fleetv1.ActionSwitchover, pa, p, c.ClusterDomain)
+	env.Leader, env.Candidate = p.Name, candidate
+	res, err := c.Actions.Run(ctx, actions.Request{Name: fleetv1.ActionSwitchover, Action: pa.Actions.Switchover, Placement: sp.Name, Pod: p, Env: env.Vars()})
+	if err != nil {
+		msg := fmt.Sprintf("switchover action in leader %s (candidate %q) failed after %d attempts; the leader is held and the action runs again: %v",
+			p.Name, candidate, res.Attempts, err)
+		c.Recorder.Eventf(p, sp, v1.EventTypeWarning, ReasonSwitchoverActionFailed, "Switchover", "%s", msg)
+		c.Recorder.Eventf(sp, p, v1.EventTypeWarning, ReasonSwitchoverActionFailed, "Switchover", "%s", msg)
+		return fmt.Errorf("switchover action in %s: %w", klog.KObj(p), err)
+	}
+	klog.FromContext(ctx).Info("Switchover action succeeded in the outdated leader", "pod", klog.KObj(p), "candidate", candidate,
+		"updateRevision", revision, "stdout", res.Stdout)
 	return nil
 }
 

@@ -33,6 +33,16 @@
 //     annotation is kept), with a Normal event SwitchoverRequested on the
 //     pod and on P; it is never deleted in that mode. Once the workload has
 //     moved the leader role, the old leader is a follower like any other.
+//     When P has a switchover lifecycle action (spec.actions.actions.
+//     switchover), it runs first, in the leader pod, with
+//     FLEETSET_CANDIDATE_NAME/FQDN the lowest available ordinal of S on the
+//     update revision without the leader role, else the first of
+//     spec.actions.candidates (the hub's updated, Ready instances of the
+//     fleet), else empty; only once it succeeded is the leader annotated
+//     (the record that it was asked), so that the hub's switchover policy
+//     and deadline then wait for the role to move as without the action.
+//     A failing action holds the leader (Warning events
+//     SwitchoverActionFailed, the placement retried with a growing delay).
 //
 // The StatefulSet controller creates each deleted pod again at the update
 // revision; its events (and the pod's readiness) bring the placement back

@@ -4,7 +4,9 @@ package updater_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -134,8 +136,8 @@ func run(m *testing.M) (int, error) {
 	pods.Informer()
 	factory.Start(ctx.Done())
 	cfg := member.DefaultConfig()
-	cfg.ClaimExpansion, cfg.Roles = false, false
-	if _, err := member.New(&cfg).Start(ctx, member.Host{Client: schedCS, Pods: pods, Placements: placements}); err != nil {
+	cfg.ClaimExpansion, cfg.Roles, cfg.Actions = false, false, false
+	if _, err := member.New(&cfg).Start(ctx, member.Host{Client: schedCS, Pods: pods, Placements: placements, ActionExecutor: switchovers}); err != nil {
 		return 0, err
 	}
 	return m.Run(), nil
@@ -509,6 +511,128 @@ func TestRoleOrderedUpdate(t *testing.T) {
 	}
 	if maxDown, _ := k.state(); maxDown > 1 {
 		t.Errorf("%d instances unavailable at once, maxUnavailable 1", maxDown)
+	}
+}
+
+// switchoverExec is the member component's Executor here (there is no
+// kubelet, so no pods/exec stream): it records each exec's pod and argv and
+// fails while fail is set.
+type switchoverExec struct {
+	mu    sync.Mutex
+	calls []string
+	fail  bool
+}
+
+var switchovers = &switchoverExec{}
+
+func (e *switchoverExec) Exec(_ context.Context, ns, pod, container string, argv []string, _, stderr io.Writer) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.calls = append(e.calls, ns+"/"+pod+"/"+container+" "+strings.Join(argv, " "))
+	if e.fail {
+		_, _ = io.WriteString(stderr, "leader transfer failed")
+		return errors.New("command terminated with exit code 1")
+	}
+	return nil
+}
+
+func (e *switchoverExec) set(fail bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.fail = fail
+}
+
+func (e *switchoverExec) callsIn(ns string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, c := range e.calls {
+		if strings.HasPrefix(c, ns+"/") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// TestSwitchoverAction: with a switchover lifecycle action, a rollout that
+// reaches the outdated leader (leader Switchover) runs it in the leader's
+// pod, with the candidate the lowest updated, Ready follower; while it
+// fails the leader is neither annotated nor deleted (Warning events
+// SwitchoverActionFailed); once it succeeds the leader is annotated
+// fleetset.io/switchover-requested, as without the action.
+func TestSwitchoverAction(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "switchover-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &kubelet{}
+	go k.run(ctx, ns.Name)
+	action := &fleetv1.LifecycleAction{Exec: &fleetv1.ExecAction{Command: []string{"etcdctl", "move-leader"}}, Retries: new(int32)}
+	sp := &fleetv1.SubsetPlacement{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "db-east", Labels: owner},
+		Spec: fleetv1.SubsetPlacementSpec{
+			Roles:   &fleetv1.PlacementRoles{Roles: roles},
+			Update:  &fleetv1.PlacementUpdate{MaxUnavailable: 1, Leader: fleetv1.LeaderHold},
+			Actions: &fleetv1.PlacementActions{FleetSet: "db", ServiceName: "db", Actions: fleetv1.LifecycleActions{Switchover: action}},
+		},
+	}
+	if err := cl.Create(ctx, sp); err != nil {
+		t.Fatal(err)
+	}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "db-east", Labels: owner},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To[int32](3), ServiceName: "db", PodManagementPolicy: appsv1.ParallelPodManagement,
+			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+			Template: v1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "db", fleetv1.LabelSet: "db", fleetv1.LabelPlacement: "db-east"}},
+				Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "db", Image: "db:1"}}},
+			},
+		},
+	}
+	if _, err := cs.AppsV1().StatefulSets(ns.Name).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rev1 := updateRevision(t, ns.Name)
+	leaderUID := allAt(t, ns.Name, rev1, 0, 1, 2)[0].UID
+	setTemplateImage(t, ns.Name, "db:2")
+	rev2 := updateRevision(t, ns.Name)
+	allAt(t, ns.Name, rev2, 1, 2)
+
+	switchovers.set(true)
+	setUpdate(t, ns.Name, 1, fleetv1.LeaderSwitchover)
+	eventNote(t, ns.Name, "Pod", "db-east-0", updater.ReasonSwitchoverActionFailed, "leader transfer failed")
+	eventNote(t, ns.Name, "SubsetPlacement", "db-east", updater.ReasonSwitchoverActionFailed, "db-east-0")
+	pods := podStates(t, ns.Name)
+	if p := pods[0]; p == nil || p.UID != leaderUID || p.DeletionTimestamp != nil || p.Annotations[fleetv1.AnnotationSwitchoverRequested] != "" {
+		t.Fatalf("failing switchover action: the leader was touched: %s", describe(pods))
+	}
+
+	switchovers.set(false)
+	eventually(t, "the leader annotated after the action succeeded", 60*time.Second, func() (bool, string) {
+		pods := podStates(t, ns.Name)
+		return pods[0] != nil && pods[0].Annotations[fleetv1.AnnotationSwitchoverRequested] != "", describe(pods)
+	})
+	calls := switchovers.callsIn(ns.Name)
+	if len(calls) < 2 {
+		t.Fatalf("exec calls %q, want a failed and a successful one", calls)
+	}
+	last := calls[len(calls)-1]
+	for _, want := range []string{ns.Name + "/db-east-0/db env ", "FLEETSET_ACTION=switchover", "FLEETSET_LEADER_NAME=db-east-0",
+		"FLEETSET_CANDIDATE_NAME=db-east-1", "FLEETSET_CANDIDATE_FQDN=db-east-1.db." + ns.Name + ".svc.cluster.local", " etcdctl move-leader"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("switchover exec %q: want %q in it", last, want)
+		}
+	}
+	time.Sleep(2 * time.Second)
+	if n := len(switchovers.callsIn(ns.Name)); n != len(calls) {
+		t.Errorf("the action ran again after it succeeded: %q", switchovers.callsIn(ns.Name))
+	}
+	if p := podStates(t, ns.Name)[0]; p == nil || p.UID != leaderUID {
+		t.Errorf("leader Switchover with the action: the leader was replaced")
 	}
 }
 

@@ -245,3 +245,40 @@ func names(pods []*v1.Pod) []string {
 	}
 	return out
 }
+
+// Candidate returns the instance a switchover hands the leader role to: the
+// lowest ordinal of in's StatefulSet that runs the update revision, is
+// available and holds no leader role; else the first of fleet (the hub's
+// updated, Ready instances of the whole fleet, SubsetPlacement
+// spec.actions.candidates) other than leader; "" when there is none (the
+// workload chooses). It is pure.
+func Candidate(in Input, leader string, fleet []string) string {
+	sts := in.StatefulSet
+	leaderRole := map[string]bool{}
+	for _, r := range in.Roles {
+		leaderRole[r.Name] = r.IsLeader
+	}
+	best, bestN := "", -1
+	for _, p := range in.Pods {
+		ref := metav1.GetControllerOf(p)
+		if ref == nil || ref.UID != sts.UID || p.Name == leader || p.DeletionTimestamp != nil || in.Deleting[p.UID] {
+			continue
+		}
+		if p.Labels[appsv1.ControllerRevisionHashLabelKey] != sts.Status.UpdateRevision || leaderRole[p.Labels[fleetv1.LabelRole]] ||
+			unavailable(p, sts.Spec.MinReadySeconds, in.Now) != "" {
+			continue
+		}
+		if n, ok := Ordinal(sts.Name, p.Name); ok && (bestN < 0 || n < bestN) {
+			best, bestN = p.Name, n
+		}
+	}
+	if best != "" {
+		return best
+	}
+	for _, name := range fleet {
+		if name != leader {
+			return name
+		}
+	}
+	return ""
+}

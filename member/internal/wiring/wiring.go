@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/member/actions"
 )
 
 // Component is the name the member controllers record events under.
@@ -54,6 +55,11 @@ type Deps struct {
 	// Hub is the hub's clientset with the add-on's credentials, for the
 	// fleet DNS publisher; nil: no hub, or fleet DNS disabled.
 	Hub kubernetes.Interface
+	// Actions runs lifecycle actions (package member/actions); nil: none
+	// are run.
+	Actions *actions.Runner
+	// ClusterDomain ends the fleet DNS names in actions' environment.
+	ClusterDomain string
 }
 
 // NewStatefulSetFactory returns an informer factory over cs whose

@@ -1,0 +1,623 @@
+package membership
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/member/actions"
+	"github.com/fleetset/fleetset/member/internal/placementqueue"
+	"github.com/fleetset/fleetset/member/internal/wiring"
+)
+
+// Event reasons, on pods (and, for leaves, on placements).
+const (
+	ReasonMemberJoined          = "MemberJoined"
+	ReasonMemberJoinFailed      = "MemberJoinFailed"
+	ReasonMemberLeft            = "MemberLeft"
+	ReasonMemberLeaveFailed     = "MemberLeaveFailed"
+	ReasonRolloutCompleteRan    = "RolloutCompleteRan"
+	ReasonRolloutCompleteFailed = "RolloutCompleteFailed"
+)
+
+// Defaults.
+const (
+	// DefaultResync is the time between passes over every placement with
+	// spec.actions.
+	DefaultResync = 30 * time.Second
+	// minBackoff and maxBackoff bound the delay before a failed action of
+	// an instance runs again.
+	minBackoff = 5 * time.Second
+	maxBackoff = 5 * time.Minute
+)
+
+// Controller runs memberJoin, memberLeave and rolloutComplete (see the
+// package documentation).
+type Controller struct {
+	// Placements reads SubsetPlacements (the scheduler's cache).
+	Placements client.Reader
+	// Pods reads pods (the scheduler's pod informer).
+	Pods corelisters.PodLister
+	// Client reads and annotates claims, patches pods and their status.
+	Client kubernetes.Interface
+	// Status writes SubsetPlacements' status subresource.
+	Status client.SubResourceWriter
+	// Recorder records events.
+	Recorder events.EventRecorder
+	// Runner runs the actions.
+	Runner *actions.Runner
+	// ClusterDomain ends the fleet DNS names of the actions' environment.
+	ClusterDomain string
+	// Resync is the time between passes over every placement.
+	Resync time.Duration
+
+	queue placementqueue.Queue
+
+	mu sync.Mutex
+	// running holds the actions running now, by task key.
+	running map[string]bool
+	// failures holds, by task key, the failures in a row and when the
+	// task may run again.
+	failures map[string]failure
+	// left holds ordinals whose leave succeeded, by placement, until the
+	// placement's status says so.
+	left map[types.NamespacedName]map[int32]bool
+	// leaveFailed holds the last leave failure by placement.
+	leaveFailed map[types.NamespacedName]string
+	// joined holds ordinals whose join succeeded, by placement, until the
+	// status says so.
+	joined map[types.NamespacedName]map[int32]bool
+	// relocationLeft holds the pod UIDs whose relocation leave succeeded.
+	relocationLeft map[types.UID]bool
+	// completed holds the rolloutComplete revision that succeeded, by
+	// placement.
+	completed map[types.NamespacedName]string
+}
+
+type failure struct {
+	n     int
+	until time.Time
+}
+
+// New returns a Controller.
+func New(placements client.Reader, pods corelisters.PodLister, cs kubernetes.Interface, status client.SubResourceWriter,
+	recorder events.EventRecorder, runner *actions.Runner) *Controller {
+	return &Controller{Placements: placements, Pods: pods, Client: cs, Status: status, Recorder: recorder, Runner: runner,
+		ClusterDomain: fleetv1.DefaultClusterDomain, Resync: DefaultResync,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
+			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "fleetset_member_membership"}),
+		running: map[string]bool{}, failures: map[string]failure{}, left: map[types.NamespacedName]map[int32]bool{},
+		leaveFailed: map[types.NamespacedName]string{}, joined: map[types.NamespacedName]map[int32]bool{},
+		relocationLeft: map[types.UID]bool{}, completed: map[types.NamespacedName]string{}}
+}
+
+// Run runs a Controller over d until ctx is done. d.Writer must write the
+// status subresource and d.Actions must be set. Errors are such a writer
+// or runner missing, a handler that cannot be registered, or caches that
+// never synced.
+func Run(ctx context.Context, d wiring.Deps) error {
+	sw, ok := d.Writer.(client.StatusClient)
+	if !ok || d.Writer == nil {
+		return fmt.Errorf("the SubsetPlacement writer %T cannot write the status subresource", d.Writer)
+	}
+	if d.Actions == nil {
+		return fmt.Errorf("no lifecycle action runner")
+	}
+	logger := klog.FromContext(ctx).WithName("membership")
+	ctx = klog.NewContext(ctx, logger)
+	c := New(d.Placements, d.Pods.Lister(), d.Client, sw.Status(), d.Recorder, d.Actions)
+	if d.ClusterDomain != "" {
+		c.ClusterDomain = d.ClusterDomain
+	}
+	var hs wiring.Handlers
+	if err := hs.Add(d.Pods.Informer(), c.handler(podKey)); err != nil {
+		return err
+	}
+	if err := hs.AddPlacements(ctx, d.Placements, c.handler(objectKey)); err != nil {
+		return err
+	}
+	return hs.Run(ctx, "fleetset-member-membership", func(ctx context.Context) {
+		logger.Info("Lifecycle action controller started", "resync", c.Resync)
+		c.Run(ctx, 2)
+	})
+}
+
+func objectKey(obj interface{}) (types.NamespacedName, bool) {
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}, true
+}
+
+// podKey is the placement of a pod labelled fleetset.io/placement.
+func podKey(obj interface{}) (types.NamespacedName, bool) {
+	p, ok := obj.(*v1.Pod)
+	if !ok || p.Labels[fleetv1.LabelPlacement] == "" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: p.Namespace, Name: p.Labels[fleetv1.LabelPlacement]}, true
+}
+
+func (c *Controller) handler(key func(obj interface{}) (types.NamespacedName, bool)) toolscache.ResourceEventHandler {
+	add := func(obj interface{}) {
+		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if k, ok := key(obj); ok {
+			c.queue.Add(k)
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{AddFunc: add, UpdateFunc: func(_, obj interface{}) { add(obj) }, DeleteFunc: add}
+}
+
+// Run runs workers until ctx is done, and enqueues every placement with
+// spec.actions every Resync.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer c.queue.ShutDown()
+	for range workers {
+		go wait.UntilWithContext(ctx, func(ctx context.Context) {
+			for placementqueue.ProcessNext(ctx, c.queue, c.Sync, "Lifecycle actions of a placement failed") {
+			}
+		}, time.Second)
+	}
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		placementqueue.EnqueueMatching(ctx, c.Placements, c.queue, func(sp *fleetv1.SubsetPlacement) bool { return sp.Spec.Actions != nil })
+	}, c.Resync)
+}
+
+// Sync decides, for placement key, which actions to start and writes what
+// finished into its status; an error asks for a retry.
+func (c *Controller) Sync(ctx context.Context, key types.NamespacedName) error {
+	sp := &fleetv1.SubsetPlacement{}
+	if err := c.Placements.Get(ctx, key, sp); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	pa := sp.Spec.Actions
+	if pa == nil || !sp.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	pods, err := c.Pods.Pods(key.Namespace).List(labels.SelectorFromSet(labels.Set{fleetv1.LabelPlacement: key.Name}))
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(pods, func(a, b *v1.Pod) int { return int(actions.Ordinal(a) - actions.Ordinal(b)) })
+	if pa.Actions.MemberJoin != nil {
+		for _, p := range pods {
+			if p.Status.Phase == v1.PodRunning && p.DeletionTimestamp == nil && !ConditionTrue(p) {
+				c.join(ctx, sp, p)
+			}
+		}
+	}
+	c.leave(ctx, sp, pods)
+	c.rolloutComplete(ctx, sp, pods)
+	return c.writeStatus(ctx, sp)
+}
+
+// start runs fn for task in a goroutine unless the task runs already or
+// waits after a failure; the placement is synced again when fn ends (and
+// when the wait ends). fn returns whether it succeeded.
+func (c *Controller) start(ctx context.Context, sp *fleetv1.SubsetPlacement, task string, fn func(ctx context.Context) bool) {
+	key := client.ObjectKeyFromObject(sp)
+	c.mu.Lock()
+	if c.running[task] {
+		c.mu.Unlock()
+		return
+	}
+	if f, ok := c.failures[task]; ok && time.Now().Before(f.until) {
+		c.mu.Unlock()
+		c.queue.AddAfter(key, time.Until(f.until))
+		return
+	}
+	c.running[task] = true
+	c.mu.Unlock()
+	go func() {
+		ok := fn(ctx)
+		c.mu.Lock()
+		delete(c.running, task)
+		if ok {
+			delete(c.failures, task)
+		} else {
+			f := c.failures[task]
+			f.n++
+			d := min(minBackoff<<min(f.n-1, 10), maxBackoff)
+			f.until = time.Now().Add(d)
+			c.failures[task] = f
+		}
+		c.mu.Unlock()
+		c.queue.Add(key)
+	}()
+}
+
+// join handles one running instance p of sp whose condition is not True.
+func (c *Controller) join(ctx context.Context, sp *fleetv1.SubsetPlacement, p *v1.Pod) {
+	pa := sp.Spec.Actions
+	logger := klog.FromContext(ctx).WithValues("placement", klog.KObj(sp), "pod", klog.KObj(p))
+	claims, err := c.claims(ctx, p)
+	if err != nil {
+		logger.Error(err, "Reading the claims of an instance")
+		return
+	}
+	ordinal := actions.Ordinal(p)
+	d := Join(JoinInput{Pod: p, Claims: claims, Epoch: pa.Epoch, Origin: pa.Origin, JoinedBefore: c.joinedBefore(sp, ordinal)})
+	if d.Joined {
+		if err := c.setCondition(ctx, p, "ClaimJoined", "the instance's claims joined already"); err != nil {
+			logger.Error(err, "Setting the member-joined condition")
+		}
+		return
+	}
+	action := pa.Actions.MemberJoin
+	if action.Exec != nil && !ContainerRunning(p, action.Exec.Container) {
+		return // its container's start brings it back
+	}
+	task := "join/" + string(p.UID)
+	c.start(ctx, sp, task, func(ctx context.Context) bool {
+		if d.LeaveFirst != "" && pa.Actions.MemberLeave != nil && !c.relocationLeftDone(p.UID) {
+			if _, err := c.runFor(ctx, sp, p, fleetv1.ActionMemberLeave, pa.Actions.MemberLeave, func(e *actions.Env) { e.LeaveReason = d.LeaveFirst }); err != nil {
+				c.Recorder.Eventf(p, sp, v1.EventTypeWarning, ReasonMemberLeaveFailed, "MemberLeave",
+					"memberLeave (reason %s) before joining failed; the instance stays not Ready: %v", d.LeaveFirst, err)
+				return false
+			}
+			c.mu.Lock()
+			c.relocationLeft[p.UID] = true
+			c.mu.Unlock()
+			c.Recorder.Eventf(p, sp, v1.EventTypeNormal, ReasonMemberLeft, "MemberLeave", "memberLeave (reason %s) succeeded before joining", d.LeaveFirst)
+		}
+		if _, err := c.runFor(ctx, sp, p, fleetv1.ActionMemberJoin, action, func(e *actions.Env) { e.JoinReason = d.Reason }); err != nil {
+			c.Recorder.Eventf(p, sp, v1.EventTypeWarning, ReasonMemberJoinFailed, "MemberJoin",
+				"memberJoin (reason %s) failed; the instance stays not Ready (readiness gate %s): %v", d.Reason, fleetv1.ConditionMemberJoined, err)
+			return false
+		}
+		if err := c.markJoined(ctx, sp, p, claims); err != nil {
+			logger.Error(err, "Recording a join")
+			return false
+		}
+		c.mu.Lock()
+		if c.joined[client.ObjectKeyFromObject(sp)] == nil {
+			c.joined[client.ObjectKeyFromObject(sp)] = map[int32]bool{}
+		}
+		c.joined[client.ObjectKeyFromObject(sp)][ordinal] = true
+		c.mu.Unlock()
+		if err := c.setCondition(ctx, p, "MemberJoined", "memberJoin succeeded (reason "+string(d.Reason)+")"); err != nil {
+			logger.Error(err, "Setting the member-joined condition")
+			return false
+		}
+		c.Recorder.Eventf(p, sp, v1.EventTypeNormal, ReasonMemberJoined, "MemberJoin", "memberJoin succeeded (reason %s)", d.Reason)
+		return true
+	})
+}
+
+func (c *Controller) relocationLeftDone(uid types.UID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.relocationLeft[uid]
+}
+
+// joinedBefore reports whether ordinal joined in sp before (its status or
+// this process's record).
+func (c *Controller) joinedBefore(sp *fleetv1.SubsetPlacement, ordinal int32) bool {
+	if sp.Status.Actions != nil && slices.Contains(fleetv1.ParseOrdinals(sp.Status.Actions.Joined), ordinal) {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.joined[client.ObjectKeyFromObject(sp)][ordinal]
+}
+
+// runFor runs action about instance p of sp, in the pod its target names,
+// with the environment edited by set.
+func (c *Controller) runFor(ctx context.Context, sp *fleetv1.SubsetPlacement, p *v1.Pod, name fleetv1.ActionName,
+	action *fleetv1.LifecycleAction, set func(*actions.Env)) (actions.Result, error) {
+	env := actions.ForPod(name, sp.Spec.Actions, p, c.ClusterDomain)
+	set(&env)
+	target, placement := c.target(ctx, sp, p, action)
+	if target == nil {
+		return actions.Result{}, fmt.Errorf("instance %s is not running and no other live instance may run %s", p.Name, name)
+	}
+	return c.Runner.Run(ctx, actions.Request{Name: name, Action: action, Placement: placement, Pod: target, Env: env.Vars()})
+}
+
+// target returns the pod action about p runs in, and that pod's
+// placement: p itself (target Self), or another Running and Ready instance
+// of the same FleetSet in this cluster (AnyLive; p when there is none).
+// p may be nil (its pod is gone); then AnyLive is the only way.
+func (c *Controller) target(ctx context.Context, sp *fleetv1.SubsetPlacement, p *v1.Pod, action *fleetv1.LifecycleAction) (*v1.Pod, string) {
+	self := p != nil && p.Status.Phase == v1.PodRunning && p.DeletionTimestamp == nil
+	if action.TargetOrDefault() == fleetv1.TargetAnyLive {
+		pods, _ := c.Pods.Pods(sp.Namespace).List(labels.SelectorFromSet(labels.Set{fleetv1.LabelSet: sp.Spec.Actions.FleetSet}))
+		slices.SortFunc(pods, func(a, b *v1.Pod) int { return int(actions.Ordinal(a) - actions.Ordinal(b)) })
+		for _, o := range pods {
+			if (p != nil && o.UID == p.UID) || o.Status.Phase != v1.PodRunning || o.DeletionTimestamp != nil || !Ready(o) {
+				continue
+			}
+			pl := o.Labels[fleetv1.LabelPlacement]
+			other := &fleetv1.SubsetPlacement{}
+			if pl == "" || c.Placements.Get(ctx, types.NamespacedName{Namespace: sp.Namespace, Name: pl}, other) != nil ||
+				other.Spec.Actions == nil || other.Spec.Actions.FleetSet != sp.Spec.Actions.FleetSet {
+				continue // not an instance of a placement of this FleetSet
+			}
+			return o, pl
+		}
+	}
+	if self {
+		return p, sp.Name
+	}
+	return nil, ""
+}
+
+// claims reads p's claims.
+func (c *Controller) claims(ctx context.Context, p *v1.Pod) ([]Claim, error) {
+	var out []Claim
+	for _, name := range ClaimNames(p) {
+		pvc, err := c.Client.CoreV1().PersistentVolumeClaims(p.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Claim{Name: name, Annotations: pvc.Annotations})
+	}
+	return out, nil
+}
+
+// markJoined annotates p's claims (or p, without claims) as joined by p at
+// sp's epoch, removing a member-left mark.
+func (c *Controller) markJoined(ctx context.Context, sp *fleetv1.SubsetPlacement, p *v1.Pod, claims []Claim) error {
+	ann := map[string]any{fleetv1.AnnotationMemberJoined: string(p.UID),
+		fleetv1.AnnotationMemberJoinedEpoch: strconv.FormatInt(sp.Spec.Actions.Epoch, 10), fleetv1.AnnotationMemberLeft: nil}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	if len(claims) == 0 {
+		pp, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": p.UID, "annotations": ann}})
+		_, err := c.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, pp, metav1.PatchOptions{})
+		return err
+	}
+	for _, cl := range claims {
+		if _, err := c.Client.CoreV1().PersistentVolumeClaims(p.Namespace).Patch(ctx, cl.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("annotating claim %s: %w", cl.Name, err)
+		}
+	}
+	return nil
+}
+
+// setCondition sets p's condition fleetset.io/member-joined True.
+func (c *Controller) setCondition(ctx context.Context, p *v1.Pod, reason, message string) error {
+	patch, _ := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": p.UID},
+		"status": map[string]any{"conditions": []map[string]any{{
+			"type": fleetv1.ConditionMemberJoined, "status": "True", "reason": reason, "message": message,
+			"lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339)}}}})
+	_, err := c.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// leave starts memberLeave for every entry of sp's spec.actions.leave not
+// done yet.
+func (c *Controller) leave(ctx context.Context, sp *fleetv1.SubsetPlacement, pods []*v1.Pod) {
+	pa := sp.Spec.Actions
+	key := client.ObjectKeyFromObject(sp)
+	var done []int32
+	if sp.Status.Actions != nil {
+		done = fleetv1.ParseOrdinals(sp.Status.Actions.Left)
+	}
+	for _, l := range pa.Leave {
+		c.mu.Lock()
+		ok := c.left[key][l.Ordinal]
+		c.mu.Unlock()
+		if ok || slices.Contains(done, l.Ordinal) {
+			continue
+		}
+		if pa.Actions.MemberLeave == nil {
+			c.recordLeft(key, l.Ordinal) // nothing to run: done
+			continue
+		}
+		var pod *v1.Pod
+		for _, p := range pods {
+			if actions.Ordinal(p) == l.Ordinal && p.DeletionTimestamp == nil {
+				pod = p
+			}
+		}
+		name := sp.Name + "-" + strconv.FormatInt(int64(l.Ordinal), 10)
+		l := l
+		c.start(ctx, sp, "leave/"+name, func(ctx context.Context) bool {
+			p := pod
+			if p == nil {
+				// The pod is gone: AnyLive runs for it with its name.
+				p = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: sp.Namespace, Name: name,
+					Labels: map[string]string{"apps.kubernetes.io/pod-index": strconv.FormatInt(int64(l.Ordinal), 10)}}}
+			}
+			_, err := c.runFor(ctx, sp, p, fleetv1.ActionMemberLeave, pa.Actions.MemberLeave, func(e *actions.Env) { e.LeaveReason = l.Reason })
+			if err != nil {
+				msg := fmt.Sprintf("%s: %v", name, err)
+				c.mu.Lock()
+				c.leaveFailed[key] = msg
+				c.mu.Unlock()
+				c.Recorder.Eventf(sp, related(pod), v1.EventTypeWarning, ReasonMemberLeaveFailed, "MemberLeave",
+					"memberLeave of %s (reason %s) failed; the hub holds the scale-down: %v", name, l.Reason, err)
+				return false
+			}
+			if pod != nil {
+				if err := c.markLeft(ctx, pod, l.Reason); err != nil {
+					klog.FromContext(ctx).Error(err, "Recording a leave on the claims", "pod", name)
+					return false
+				}
+			}
+			c.recordLeft(key, l.Ordinal)
+			c.Recorder.Eventf(sp, related(pod), v1.EventTypeNormal, ReasonMemberLeft, "MemberLeave", "memberLeave of %s (reason %s) succeeded", name, l.Reason)
+			return true
+		})
+	}
+}
+
+func (c *Controller) recordLeft(key types.NamespacedName, ordinal int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.left[key] == nil {
+		c.left[key] = map[int32]bool{}
+	}
+	c.left[key][ordinal] = true
+	delete(c.joined[key], ordinal)
+	delete(c.leaveFailed, key)
+}
+
+// markLeft removes the member-joined marks of p's claims and marks them
+// left with reason.
+func (c *Controller) markLeft(ctx context.Context, p *v1.Pod, reason fleetv1.LeaveReason) error {
+	ann := map[string]any{fleetv1.AnnotationMemberJoined: nil, fleetv1.AnnotationMemberJoinedEpoch: nil, fleetv1.AnnotationMemberLeft: string(reason)}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	for _, name := range ClaimNames(p) {
+		_, err := c.Client.CoreV1().PersistentVolumeClaims(p.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("annotating claim %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// rolloutComplete starts rolloutComplete when sp asks for a revision not
+// done yet: in its leader instance, or its lowest running ordinal.
+func (c *Controller) rolloutComplete(ctx context.Context, sp *fleetv1.SubsetPlacement, pods []*v1.Pod) {
+	pa := sp.Spec.Actions
+	rev := pa.RolloutComplete
+	key := client.ObjectKeyFromObject(sp)
+	if rev == "" || (sp.Status.Actions != nil && sp.Status.Actions.RolloutComplete == rev) {
+		return
+	}
+	c.mu.Lock()
+	done := c.completed[key] == rev
+	c.mu.Unlock()
+	if done {
+		return
+	}
+	if pa.Actions.RolloutComplete == nil {
+		c.mu.Lock()
+		c.completed[key] = rev
+		c.mu.Unlock()
+		return
+	}
+	var target *v1.Pod
+	for _, p := range pods {
+		if p.Status.Phase != v1.PodRunning || p.DeletionTimestamp != nil {
+			continue
+		}
+		if target == nil || (pa.Leader != "" && p.Name == pa.Leader) {
+			target = p
+		}
+	}
+	if target == nil {
+		return
+	}
+	c.start(ctx, sp, "rolloutComplete/"+key.String()+"/"+rev, func(ctx context.Context) bool {
+		_, err := c.runFor(ctx, sp, target, fleetv1.ActionRolloutComplete, pa.Actions.RolloutComplete, func(e *actions.Env) { e.Revision = rev })
+		if err != nil {
+			c.Recorder.Eventf(sp, target, v1.EventTypeWarning, ReasonRolloutCompleteFailed, "RolloutComplete", "rolloutComplete for revision %s failed: %v", rev, err)
+			return false
+		}
+		c.mu.Lock()
+		c.completed[key] = rev
+		c.mu.Unlock()
+		c.Recorder.Eventf(sp, target, v1.EventTypeNormal, ReasonRolloutCompleteRan, "RolloutComplete", "rolloutComplete for revision %s succeeded in %s", rev, target.Name)
+		return true
+	})
+}
+
+// writeStatus writes sp's status.actions when it differs from what is
+// known now.
+func (c *Controller) writeStatus(ctx context.Context, sp *fleetv1.SubsetPlacement) error {
+	key := client.ObjectKeyFromObject(sp)
+	cur := fleetv1.PlacementActionsStatus{}
+	if sp.Status.Actions != nil {
+		cur = *sp.Status.Actions
+	}
+	c.mu.Lock()
+	done := map[int32]bool{}
+	for _, o := range fleetv1.ParseOrdinals(cur.Left) {
+		done[o] = true
+	}
+	for o := range c.left[key] {
+		done[o] = true
+	}
+	joined := map[int32]bool{}
+	for _, o := range fleetv1.ParseOrdinals(cur.Joined) {
+		joined[o] = true
+	}
+	for o := range c.joined[key] {
+		joined[o] = true
+	}
+	for o := range c.left[key] {
+		delete(joined, o)
+	}
+	want := fleetv1.PlacementActionsStatus{
+		Left:            fleetv1.FormatOrdinals(LeftOrdinals(sp.Spec.Actions.Leave, done)),
+		LeaveFailed:     c.leaveFailed[key],
+		RolloutComplete: cur.RolloutComplete,
+		Joined:          fleetv1.FormatOrdinals(keys(joined)),
+	}
+	if r := c.completed[key]; r != "" {
+		want.RolloutComplete = r
+	}
+	if len(sp.Spec.Actions.Leave) == 0 {
+		delete(c.left, key)
+		delete(c.leaveFailed, key)
+		want.LeaveFailed = ""
+	}
+	c.mu.Unlock()
+	if want == cur {
+		return nil
+	}
+	str := func(s string) any {
+		if s == "" {
+			return nil
+		}
+		return s
+	}
+	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"actions": map[string]any{
+		"left": str(want.Left), "leaveFailed": str(want.LeaveFailed), "rolloutComplete": str(want.RolloutComplete), "joined": str(want.Joined)}}})
+	obj := &fleetv1.SubsetPlacement{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	if err := c.Status.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patching status.actions of SubsetPlacement %s: %w", key, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Wrote the lifecycle actions' status", "placement", key, "left", want.Left, "leaveFailed", want.LeaveFailed,
+		"rolloutComplete", want.RolloutComplete, "joined", want.Joined)
+	return nil
+}
+
+func keys(m map[int32]bool) []int32 {
+	out := make([]int32, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// related is p as an event's related object: nil (not a typed nil) when p
+// is nil.
+func related(p *v1.Pod) runtime.Object {
+	if p == nil {
+		return nil
+	}
+	return p
+}
