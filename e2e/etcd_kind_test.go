@@ -104,7 +104,7 @@ func TestEtcdOnTheFleet(t *testing.T) {
 	})
 	fs := r.fleetSet(t)
 	f.createFleetSet(t, fs)
-	r.waitHealthy(t, 5, 8*time.Minute, "")
+	r.waitHealthy(t, 5, 8*time.Minute)
 
 	for _, c := range []string{r.clusters[0], r.clusters[1]} {
 		r.startClient(t, c)
@@ -141,7 +141,7 @@ func TestEtcdOnTheFleet(t *testing.T) {
 		default:
 			t.Fatalf("unknown step %q", step)
 		}
-		r.waitHealthy(t, 5, 10*time.Minute, "")
+		r.waitHealthy(t, 5, 10*time.Minute)
 		time.Sleep(10 * time.Second)
 	}
 	pods := r.stopClients(t)
@@ -236,6 +236,7 @@ func bumpFlag(c *corev1.Container) {
 type etcdPod struct {
 	name, cluster, node, image string
 	ready                      bool
+	created                    time.Time
 }
 
 // pods lists the FleetSet's pods in every cluster that are not being
@@ -255,7 +256,8 @@ func (r *etcdRun) pods(ctx context.Context) (map[string]etcdPod, error) {
 			for _, c := range p.Status.Conditions {
 				ready = ready || c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
 			}
-			out[p.Name] = etcdPod{name: p.Name, cluster: m.name, node: p.Spec.NodeName, image: p.Spec.Containers[0].Image, ready: ready}
+			out[p.Name] = etcdPod{name: p.Name, cluster: m.name, node: p.Spec.NodeName, image: p.Spec.Containers[0].Image, ready: ready,
+				created: p.CreationTimestamp.Time}
 		}
 	}
 	return out, nil
@@ -277,16 +279,16 @@ func (r *etcdRun) etcdctl(ctx context.Context, p etcdPod, args ...string) (strin
 
 // healthy reports whether n instances are Ready, the member list (asked
 // of a Ready instance, linearizable) has exactly those n members, all
-// started, and every member answers endpoint health; image, when not "",
-// is the image every instance must run.
-func (r *etcdRun) healthy(ctx context.Context, n int, image string) (bool, string, error) {
+// started, and every member answers endpoint health; every instance must
+// have been created after since (when not zero: a rollout replaced it).
+func (r *etcdRun) healthy(ctx context.Context, n int, since time.Time) (bool, string, error) {
 	pods, err := r.pods(ctx)
 	if err != nil {
 		return false, "", err
 	}
 	var ready []etcdPod
 	for _, p := range pods {
-		if p.ready && (image == "" || p.image == image) {
+		if p.ready && !p.created.Before(since.Truncate(time.Second)) {
 			ready = append(ready, p)
 		}
 	}
@@ -319,10 +321,10 @@ func (r *etcdRun) healthy(ctx context.Context, n int, image string) (bool, strin
 	return true, "", nil
 }
 
-func (r *etcdRun) waitHealthy(t *testing.T, n int, timeout time.Duration, image string) {
+func (r *etcdRun) waitHealthy(t *testing.T, n int, timeout time.Duration) {
 	t.Helper()
 	eventually(t, timeout, fmt.Sprintf("%d healthy etcd members", n), func(ctx context.Context) (bool, string, error) {
-		return r.healthy(ctx, n, image)
+		return r.healthy(ctx, n, time.Time{})
 	})
 }
 
@@ -371,7 +373,7 @@ func (r *etcdRun) startClient(t *testing.T, c string) {
 			Containers: []corev1.Container{{
 				Name: "client", Image: etcdClientImage, ImagePullPolicy: corev1.PullNever,
 				Args: []string{"-endpoints=" + strings.Join(eps, ","), "-name=client-" + c, "-prefix=" + r.ns + "/",
-					"-max-duration=90m", fmt.Sprintf("-monitor=%t", c == r.clusters[0])},
+					"-max-duration=90m", "-workers=4", "-interval=30ms", fmt.Sprintf("-monitor=%t", c == r.clusters[0])},
 			}},
 			TerminationGracePeriodSeconds: ptr.To[int64](5),
 		},
@@ -482,22 +484,11 @@ func (r *etcdRun) updateFleetSet(t *testing.T, mutate func(*fleetv1.FleetSet)) {
 // name for etcd-check's longest write gap.
 func (r *etcdRun) rollout(t *testing.T, name string, mutate func(*fleetv1.FleetSet)) {
 	t.Helper()
-	var image string
 	begin := time.Now()
-	r.updateFleetSet(t, func(fs *fleetv1.FleetSet) {
-		mutate(fs)
-		image = fs.Spec.Template.Spec.Containers[0].Image
-	})
-	// Every pod replaced: each started after the update.
+	r.updateFleetSet(t, mutate)
+	// Every pod replaced (created after the update), Ready, in the cluster.
 	eventually(t, 15*time.Minute, "rollout "+name, func(ctx context.Context) (bool, string, error) {
-		fs := &fleetv1.FleetSet{}
-		if err := r.f.hub.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: "etcd"}, fs); err != nil {
-			return false, "", err
-		}
-		if fs.Status.UpdatedReplicas != fs.Spec.Replicas || fs.Status.ReadyReplicas != fs.Spec.Replicas {
-			return false, fmt.Sprintf("updated %d ready %d of %d", fs.Status.UpdatedReplicas, fs.Status.ReadyReplicas, fs.Spec.Replicas), nil
-		}
-		return r.healthy(ctx, int(fs.Spec.Replicas), image)
+		return r.healthy(ctx, 5, begin)
 	})
 	end := time.Now()
 	r.windows = append(r.windows, fmt.Sprintf("-window=%s=%d,%d", name, begin.UnixNano(), end.UnixNano()))
@@ -509,7 +500,7 @@ func (r *etcdRun) scale(t *testing.T, n int32) {
 	t.Helper()
 	begin := time.Now()
 	r.updateFleetSet(t, func(fs *fleetv1.FleetSet) { fs.Spec.Replicas = n })
-	r.waitHealthy(t, int(n), 10*time.Minute, "")
+	r.waitHealthy(t, int(n), 10*time.Minute)
 	t.Logf("scale to %d took %s", n, time.Since(begin).Round(time.Second))
 }
 
@@ -545,7 +536,7 @@ func (r *etcdRun) cut(t *testing.T) string {
 				return false, p.name + " still in " + c, nil
 			}
 		}
-		return r.healthy(ctx, 5, "")
+		return r.healthy(ctx, 5, time.Time{})
 	})
 	s := time.Since(begin).Seconds()
 	t.Logf("cut %s: 5 healthy members after %.0f s", c, s)
