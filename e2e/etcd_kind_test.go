@@ -30,11 +30,11 @@ import (
 
 // The etcd acceptance test's settings (make e2e-kind-etcd sets them).
 var (
-	etcdImage        = framework.EnvString("FLEETSET_E2E_ETCD_IMAGE", "fleetset-etcd:3.6.16")
-	etcdArchive      = framework.EnvString("FLEETSET_E2E_ETCD_ARCHIVE", filepath.Join(framework.RepoRoot(), "bin", "images", "fleetset-etcd.tar"))
-	etcdClientImage  = "fleetset-etcd-client:dev"
+	etcdImage         = framework.EnvString("FLEETSET_E2E_ETCD_IMAGE", "fleetset-etcd:3.6.16")
+	etcdArchive       = framework.EnvString("FLEETSET_E2E_ETCD_ARCHIVE", filepath.Join(framework.RepoRoot(), "bin", "images", "fleetset-etcd.tar"))
+	etcdClientImage   = "fleetset-etcd-client:dev"
 	etcdClientArchive = framework.EnvString("FLEETSET_E2E_ETCD_CLIENT_ARCHIVE", filepath.Join(framework.RepoRoot(), "bin", "images", "etcd-client.tar"))
-	etcdCheckBin     = framework.EnvString("FLEETSET_E2E_ETCD_CHECK", filepath.Join(framework.RepoRoot(), "bin", "etcd-check"))
+	etcdCheckBin      = framework.EnvString("FLEETSET_E2E_ETCD_CHECK", filepath.Join(framework.RepoRoot(), "bin", "etcd-check"))
 )
 
 // etcdRun is the state of one acceptance run.
