@@ -89,12 +89,17 @@ func TestEtcdOnTheFleet(t *testing.T) {
 	start := time.Now()
 	f.loadImage(t, r.clusters, etcdArchive, etcdImage, etcdImage+"-rollout")
 	f.loadImage(t, r.clusters, etcdClientArchive, etcdClientImage)
-	r.ns = f.newNamespace(t, "e2e-etcd")
-	t.Cleanup(func() { // newNamespace removes it from the two members, not the spare
+	// Registered before newNamespace's, so it runs after it: the namespace
+	// goes from every member, the spare too, also when newNamespace's own
+	// minute ran out waiting for the hub.
+	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		_ = f.spare[0].c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}})
+		for _, m := range append(slices.Clone(f.members), f.spare[0]) {
+			_ = m.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}})
+		}
 	})
+	r.ns = f.newNamespace(t, "e2e-etcd")
 	r.logDir = framework.EnvString("FLEETSET_E2E_ETCD_LOGS", filepath.Join(framework.RepoRoot(), "bin", "etcd-e2e", r.ns))
 	if err := os.MkdirAll(r.logDir, 0o755); err != nil {
 		t.Fatal(err)
