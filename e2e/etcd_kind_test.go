@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,8 +44,9 @@ type etcdRun struct {
 	ns       string
 	clusters []string          // east, west, north
 	kubecfg  map[string]string // cluster → kubeconfig
-	actions  bool
-	windows  []string // etcd-check -window flags
+	actions  bool              // fleetset runs the sample's lifecycle actions
+	driver   *driverActions    // the test runs memberJoin/memberLeave itself
+	windows  []string          // etcd-check -window flags
 	logDir   string
 }
 
@@ -61,7 +63,9 @@ type etcdRun struct {
 // (porcupine) checks the history; the run prints one ETCD summary line and
 // fails if the history is not linearizable, an acknowledged write is lost,
 // the member list is not the fleet's instances, or a member ID ran on lost
-// data. FLEETSET_E2E_ETCD_ACTIONS=0 runs the sample without its lifecycle
+// data. FLEETSET_E2E_ETCD_ACTIONS=driver has the test run memberJoin and
+// memberLeave itself (driverActions) where the deployed fleetset predates
+// the actions. FLEETSET_E2E_ETCD_ACTIONS=0 runs the sample without its lifecycle
 // actions and roles (a static bootstrap): cut and scale then cannot heal
 // the membership, and no role probe labels the leader, so those steps and
 // rollout-leader-last are left out (their figures print as -1). Logs go to FLEETSET_E2E_ETCD_LOGS
@@ -77,14 +81,20 @@ func TestEtcdOnTheFleet(t *testing.T) {
 	if len(f.spare) == 0 {
 		t.Skip("etcd over three members needs FLEETSET_E2E_SPARE_MEMBERS")
 	}
-	r := &etcdRun{f: f, kubecfg: map[string]string{}, actions: os.Getenv("FLEETSET_E2E_ETCD_ACTIONS") != "0"}
+	mode := framework.EnvString("FLEETSET_E2E_ETCD_ACTIONS", "1")
+	r := &etcdRun{f: f, kubecfg: map[string]string{}, actions: mode == "1"}
 	for _, p := range append(slices.Clone(f.cfg.Members), f.cfg.Spare[0]) {
 		r.clusters = append(r.clusters, p.Name)
 		r.kubecfg[p.Name] = p.Path
 	}
 	steps := strings.Split(framework.EnvString("FLEETSET_E2E_ETCD_STEPS", "cut,rollout-plain,rollout-leader-last,scale,kill-leader-node"), ",")
-	if !r.actions {
+	switch mode {
+	case "0":
 		steps = slices.DeleteFunc(steps, func(s string) bool { return s == "cut" || s == "scale" || s == "rollout-leader-last" })
+	case "driver":
+		// No role probe: no leader-last order.
+		steps = slices.DeleteFunc(steps, func(s string) bool { return s == "rollout-leader-last" })
+		r.driver = &driverActions{r: r, joined: map[string]string{}, seen: map[string]bool{}, left: map[string]bool{}}
 	}
 	start := time.Now()
 	f.loadImage(t, r.clusters, etcdArchive, etcdImage, etcdImage+"-rollout")
@@ -100,6 +110,7 @@ func TestEtcdOnTheFleet(t *testing.T) {
 		}
 	})
 	r.ns = f.newNamespace(t, "e2e-etcd")
+	t.Logf("namespace %s, actions: %s", r.ns, mode)
 	r.logDir = framework.EnvString("FLEETSET_E2E_ETCD_LOGS", filepath.Join(framework.RepoRoot(), "bin", "etcd-e2e", r.ns))
 	if err := os.MkdirAll(r.logDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -110,6 +121,12 @@ func TestEtcdOnTheFleet(t *testing.T) {
 	})
 	fs := r.fleetSet(t)
 	f.createFleetSet(t, fs)
+	if r.driver != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); r.driver.run(ctx, t) }()
+		t.Cleanup(func() { cancel(); <-done })
+	}
 	r.waitHealthy(t, 5, 8*time.Minute)
 
 	for _, c := range []string{r.clusters[0], r.clusters[1]} {
@@ -206,7 +223,7 @@ func (r *etcdRun) fleetSet(t *testing.T) *fleetv1.FleetSet {
 	}
 	c := &fs.Spec.Template.Spec.Containers[0]
 	c.Image, c.ImagePullPolicy = etcdImage, corev1.PullNever
-	if !r.actions {
+	if !r.actions && r.driver == nil {
 		c.Env = append(c.Env, corev1.EnvVar{Name: "FLEETSET_ETCD_BOOTSTRAP", Value: "static"})
 	}
 	return fs
@@ -505,6 +522,9 @@ func (r *etcdRun) rollout(t *testing.T, name string, mutate func(*fleetv1.FleetS
 func (r *etcdRun) scale(t *testing.T, n int32) {
 	t.Helper()
 	begin := time.Now()
+	if r.driver != nil {
+		r.driver.leaveBeforeScaleDown(t, n)
+	}
 	r.updateFleetSet(t, func(fs *fleetv1.FleetSet) { fs.Spec.Replicas = n })
 	r.waitHealthy(t, int(n), 10*time.Minute)
 	t.Logf("scale to %d took %s", n, time.Since(begin).Round(time.Second))
@@ -608,4 +628,149 @@ func (r *etcdRun) dumpPods(t *testing.T) {
 			}
 		}
 	}
+}
+
+// driverActions stands in for fleetset's member component where the
+// deployed fleetset predates the lifecycle actions
+// (FLEETSET_E2E_ETCD_ACTIONS=driver): the test runs the sample's memberJoin
+// and memberLeave itself, through kubectl exec with the contract's
+// environment, at the points the contract names: memberJoin once an
+// instance runs on a claim that has not joined (FirstStart the first time,
+// Relocated — after memberLeave Relocated — on a new claim of an instance
+// that joined before, Rejoin after a scale-down); memberLeave ScaledDown
+// before a scale-down.
+type driverActions struct {
+	r      *etcdRun
+	mu     sync.Mutex
+	joined map[string]string // claim UID → instance
+	seen   map[string]bool   // instances that joined once
+	left   map[string]bool   // instances that left by scale-down
+}
+
+var fleetMembers = []string{"etcd-east-0", "etcd-east-1", "etcd-west-1000", "etcd-west-1001", "etcd-north-2000"}
+
+// action runs fleetset-etcd's action in pod p with the contract's
+// environment plus extra, and returns its stdout and stderr.
+func (d *driverActions) action(ctx context.Context, p etcdPod, action string, extra ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	var fqdns []string
+	for _, n := range fleetMembers {
+		fqdns = append(fqdns, fmt.Sprintf("%s.etcd.%s.svc.cluster.local", n, d.r.ns))
+	}
+	env := append([]string{"FLEETSET_ACTION=" + action, "FLEETSET_INSTANCE_NAME=" + p.name,
+		fmt.Sprintf("FLEETSET_INSTANCE_FQDN=%s.etcd.%s.svc.cluster.local", p.name, d.r.ns),
+		"FLEETSET_MEMBERS=" + strings.Join(fleetMembers, ","), "FLEETSET_MEMBER_FQDNS=" + strings.Join(fqdns, ",")}, extra...)
+	script := map[string]string{"memberJoin": "member-join", "memberLeave": "member-leave"}[action]
+	args := append([]string{"--kubeconfig", d.r.kubecfg[p.cluster], "-n", d.r.ns, "exec", p.name, "-c", "etcd", "--", "env"}, env...)
+	out, err := exec.CommandContext(ctx, "kubectl", append(args, "fleetset-etcd", script)...).CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// claim returns the UID of instance p's claim.
+func (d *driverActions) claim(ctx context.Context, p etcdPod) (string, error) {
+	pvc := &corev1.PersistentVolumeClaim{}
+	var c client.Client
+	for _, m := range append(slices.Clone(d.r.f.members), d.r.f.spare[0]) {
+		if m.name == p.cluster {
+			c = m.c
+		}
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: d.r.ns, Name: "data-" + p.name}, pvc); err != nil {
+		return "", err
+	}
+	return string(pvc.UID), nil
+}
+
+// run joins every instance that runs on a claim that has not joined, every
+// two seconds, until ctx ends.
+func (d *driverActions) run(ctx context.Context, t *testing.T) {
+	for ctx.Err() == nil {
+		pods, err := d.r.pods(ctx)
+		if err == nil {
+			for _, p := range pods {
+				uid, err := d.claim(ctx, p)
+				if err != nil {
+					continue
+				}
+				d.mu.Lock()
+				_, done := d.joined[uid]
+				reason := "FirstStart"
+				switch {
+				case d.left[p.name]:
+					reason = "Rejoin"
+				case d.seen[p.name]:
+					reason = "Relocated"
+				}
+				d.mu.Unlock()
+				if done {
+					continue
+				}
+				if reason == "Relocated" {
+					out, err := d.action(ctx, p, "memberLeave", "FLEETSET_LEAVE_REASON=Relocated")
+					t.Logf("driver: memberLeave Relocated %s (%s): %q %v", p.name, p.cluster, lastLines(out, 2), err)
+					if err != nil {
+						continue
+					}
+				}
+				out, err := d.action(ctx, p, "memberJoin", "FLEETSET_JOIN_REASON="+reason)
+				t.Logf("driver: memberJoin %s %s (%s): %q %v", reason, p.name, p.cluster, lastLines(out, 2), err)
+				if err == nil {
+					d.mu.Lock()
+					d.joined[uid], d.seen[p.name] = p.name, true
+					delete(d.left, p.name)
+					d.mu.Unlock()
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// leaveBeforeScaleDown runs memberLeave ScaledDown in every instance that
+// a scale to n removes (the highest ordinals of each subset: the sample
+// divides 3 as one per subset) and forgets their claims' joins.
+func (d *driverActions) leaveBeforeScaleDown(t *testing.T, n int32) {
+	t.Helper()
+	if n != 3 {
+		return
+	}
+	for _, name := range []string{"etcd-east-1", "etcd-west-1001"} {
+		eventually(t, 3*time.Minute, "memberLeave ScaledDown "+name, func(ctx context.Context) (bool, string, error) {
+			pods, err := d.r.pods(ctx)
+			if err != nil {
+				return false, "", err
+			}
+			p, ok := pods[name]
+			if !ok {
+				return false, "no pod", nil
+			}
+			out, err := d.action(ctx, p, "memberLeave", "FLEETSET_LEAVE_REASON=ScaledDown")
+			t.Logf("driver: memberLeave ScaledDown %s: %q %v", name, lastLines(out, 2), err)
+			if err != nil {
+				return false, out, nil
+			}
+			d.mu.Lock()
+			for uid, in := range d.joined {
+				if in == name {
+					delete(d.joined, uid)
+				}
+			}
+			d.left[name] = true
+			d.mu.Unlock()
+			return true, "", nil
+		})
+	}
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, " | ")
 }
