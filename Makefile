@@ -498,7 +498,9 @@ e2e-kind: kind-up kind-echo-image ## The e2e suite on the kind fleet (left up; m
 # (make kind-up): the sample etcd over east, west and north, two clients,
 # the faults of ETCD_STEPS one after the other, porcupine's check; it prints
 # the ETCD summary line and keeps its logs in bin/etcd-e2e/<namespace>/.
-# ETCD_ACTIONS=0 runs it without the lifecycle actions (no cut, no scale, no
+# ETCD_ACTIONS=1: fleetset runs the sample's lifecycle actions; driver: the
+# test runs memberJoin/memberLeave itself (a fleet whose fleetset predates
+# the actions; no leader-last rollout); 0: none (no cut, no scale, no
 # leader-last rollout). Not in CI: about 30 minutes on a 2-core machine.
 ETCD_STEPS ?= cut,rollout-plain,rollout-leader-last,scale,kill-leader-node
 ETCD_ACTIONS ?= 1
