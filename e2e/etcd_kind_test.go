@@ -613,6 +613,8 @@ func (r *etcdRun) dumpPods(t *testing.T) {
 	for _, c := range r.clusters {
 		out, _ := exec.Command("kubectl", "--kubeconfig", r.kubecfg[c], "-n", r.ns, "get", "pods,pvc", "-o", "wide").CombinedOutput()
 		_ = os.WriteFile(filepath.Join(r.logDir, c+"-pods.txt"), out, 0o644)
+		out, _ = exec.Command("kubectl", "--kubeconfig", r.kubecfg[c], "-n", r.ns, "get", "pods", "-o", "yaml").CombinedOutput()
+		_ = os.WriteFile(filepath.Join(r.logDir, c+"-pods.yaml"), out, 0o644)
 		names, _ := exec.Command("kubectl", "--kubeconfig", r.kubecfg[c], "-n", r.ns, "get", "pods", "-l", fleetv1.LabelSet+"=etcd",
 			"-o", "jsonpath={.items[*].metadata.name}").Output()
 		for _, p := range strings.Fields(string(names)) {
@@ -683,50 +685,76 @@ func (d *driverActions) claim(ctx context.Context, p etcdPod) (string, error) {
 }
 
 // run joins every instance that runs on a claim that has not joined, every
-// two seconds, until ctx ends.
+// two seconds, until ctx ends; instances join concurrently, one action at
+// a time each.
 func (d *driverActions) run(ctx context.Context, t *testing.T) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	busy := map[string]bool{}
 	for ctx.Err() == nil {
 		pods, err := d.r.pods(ctx)
 		if err == nil {
 			for _, p := range pods {
+				d.mu.Lock()
+				b := busy[p.name]
+				d.mu.Unlock()
+				if b {
+					continue
+				}
 				uid, err := d.claim(ctx, p)
 				if err != nil {
 					continue
 				}
 				d.mu.Lock()
 				_, done := d.joined[uid]
-				reason := "FirstStart"
-				switch {
-				case d.left[p.name]:
-					reason = "Rejoin"
-				case d.seen[p.name]:
-					reason = "Relocated"
+				if !done {
+					busy[p.name] = true
 				}
 				d.mu.Unlock()
 				if done {
 					continue
 				}
-				if reason == "Relocated" {
-					out, err := d.action(ctx, p, "memberLeave", "FLEETSET_LEAVE_REASON=Relocated")
-					t.Logf("driver: memberLeave Relocated %s (%s): %q %v", p.name, p.cluster, lastLines(out, 2), err)
-					if err != nil {
-						continue
-					}
-				}
-				out, err := d.action(ctx, p, "memberJoin", "FLEETSET_JOIN_REASON="+reason)
-				t.Logf("driver: memberJoin %s %s (%s): %q %v", reason, p.name, p.cluster, lastLines(out, 2), err)
-				if err == nil {
+				wg.Go(func() {
+					d.join(ctx, t, p, uid)
 					d.mu.Lock()
-					d.joined[uid], d.seen[p.name] = p.name, true
-					delete(d.left, p.name)
+					delete(busy, p.name)
 					d.mu.Unlock()
-				}
+				})
 			}
 		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(2 * time.Second):
 		}
+	}
+}
+
+// join runs memberJoin for instance p on claim uid (after memberLeave
+// Relocated when the instance joined before on another claim).
+func (d *driverActions) join(ctx context.Context, t *testing.T, p etcdPod, uid string) {
+	d.mu.Lock()
+	reason := "FirstStart"
+	switch {
+	case d.left[p.name]:
+		reason = "Rejoin"
+	case d.seen[p.name]:
+		reason = "Relocated"
+	}
+	d.mu.Unlock()
+	if reason == "Relocated" {
+		out, err := d.action(ctx, p, "memberLeave", "FLEETSET_LEAVE_REASON=Relocated")
+		t.Logf("driver: memberLeave Relocated %s (%s): %q %v", p.name, p.cluster, lastLines(out, 2), err)
+		if err != nil {
+			return
+		}
+	}
+	out, err := d.action(ctx, p, "memberJoin", "FLEETSET_JOIN_REASON="+reason)
+	t.Logf("driver: memberJoin %s %s (%s): %q %v", reason, p.name, p.cluster, lastLines(out, 2), err)
+	if err == nil {
+		d.mu.Lock()
+		d.joined[uid], d.seen[p.name] = p.name, true
+		delete(d.left, p.name)
+		d.mu.Unlock()
 	}
 }
 
