@@ -76,6 +76,11 @@ $(LOCALBIN)/etcd: e2e/tools/etcd/go.mod
 	@mkdir -p $(LOCALBIN)
 	cd e2e/tools/etcd && $(GO) build -o $@ go.etcd.io/etcd/server/v3
 
+# etcdctl of the same release, for the etcd image script's integration test.
+$(LOCALBIN)/etcdctl: e2e/tools/etcd/go.mod
+	@mkdir -p $(LOCALBIN)
+	cd e2e/tools/etcd && $(GO) build -o $@ go.etcd.io/etcd/etcdctl/v3
+
 # CoreDNS, the version kubeadm v1.34.4 deploys, pinned by the same module the
 # kind node image builds it from: the local fleet runs one per member, for
 # fleet DNS.
@@ -84,7 +89,7 @@ $(LOCALBIN)/coredns: e2e/kind/coredns/go.mod
 	cd e2e/kind/coredns && CGO_ENABLED=0 $(GO) build -trimpath -o $@ github.com/coredns/coredns
 
 .PHONY: test-binaries
-test-binaries: $(LOCALBIN)/kube-apiserver $(LOCALBIN)/etcd ## Build what integration tests need.
+test-binaries: $(LOCALBIN)/kube-apiserver $(LOCALBIN)/etcd $(LOCALBIN)/etcdctl ## Build what integration tests need.
 
 $(CONTROLLER_GEN):
 	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
@@ -138,6 +143,49 @@ $(IMAGES_DIR)/e2e-echo.tar: $(OCIMAGE) .FORCE
 	$(OCIMAGE) -binary $(IMAGES_DIR)/echo -arch $(IMAGE_ARCH) -tag fleetset-e2e-echo:$(IMAGE_TAG) -version $(VERSION) \
 	  -revision $(GIT_COMMIT) -source $(IMAGE_SOURCE) -source-date-epoch $(SOURCE_DATE_EPOCH) -o $@
 
+# The etcd image of the kind fleet's database tests (manifests/samples/etcd.yaml,
+# docs/etcd.md, make e2e-kind-etcd): etcd and etcdctl from the release
+# e2e/tools/etcd pins, static, plus Debian's static busybox (a POSIX shell,
+# env, awk, sed, ...; `apt-get download busybox-static` once, kept in
+# bin/images/etcd/) and the start and lifecycle action script
+# e2e/kind/etcd-image/fleetset-etcd; tag fleetset-etcd:<etcd version>. No
+# registry, no Docker daemon.
+ETCD_VERSION = $(shell sed -En 's@^(require)?[[:space:]]*go.etcd.io/etcd/server/v3 v([^ ]+).*@\2@p' e2e/tools/etcd/go.mod)
+ETCD_IMAGE_DIR = $(IMAGES_DIR)/etcd
+ETCD_BUSYBOX_APPLETS = sh env awk sed grep cat sleep rm mkdir mv cp ls tr paste head tail cut wc date touch ps hostname nslookup nc wget
+.PHONY: kind-etcd-image
+kind-etcd-image: $(IMAGES_DIR)/fleetset-etcd.tar ## Image archive bin/images/fleetset-etcd.tar (fleetset-etcd:<etcd version>): etcd, etcdctl, busybox and the fleetset-etcd script, no Docker daemon.
+
+$(ETCD_IMAGE_DIR)/busybox:
+	@mkdir -p $(ETCD_IMAGE_DIR)
+	cd $(ETCD_IMAGE_DIR) && rm -rf deb && mkdir deb && cd deb && apt-get download busybox-static && dpkg-deb -x busybox-static_*.deb root
+	cp $(ETCD_IMAGE_DIR)/deb/root/bin/busybox $@ && rm -rf $(ETCD_IMAGE_DIR)/deb
+
+$(IMAGES_DIR)/fleetset-etcd.tar: $(OCIMAGE) $(ETCD_IMAGE_DIR)/busybox .FORCE
+	@mkdir -p $(ETCD_IMAGE_DIR)
+	cd e2e/tools/etcd && CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o $(ETCD_IMAGE_DIR)/etcd go.etcd.io/etcd/server/v3
+	cd e2e/tools/etcd && CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o $(ETCD_IMAGE_DIR)/etcdctl go.etcd.io/etcd/etcdctl/v3
+	$(OCIMAGE) -binary $(ETCD_IMAGE_DIR)/etcd -arch $(IMAGE_ARCH) -tag fleetset-etcd:$(ETCD_VERSION) -version $(ETCD_VERSION) \
+	  -title fleetset-etcd -revision $(GIT_COMMIT) -source $(IMAGE_SOURCE) -source-date-epoch $(SOURCE_DATE_EPOCH) \
+	  -file /usr/local/bin/etcdctl=$(ETCD_IMAGE_DIR)/etcdctl -file /bin/busybox=$(ETCD_IMAGE_DIR)/busybox \
+	  -file /usr/local/bin/fleetset-etcd=e2e/kind/etcd-image/fleetset-etcd \
+	  $(foreach a,$(ETCD_BUSYBOX_APPLETS),-link /bin/$(a)=busybox) -link /usr/bin/env=/bin/busybox -o $@
+
+# The etcd acceptance test's client (e2e/etcd/cmd/etcd-client), static on
+# scratch, run as pods in two member clusters; and its checker (porcupine),
+# run on the host.
+.PHONY: kind-etcd-client-image
+kind-etcd-client-image: $(IMAGES_DIR)/etcd-client.tar ## Image archive bin/images/etcd-client.tar (fleetset-etcd-client:dev), the etcd acceptance test's client, no Docker daemon.
+
+$(IMAGES_DIR)/etcd-client.tar: $(OCIMAGE) .FORCE
+	@mkdir -p $(IMAGES_DIR)
+	cd e2e/etcd && CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -o $(IMAGES_DIR)/etcd-client ./cmd/etcd-client
+	$(OCIMAGE) -binary $(IMAGES_DIR)/etcd-client -arch $(IMAGE_ARCH) -tag fleetset-etcd-client:$(IMAGE_TAG) -version $(VERSION) \
+	  -revision $(GIT_COMMIT) -source $(IMAGE_SOURCE) -source-date-epoch $(SOURCE_DATE_EPOCH) -o $@
+
+$(LOCALBIN)/etcd-check: .FORCE
+	cd e2e/etcd && $(GO) build -o $@ ./cmd/etcd-check
+
 ##@ Generate
 
 .PHONY: generate
@@ -174,6 +222,7 @@ test-unit: ## Unit tests: pure logic and plugins in the real framework.
 	$(GO) test $(GOTESTFLAGS) -tags fleetset_unsafe_nofence ./federation/failover/
 	cd e2e/tools && $(OCM_GOENV) $(GO) test $(GOTESTFLAGS) ./...
 	cd e2e/tools/ocimage && $(GO) test $(GOTESTFLAGS) ./...
+	cd e2e/etcd && $(GO) test $(GOTESTFLAGS) ./...
 	cd e2e/tools/provisioner && $(GO) test $(GOTESTFLAGS) ./...
 
 # promtool, from the Prometheus module pinned in e2e/tools/promtool (its own
@@ -195,6 +244,7 @@ test-alerts: $(PROMTOOL) ## Alert rules (manifests/monitoring): promtool check a
 test-integration: test-binaries $(LOCALBIN)/kube-controller-manager ## Integration tests on a real kube-apiserver + etcd.
 	$(GO) test $(GOTESTFLAGS) -tags integration -count=1 -timeout 20m ./plugins/... ./federation/... ./cmd/... ./member/...
 	cd e2e/tools/provisioner && $(GO) test $(GOTESTFLAGS) -tags integration -count=1 -timeout 5m ./...
+	cd e2e/etcd && PATH=$(LOCALBIN):$$PATH $(GO) test $(GOTESTFLAGS) -tags integration -count=1 -timeout 5m ./...
 
 ##@ Benchmarks
 
@@ -443,3 +493,22 @@ e2e-kind: kind-up kind-echo-image ## The e2e suite on the kind fleet (left up; m
 	FLEETSET_E2E_PROVIDER=kind FLEETSET_E2E_ECHO_ARCHIVE=$(IMAGES_DIR)/e2e-echo.tar \
 	FLEETSET_E2E_IMAGE=registry.k8s.io/pause:3.10.1 FLEETSET_E2E_TIMEOUT=6m FLEETSET_E2E_HOOK_TIMEOUT=6m $(KIND_ENV) \
 	  $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/ $(E2E_ARGS)
+
+# The etcd acceptance run (docs/etcd.md) on the kind fleet, which must be up
+# (make kind-up): the sample etcd over east, west and north, two clients,
+# the faults of ETCD_STEPS one after the other, porcupine's check; it prints
+# the ETCD summary line and keeps its logs in bin/etcd-e2e/<namespace>/.
+# ETCD_ACTIONS=1: fleetset runs the sample's lifecycle actions; driver: the
+# test runs memberJoin/memberLeave itself (a fleet whose fleetset predates
+# the actions; no leader-last rollout); 0: none (no cut, no scale, no
+# leader-last rollout). Not in CI: about 30 minutes on a 2-core machine.
+ETCD_STEPS ?= cut,rollout-plain,rollout-leader-last,scale,kill-leader-node
+ETCD_ACTIONS ?= 1
+.PHONY: e2e-kind-etcd
+e2e-kind-etcd: kind-etcd-image kind-etcd-client-image $(LOCALBIN)/etcd-check ## etcd on the kind fleet under cuts, rollouts, scaling and a node kill, checked with porcupine (ETCD_STEPS, ETCD_ACTIONS).
+	FLEETSET_HUB_KUBECONFIG=$(KIND_FLEET_DIR)/hub/kubeconfig \
+	FLEETSET_MEMBER_KUBECONFIGS=east=$(KIND_FLEET_DIR)/east/kubeconfig,west=$(KIND_FLEET_DIR)/west/kubeconfig \
+	FLEETSET_E2E_SPARE_MEMBERS=north=$(KIND_FLEET_DIR)/north/kubeconfig \
+	FLEETSET_E2E_PROVIDER=kind FLEETSET_E2E_ETCD=1 FLEETSET_E2E_ETCD_STEPS=$(ETCD_STEPS) FLEETSET_E2E_ETCD_ACTIONS=$(ETCD_ACTIONS) \
+	FLEETSET_E2E_ETCD_IMAGE=fleetset-etcd:$(ETCD_VERSION) FLEETSET_E2E_TIMEOUT=6m FLEETSET_E2E_HOOK_TIMEOUT=6m $(KIND_ENV) \
+	  $(GO) test -tags e2e -count=1 -timeout 100m -run '^TestEtcdOnTheFleet$$' -v ./e2e/

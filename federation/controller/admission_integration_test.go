@@ -395,3 +395,53 @@ func TestAdmissionDay2(t *testing.T) {
 		t.Errorf("Update() growing storage to 2Gi and changing patches: %v", err)
 	}
 }
+
+// TestSampleEtcd checks that manifests/samples/etcd.yaml (docs/etcd.md) is
+// accepted, divides 2/2/1 over east, west and north (1/1/1 at three
+// replicas), and runs every lifecycle action through the image's
+// fleetset-etcd script.
+func TestSampleEtcd(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "manifests", "samples", "etcd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := &fleetv1.FleetSet{}
+	if err := yaml.UnmarshalStrict(b, fs); err != nil {
+		t.Fatal(err)
+	}
+	createNamespace(t, "samples-etcd")
+	fs.Namespace = "samples-etcd"
+	if err := k8sClient.Create(context.Background(), fs.DeepCopy()); err != nil {
+		t.Fatalf("sample refused: %v", err)
+	}
+	for _, c := range []struct {
+		replicas int32
+		want     []string
+	}{
+		{5, []string{"east 2@0", "west 2@1000", "north 1@2000"}},
+		{3, []string{"east 1@0", "west 1@1000", "north 1@2000"}},
+	} {
+		fs.Spec.Replicas = c.replicas
+		subsets, problems, err := plan.For(fs, nil)
+		if err != nil || len(problems) > 0 {
+			t.Fatalf("plan.For(sample, %d) = %v, %v", c.replicas, problems, err)
+		}
+		var got []string
+		for _, sp := range subsets {
+			got = append(got, fmt.Sprintf("%s %d@%d", sp.Name, sp.Replicas, sp.OrdinalStart))
+		}
+		if diff := cmp.Diff(c.want, got); diff != "" {
+			t.Errorf("sample division at %d (-want,+got):\n%s", c.replicas, diff)
+		}
+	}
+	la := fs.Spec.LifecycleActions
+	if la == nil {
+		t.Fatal("the sample has no lifecycleActions")
+	}
+	for name, a := range map[string]*fleetv1.LifecycleAction{"roleProbe": la.RoleProbe, "memberJoin": la.MemberJoin,
+		"memberLeave": la.MemberLeave, "switchover": la.Switchover, "rolloutComplete": la.RolloutComplete} {
+		if a == nil || a.Exec == nil || len(a.Exec.Command) != 2 || a.Exec.Command[0] != "fleetset-etcd" {
+			t.Errorf("%s: %+v, want exec fleetset-etcd <action>", name, a)
+		}
+	}
+}

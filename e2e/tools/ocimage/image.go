@@ -75,6 +75,29 @@ type Options struct {
 	// Version, Revision, Source and Title are the OCI labels; Title defaults
 	// to Name. Empty Revision and Source are left out.
 	Version, Revision, Source, Title string
+	// Files are further regular files of the image (tools, scripts), owned
+	// by root. Unlike Binary they need not be ELF executables: an image
+	// that runs shell scripts carries a static shell (busybox) here.
+	Files []File
+	// Links are symbolic links of the image, such as /bin/sh -> busybox.
+	Links []Link
+}
+
+// File is one further regular file of an image.
+type File struct {
+	// Path is the absolute path of the file in the image.
+	Path string
+	// Source is the file on disk whose bytes it gets.
+	Source string
+	// Mode is its permission bits (default 0755).
+	Mode int64
+}
+
+// Link is one symbolic link of an image.
+type Link struct {
+	// Path is the absolute path of the link in the image; Target is what
+	// it points to (relative to the link's directory, or absolute).
+	Path, Target string
 }
 
 // Build makes the image described by opts on the empty base. It takes the
@@ -113,7 +136,28 @@ func Build(opts Options) (v1.Image, error) {
 	}
 	created := opts.Created.UTC().Truncate(time.Second)
 	entrypoint := path.Join(opts.Dir, opts.Name)
-	layerTar, err := rootfs(entrypoint, bin, created)
+	extra := []entry{{name: entrypoint[1:], mode: 0o755, contents: bin}}
+	for _, f := range opts.Files {
+		if !path.IsAbs(f.Path) || path.Clean(f.Path) != f.Path || f.Path == "/" {
+			return nil, fmt.Errorf("file path %q is not a clean absolute file path", f.Path)
+		}
+		b, err := os.ReadFile(f.Source)
+		if err != nil {
+			return nil, err
+		}
+		mode := f.Mode
+		if mode == 0 {
+			mode = 0o755
+		}
+		extra = append(extra, entry{name: f.Path[1:], mode: mode, contents: b})
+	}
+	for _, l := range opts.Links {
+		if !path.IsAbs(l.Path) || path.Clean(l.Path) != l.Path || l.Path == "/" || l.Target == "" {
+			return nil, fmt.Errorf("link %q -> %q: want a clean absolute path and a target", l.Path, l.Target)
+		}
+		extra = append(extra, entry{name: l.Path[1:], mode: 0o777, link: l.Target})
+	}
+	layerTar, err := rootfs(extra, created)
 	if err != nil {
 		return nil, err
 	}
@@ -161,16 +205,23 @@ func Build(opts Options) (v1.Image, error) {
 	return mutate.ConfigFile(img, cfg)
 }
 
+// entry is one file, directory or symbolic link of the layer; name is its
+// path without the leading slash.
+type entry struct {
+	name     string
+	mode     int64
+	uid      int
+	contents []byte // nil for a directory or a link
+	link     string // target of a symbolic link
+}
+
 // rootfs returns the layer's uncompressed tar: the directories, /etc/passwd,
-// /etc/group and the binary at entrypoint (mode 0755), every entry owned by
-// root except the nonroot home, every time set to created.
-func rootfs(entrypoint string, bin []byte, created time.Time) ([]byte, error) {
-	type entry struct {
-		name     string
-		mode     int64
-		uid      int
-		contents []byte // nil for a directory
-	}
+// /etc/group, then extra (the binary first, at the entrypoint) with their
+// parent directories, every entry owned by root except the nonroot home,
+// every time set to created. It returns an error if an extra entry collides
+// with another or sits under a file.
+func rootfs(extra []entry, created time.Time) ([]byte, error) {
+	entrypoint := "/" + extra[0].name
 	entries := []entry{
 		{name: "etc/", mode: 0o755},
 		{name: "etc/group", mode: 0o644, contents: []byte(group)},
@@ -179,28 +230,37 @@ func rootfs(entrypoint string, bin []byte, created time.Time) ([]byte, error) {
 		{name: "home/nonroot/", mode: 0o700, uid: NonrootUID},
 		{name: "tmp/", mode: 0o1777},
 	}
-	have := map[string]bool{}
+	have := map[string]bool{} // path → is a directory
 	for _, e := range entries {
-		have[strings.TrimSuffix(e.name, "/")] = true
+		have[strings.TrimSuffix(e.name, "/")] = strings.HasSuffix(e.name, "/")
 	}
-	// The binary's parent directories, outermost first, but for those the
-	// layer has already (/etc, /tmp, /home).
-	var dirs []string
-	for d := path.Dir(entrypoint); d != "/"; d = path.Dir(d) {
-		dirs = append([]string{d[1:]}, dirs...)
-	}
-	for _, d := range dirs {
-		switch {
-		case d == "etc/group" || d == "etc/passwd":
-			return nil, fmt.Errorf("binary path %s: /%s is a file of the image", entrypoint, d)
-		case !have[d]:
-			entries = append(entries, entry{name: d + "/", mode: 0o755})
+	for i, x := range extra {
+		what := "file path /" + x.name
+		if i == 0 {
+			what = "binary path " + entrypoint
 		}
+		// The parent directories, outermost first, but for those the
+		// layer has already (/etc, /tmp, /home).
+		var dirs []string
+		for d := path.Dir("/" + x.name); d != "/"; d = path.Dir(d) {
+			dirs = append([]string{d[1:]}, dirs...)
+		}
+		for _, d := range dirs {
+			isDir, ok := have[d]
+			switch {
+			case ok && !isDir:
+				return nil, fmt.Errorf("%s: /%s is a file of the image", what, d)
+			case !ok:
+				entries = append(entries, entry{name: d + "/", mode: 0o755})
+				have[d] = true
+			}
+		}
+		if _, ok := have[x.name]; ok {
+			return nil, fmt.Errorf("%s collides with the image's own files", what)
+		}
+		have[x.name] = false
+		entries = append(entries, x)
 	}
-	if have[entrypoint[1:]] {
-		return nil, fmt.Errorf("binary path %s collides with the image's own files", entrypoint)
-	}
-	entries = append(entries, entry{name: entrypoint[1:], mode: 0o755, contents: bin})
 
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -213,9 +273,12 @@ func rootfs(entrypoint string, bin []byte, created time.Time) ([]byte, error) {
 			ModTime: created,
 			Format:  tar.FormatPAX,
 		}
-		if e.contents == nil {
+		switch {
+		case e.link != "":
+			hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, e.link
+		case e.contents == nil:
 			hdr.Typeflag = tar.TypeDir
-		} else {
+		default:
 			hdr.Typeflag = tar.TypeReg
 			hdr.Size = int64(len(e.contents))
 		}

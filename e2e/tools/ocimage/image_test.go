@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -476,6 +477,69 @@ func TestRun(t *testing.T) {
 	} {
 		if err := run(bad, io.Discard); err == nil {
 			t.Errorf("run %q: no error", bad)
+		}
+	}
+}
+
+// TestFilesAndLinks: -file and -link add regular files (mode 0755, owned by
+// root, under new parent directories) and symbolic links next to the binary,
+// as the etcd image needs (etcdctl, busybox, /bin/sh -> busybox, scripts);
+// a file onto another entry or under a file is refused.
+func TestFilesAndLinks(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "start.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := testOptions()
+	opts.Files = []File{{Path: "/usr/local/bin/start.sh", Source: script}, {Path: "/bin/busybox", Source: staticBinary}}
+	opts.Links = []Link{{Path: "/bin/sh", Target: "busybox"}, {Path: "/usr/bin/env", Target: "/bin/busybox"}}
+	img, err := Build(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers: %d, %v", len(layers), err)
+	}
+	files := readLayer(t, layers[0])
+	for p, want := range map[string]struct {
+		typ  byte
+		mode int64
+		link string
+	}{
+		"/usr/local/bin/start.sh": {tar.TypeReg, 0o755, ""},
+		"/bin/busybox":            {tar.TypeReg, 0o755, ""},
+		"/bin":                    {tar.TypeDir, 0o755, ""},
+		"/usr/bin":                {tar.TypeDir, 0o755, ""},
+		"/bin/sh":                 {tar.TypeSymlink, 0o777, "busybox"},
+		"/usr/bin/env":            {tar.TypeSymlink, 0o777, "/bin/busybox"},
+	} {
+		f, ok := files[p]
+		if !ok {
+			t.Errorf("%s: missing", p)
+			continue
+		}
+		if f.hdr.Typeflag != want.typ || f.hdr.Mode != want.mode || f.hdr.Linkname != want.link || f.hdr.Uid != 0 {
+			t.Errorf("%s: type %c mode %o link %q uid %d, want type %c mode %o link %q uid 0", p,
+				f.hdr.Typeflag, f.hdr.Mode, f.hdr.Linkname, f.hdr.Uid, want.typ, want.mode, want.link)
+		}
+	}
+	if got := string(files["/usr/local/bin/start.sh"].contents); got != "#!/bin/sh\necho hi\n" {
+		t.Errorf("start.sh: %q", got)
+	}
+	for name, mutate := range map[string]func(*Options){
+		"file onto the binary": func(o *Options) {
+			o.Files = append(o.Files, File{Path: "/usr/local/bin/" + filepath.Base(o.Binary), Source: script})
+		},
+		"link onto a file":  func(o *Options) { o.Links = append(o.Links, Link{Path: "/bin/busybox", Target: "x"}) },
+		"file under a file": func(o *Options) { o.Files = append(o.Files, File{Path: "/bin/busybox/x", Source: script}) },
+		"relative path":     func(o *Options) { o.Files = append(o.Files, File{Path: "bin/x", Source: script}) },
+	} {
+		o := opts
+		o.Files, o.Links = slices.Clone(opts.Files), slices.Clone(opts.Links)
+		mutate(&o)
+		if _, err := Build(o); err == nil {
+			t.Errorf("%s: Build accepted it", name)
 		}
 	}
 }

@@ -7,6 +7,10 @@
 //	ocimage -inspect bin/images/fleetset-hub.tar
 //
 // The image runs the binary from /usr/local/bin (-dir) as user 65532:65532.
+// -file PATH=SOURCE adds a further file (mode 0755) and -link PATH=TARGET a
+// symbolic link, each as often as needed: the etcd image (make
+// kind-etcd-image) adds etcdctl, a static busybox with its applets as links
+// (/bin/sh, /usr/bin/env, ...) and its shell scripts.
 // With -no-entrypoint the binary is the image's Cmd rather than its
 // Entrypoint, for Deployments that give the binary's path as their first
 // argument (Open Cluster Management's: e2e/kind/ocm-images.sh builds them
@@ -30,6 +34,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -66,6 +71,22 @@ func run(args []string, stdout io.Writer) error {
 	fs.StringVar(&tag, "tag", "", "repository:tag the archive names the image by, e.g. fleetset-hub:dev (required)")
 	fs.StringVar(&out, "o", "", "archive to write (required)")
 	fs.StringVar(&epoch, "source-date-epoch", os.Getenv("SOURCE_DATE_EPOCH"), "Unix time of the image and its files (default $SOURCE_DATE_EPOCH, else 0)")
+	fs.Func("file", "PATH=SOURCE: put the file SOURCE at the absolute PATH of the image, mode 0755 (repeatable)", func(v string) error {
+		p, src, ok := strings.Cut(v, "=")
+		if !ok || p == "" || src == "" {
+			return fmt.Errorf("%q: want PATH=SOURCE", v)
+		}
+		opts.Files = append(opts.Files, File{Path: p, Source: src})
+		return nil
+	})
+	fs.Func("link", "PATH=TARGET: a symbolic link at the absolute PATH of the image pointing to TARGET (repeatable)", func(v string) error {
+		p, target, ok := strings.Cut(v, "=")
+		if !ok || p == "" || target == "" {
+			return fmt.Errorf("%q: want PATH=TARGET", v)
+		}
+		opts.Links = append(opts.Links, Link{Path: p, Target: target})
+		return nil
+	})
 	fs.BoolVar(&inspect, "inspect", false, "print the tags, digests, config and files of the archives given as arguments instead of building")
 	if err := fs.Parse(args); err != nil {
 		return err
