@@ -81,7 +81,11 @@ func (f *fleet) connectByName(t *testing.T, kube kubernetes.Interface, m member,
 // CoreDNS, and reaches the instance itself (its hostname is the pod name).
 // Then the subset of one member is moved to another cluster (a spec move):
 // from every member that holds a subset of the FleetSet the same name
-// reaches the moved instance in its new cluster, at its new address.
+// reaches the moved instance in its new cluster, at its new address. Last,
+// where the provider can cut a member off (kind: iptables on its nodes),
+// the member of another instance is cut off: its instance is fenced and
+// relocated, and the same name reaches the copy from every member that
+// holds a subset and is not cut off.
 func TestFleetDNSAcrossMembers(t *testing.T) {
 	f := theFleet
 	if _, ok := f.provider.(framework.ImageLoader); !ok {
@@ -184,4 +188,58 @@ func TestFleetDNSAcrossMembers(t *testing.T) {
 	// east holds no subset of the FleetSet any more, so no record of it:
 	// fleet DNS serves the clusters that hold a subset (docs/fleet-dns.md).
 	check("moved", members[1:], want, ips)
+
+	// Relocated: the member running the second instance is cut off (hub,
+	// other members' nodes and pod subnets); it fences its pod, the hub
+	// relocates the subset, and from every member that holds a subset and
+	// is not cut off, the same name reaches the relocated copy.
+	cut := members[1].name
+	if !f.provider.Supports(framework.OpCut, cut, "") {
+		t.Logf("the %s fleet cannot cut a member off: no relocation round", f.provider.Name())
+		return
+	}
+	var lost string
+	for pod, c := range want {
+		if c == cut {
+			lost = pod
+		}
+	}
+	f.do(t, framework.OpCut, cut, "")
+	healed := false
+	t.Cleanup(func() {
+		if !healed {
+			f.do(t, framework.OpHeal, cut, "")
+		}
+	})
+	cutAt := time.Now()
+	var where map[string]string
+	eventually(t, 6*time.Minute, lost+" fenced in "+cut+" and relocated", func(ctx context.Context) (bool, string, error) {
+		var err error
+		if ips, where, err = f.podIPs(ctx, ns, "echo"); err != nil {
+			return false, "", err
+		}
+		var pods corev1.PodList
+		if err := members[1].c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{fleetv1.LabelSet: "echo"}); err != nil {
+			return false, "", err
+		}
+		return where[lost] != "" && where[lost] != cut && len(pods.Items) == 0,
+			fmt.Sprintf("%s in %q, %d pods left in %s", lost, where[lost], len(pods.Items), cut), nil
+	})
+	t.Logf("%s relocated from %s to %s and Running %s after the cut", lost, cut, where[lost], time.Since(cutAt).Round(time.Second))
+	want[lost] = where[lost]
+	var from []member
+	for _, m := range members {
+		if m.name == cut {
+			continue
+		}
+		for _, c := range where {
+			if c == m.name {
+				from = append(from, m)
+				break
+			}
+		}
+	}
+	check("relocated", from, want, ips)
+	f.do(t, framework.OpHeal, cut, "")
+	healed = true
 }
