@@ -142,12 +142,20 @@ func TestEtcdOnTheFleet(t *testing.T) {
 			res["cut_to_healthy_s"] = r.cut(t)
 		case "rollout-plain":
 			r.rollout(t, "plain", func(fs *fleetv1.FleetSet) {
+				// No roles: the role probe and the switchover action need
+				// them (admission), so they go too, for this rollout.
 				fs.Spec.Roles, fs.Spec.Switchover = nil, nil
+				if la := fs.Spec.LifecycleActions; la != nil {
+					la.RoleProbe, la.Switchover = nil, nil
+				}
 				bumpFlag(&fs.Spec.Template.Spec.Containers[0])
 			})
 		case "rollout-leader-last":
 			r.rollout(t, "leader_last", func(fs *fleetv1.FleetSet) {
 				fs.Spec.Roles, fs.Spec.Switchover = r.sampleRoles(t)
+				if la, sample := fs.Spec.LifecycleActions, r.fleetSet(t).Spec.LifecycleActions; la != nil && sample != nil && r.actions {
+					la.RoleProbe, la.Switchover = sample.RoleProbe, sample.Switchover
+				}
 				c := &fs.Spec.Template.Spec.Containers[0]
 				if c.Image == etcdImage {
 					c.Image = etcdImage + "-rollout"

@@ -35,6 +35,10 @@ func TestObserveConditions(t *testing.T) {
 # HELP fleetset_hub_rollout_blocked 1 while a FleetSet's rollout is blocked (Progressing RolloutBlocked: no progress past progressDeadlineSeconds, an updating subset's cluster unavailable, or a Required switchover held), else 0; by FleetSet namespace/name.
 # TYPE fleetset_hub_rollout_blocked gauge
 `
+	// The gauges are the process's: in the integration build, the hubs of
+	// other tests left their FleetSets' series in them.
+	fleetSetDegraded.Reset()
+	rolloutBlocked.Reset()
 	t.Cleanup(func() { forgetConditions(key); forgetConditions(other) })
 	observeConditions(other, status(fleetv1.ReasonApplyFailed, fleetv1.ReasonRolloutUpdating))
 	steps := []struct {
