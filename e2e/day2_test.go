@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -307,12 +308,17 @@ func TestDay2ClaimsAndServiceName(t *testing.T) {
 			fs.Spec.VolumeClaimTemplates[0].Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
 		}, "only a claim template's spec.resources.requests.storage may change"},
 	} {
-		got, err := f.getFleetSet(t.Context(), ns, "db")
-		if err != nil {
-			t.Fatal(err)
-		}
-		tc.mutate(got)
-		if err := f.hub.Update(t.Context(), got); err == nil || !strings.Contains(err.Error(), tc.want) {
+		// Read and write again when the hub's own write (metadata) wins the
+		// race: the refusal is what is tested.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			got, err := f.getFleetSet(t.Context(), ns, "db")
+			if err != nil {
+				return err
+			}
+			tc.mutate(got)
+			return f.hub.Update(t.Context(), got)
+		})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("changing %s: %v; want refused with %q", tc.what, err, tc.want)
 		}
 	}
