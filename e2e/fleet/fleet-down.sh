@@ -29,7 +29,8 @@ for c in $FLEET_MEMBERS hub; do
 done
 for p in "${pids[@]}"; do wait "$p" || true; done
 if [[ ${FLEET_CLEAN:-0} == 1 ]]; then
-  rm -rf "$FLEET_DIR"
+  # Not the kind fleet's kubeconfigs (.fleet/kind, make kind-up).
+  find "$FLEET_DIR" -mindepth 1 -maxdepth 1 ! -name kind -exec rm -rf {} +
   log "fleet down; state removed"
 else
   log "fleet down; logs in ${FLEET_DIR#"$REPO_ROOT"/}/<cluster>/logs/"

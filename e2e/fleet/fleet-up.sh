@@ -58,7 +58,8 @@ fi
 if [[ -d $FLEET_DIR ]]; then
   log "stale fleet state in $FLEET_DIR: tearing it down"
   "$(dirname "$0")/fleet-down.sh"
-  rm -rf "$FLEET_DIR"
+  # Not the kind fleet's kubeconfigs (.fleet/kind, make kind-up).
+  find "$FLEET_DIR" -mindepth 1 -maxdepth 1 ! -name kind -exec rm -rf {} +
 fi
 
 for b in etcd kube-apiserver kube-controller-manager kwok coredns registration work addon placement fleetset-scheduler netcut fleetset-local-provisioner; do
