@@ -369,8 +369,17 @@ func TestFleetDNS(t *testing.T) {
 	})
 	collect(&failback, all)
 
-	// fleetset-hub stopped: every answer stays as it is.
+	// fleetset-hub stopped: every answer stays as it is. The answers are
+	// first let settle: 5 s without a change (a member may still be taking
+	// in the failback when the last of them first answered).
 	silence := silenceFor("FLEETSET_E2E_DNS_SILENCE", 60*time.Second)
+	eventually(t, time.Minute, "answers settled for 5 s", func(ctx context.Context) (bool, string, error) {
+		s.mark()
+		time.Sleep(5 * time.Second)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.changes) == 0, strings.Join(s.changes, "; "), nil
+	})
 	s.mark()
 	f.do(t, framework.OpStop, "hub", "fleetset-hub")
 	stopped := true
