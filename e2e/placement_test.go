@@ -12,8 +12,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
@@ -60,7 +62,16 @@ func (f *fleet) ordinalStarts(ctx context.Context, fs *fleetv1.FleetSet) (map[st
 	for _, s := range fs.Spec.Topology.Subsets {
 		sts := &appsv1.StatefulSet{}
 		key := client.ObjectKey{Namespace: fs.Namespace, Name: fs.Name + "-" + s.Name}
-		if err := f.member(s.Cluster).c.Get(ctx, key, sts); err != nil {
+		// A subset of 0 replicas may be applied a moment after the others
+		// are Ready (its work agent's own pace): wait for it a little.
+		err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+			err := f.member(s.Cluster).c.Get(ctx, key, sts)
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return err == nil, err
+		})
+		if err != nil {
 			return nil, fmt.Errorf("%s: StatefulSet %s: %w", s.Cluster, key.Name, err)
 		}
 		out[s.Name] = ordinalStart(sts)
