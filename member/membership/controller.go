@@ -140,24 +140,16 @@ func Run(ctx context.Context, d wiring.Deps) error {
 	if err := hs.Add(d.Pods.Informer(), c.handler(podKey)); err != nil {
 		return err
 	}
-	if err := hs.Add(d.StatefulSets.Informer(), c.handler(objectKey)); err != nil {
+	if err := hs.Add(d.StatefulSets.Informer(), c.handler(wiring.SameNameKey)); err != nil {
 		return err
 	}
-	if err := hs.AddPlacements(ctx, d.Placements, c.handler(objectKey)); err != nil {
+	if err := hs.AddPlacements(ctx, d.Placements, c.handler(wiring.SameNameKey)); err != nil {
 		return err
 	}
 	return hs.Run(ctx, "fleetset-member-membership", func(ctx context.Context) {
 		logger.Info("Lifecycle action controller started", "resync", c.Resync)
 		c.Run(ctx, 2)
 	})
-}
-
-func objectKey(obj interface{}) (types.NamespacedName, bool) {
-	o, ok := obj.(metav1.Object)
-	if !ok {
-		return types.NamespacedName{}, false
-	}
-	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}, true
 }
 
 // podKey is the placement of a pod labelled fleetset.io/placement.

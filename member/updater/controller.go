@@ -111,28 +111,19 @@ func Run(ctx context.Context, d wiring.Deps) error {
 	c := New(d.Placements, d.StatefulSets.Lister(), d.Pods.Lister(), d.Client, d.Recorder)
 	c.Actions, c.ClusterDomain = d.Actions, d.ClusterDomain
 	var hs wiring.Handlers
-	if err := hs.Add(d.StatefulSets.Informer(), c.handler(objectKey)); err != nil {
+	if err := hs.Add(d.StatefulSets.Informer(), c.handler(wiring.SameNameKey)); err != nil {
 		return err
 	}
 	if err := hs.Add(d.Pods.Informer(), c.handler(podStatefulSetKey)); err != nil {
 		return err
 	}
-	if err := hs.AddPlacements(ctx, d.Placements, c.handler(objectKey)); err != nil {
+	if err := hs.AddPlacements(ctx, d.Placements, c.handler(wiring.SameNameKey)); err != nil {
 		return err
 	}
 	return hs.Run(ctx, "fleetset-member-updater", func(ctx context.Context) {
 		logger.Info("Role-ordered update controller started", "resync", c.Resync)
 		c.Run(ctx, 2)
 	})
-}
-
-// objectKey is the key of the placement of the same name as obj.
-func objectKey(obj interface{}) (types.NamespacedName, bool) {
-	o, ok := obj.(metav1.Object)
-	if !ok {
-		return types.NamespacedName{}, false
-	}
-	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}, true
 }
 
 // podStatefulSetKey is the key of the placement named as the StatefulSet

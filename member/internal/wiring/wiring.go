@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -164,4 +165,15 @@ func (hs *Handlers) remove(logger klog.Logger) {
 		}
 	}
 	hs.regs = nil
+}
+
+// SameNameKey is the key of the SubsetPlacement named as obj, in obj's
+// namespace (a delivered StatefulSet, or the placement itself); false when
+// obj is not an object.
+func SameNameKey(obj interface{}) (types.NamespacedName, bool) {
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}, true
 }
