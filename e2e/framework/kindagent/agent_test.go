@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -120,10 +121,16 @@ func controller(t *testing.T, k *fake.Clientset, hub *dynamicfake.FakeDynamicCli
 				continue
 			}
 			if hub != nil {
-				if want, ok := rendered(ctx, hub, cluster, ns, name); ok && !specOf(d).Equal(want) {
-					d.Spec.Template.Spec.Containers[0].Image, d.Spec.Template.Spec.Containers[0].Args = want.Image, want.Args
-					if d, err = k.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
-						continue
+				if want, ok := rendered(ctx, hub, cluster, ns, name); ok {
+					// OCM's add-on manager fills the template's variables.
+					for i, a := range want.Args {
+						want.Args[i] = strings.ReplaceAll(a, "{{CLUSTER_NAME}}", cluster)
+					}
+					if !specOf(d).Equal(want) {
+						d.Spec.Template.Spec.Containers[0].Image, d.Spec.Template.Spec.Containers[0].Args = want.Image, want.Args
+						if d, err = k.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+							continue
+						}
 					}
 				}
 			}
@@ -264,7 +271,7 @@ func TestRestartAddon(t *testing.T) {
 	sched := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
 		"metadata": map[string]any{"namespace": FleetsetNS, "name": "fleetset-scheduler"},
 		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{
-			map[string]any{"name": "c", "image": "fleetset-scheduler:dev", "args": []any{"--config=/etc/s.yaml"}}}}}}}
+			map[string]any{"name": "c", "image": "fleetset-scheduler:dev", "args": []any{"--config=/etc/s.yaml", "--member-cluster-name={{CLUSTER_NAME}}"}}}}}}}
 	sa := map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"namespace": FleetsetNS, "name": "fleetset-scheduler"}}
 	adc := map[string]any{"group": "addon.open-cluster-management.io", "resource": "addondeploymentconfigs", "namespace": FleetsetNS, "name": "fleetset-kind"}
 	hub := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), addonGVRs,
@@ -279,7 +286,7 @@ func TestRestartAddon(t *testing.T) {
 	if err := a.Restart(ctx, "east", "fleetset-scheduler", "", "--v=2"); err != nil {
 		t.Fatal(err)
 	}
-	if s, want := specOf(get(t, member, FleetsetNS, "fleetset-scheduler")), (Spec{Image: "fleetset-scheduler:dev", Args: []string{"--config=/etc/s.yaml", "--v=2"}}); !s.Equal(want) {
+	if s, want := specOf(get(t, member, FleetsetNS, "fleetset-scheduler")), (Spec{Image: "fleetset-scheduler:dev", Args: []string{"--config=/etc/s.yaml", "--member-cluster-name=east", "--v=2"}}); !s.Equal(want) {
 		t.Errorf("after the restart: %s, want %s", s, want)
 	}
 	mca, err := hub.Resource(managedAddons).Namespace("east").Get(ctx, Addon, metav1.GetOptions{})
@@ -305,7 +312,7 @@ func TestRestartAddon(t *testing.T) {
 	if err := a.Restart(ctx, "east", "fleetset-scheduler", ""); err != nil {
 		t.Fatal(err)
 	}
-	if s, want := specOf(get(t, member, FleetsetNS, "fleetset-scheduler")), (Spec{Image: "fleetset-scheduler:dev", Args: []string{"--config=/etc/s.yaml"}}); !s.Equal(want) {
+	if s, want := specOf(get(t, member, FleetsetNS, "fleetset-scheduler")), (Spec{Image: "fleetset-scheduler:dev", Args: []string{"--config=/etc/s.yaml", "--member-cluster-name=east"}}); !s.Equal(want) {
 		t.Errorf("restored: %s, want %s", s, want)
 	}
 	mca, _ = hub.Resource(managedAddons).Namespace("east").Get(ctx, Addon, metav1.GetOptions{})

@@ -3,6 +3,7 @@ package kindagent
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -157,6 +158,31 @@ func (a *Agent) waitTemplate(ctx context.Context, k kubernetes.Interface, cluste
 			return false, err.Error(), nil
 		}
 		got := specOf(d)
-		return Spec{Args: got.Args}.Equal(Spec{Args: want.Args}) && strings.HasSuffix(got.Image, repo), "now '" + got.String() + "'", nil
+		return ArgsRendered(want.Args, got.Args) && strings.HasSuffix(got.Image, repo), "now '" + got.String() + "'", nil
 	})
+}
+
+// placeholder is an add-on template variable, such as {{CLUSTER_NAME}} or
+// {{HUB_KUBECONFIG}}, which OCM's add-on manager replaces per cluster when
+// it renders an AddOnTemplate.
+var placeholder = regexp.MustCompile(`\{\{[A-Za-z0-9_]+\}\}`)
+
+// ArgsRendered reports whether got (a Deployment's container args as the
+// work agent applied them) is want (the AddOnTemplate's args) rendered:
+// the same number of args, each equal to want's outside its placeholders,
+// and each placeholder standing for a non-empty string.
+func ArgsRendered(want, got []string) bool {
+	if len(want) != len(got) {
+		return false
+	}
+	for i, w := range want {
+		parts := placeholder.Split(w, -1)
+		for j := range parts {
+			parts[j] = regexp.QuoteMeta(parts[j])
+		}
+		if !regexp.MustCompile("^" + strings.Join(parts, ".+") + "$").MatchString(got[i]) {
+			return false
+		}
+	}
+	return true
 }
