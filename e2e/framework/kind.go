@@ -11,8 +11,9 @@ import (
 // Kind is the kind fleet of e2e/kind/kind-up.sh: a member's OCM agents and
 // the hub's fleetset-hub are stopped and started, fleetset's Deployments
 // restarted (kindagent), images loaded into the nodes (LoadImage). A kind
-// fleet has no way to kill or pause a process; a member is cut off by
-// iptables on its nodes (kindcut.go).
+// fleet has no way to kill one process; a member is cut off by iptables on
+// its nodes (kindcut.go) and frozen by pausing its node containers
+// (kindfreeze.go).
 type Kind struct {
 	Agent *kindagent.Agent
 }
@@ -35,7 +36,9 @@ func NewKind(a *kindagent.Agent) *Kind { return &Kind{Agent: a} }
 func (k *Kind) Name() string { return "kind" }
 
 // Supports: stop and start of a member's OCM agents and of the hub's
-// fleetset-hub, restart of fleetset's and OCM's Deployments.
+// fleetset-hub, restart of fleetset's and OCM's Deployments, a member's cut
+// and heal, and the freeze of a member's nodes (pause and resume: "" every
+// node, KindControlPlane its control-plane node only).
 func (k *Kind) Supports(op Op, cluster, proc string) bool {
 	switch op {
 	case OpStop, OpStart:
@@ -46,6 +49,8 @@ func (k *Kind) Supports(op Op, cluster, proc string) bool {
 		return proc == "registration-agent" || proc == "work-agent"
 	case OpCut, OpHeal:
 		return cluster != kindagent.Hub
+	case OpPause, OpResume:
+		return cluster != kindagent.Hub && (proc == "" || proc == KindControlPlane)
 	case OpRestart:
 		switch proc {
 		case "fleetset-hub", "fleetset-scheduler", "registration-agent", "work-agent", "klusterlet":
@@ -75,9 +80,7 @@ func (k *Kind) Restart(ctx context.Context, cluster, proc, rebuild string, args 
 	return k.agent(ctx).Restart(ctx, cluster, proc, rebuild, args...)
 }
 
-func (k *Kind) Kill(context.Context, string, string) error   { return ErrUnsupported }
-func (k *Kind) Pause(context.Context, string, string) error  { return ErrUnsupported }
-func (k *Kind) Resume(context.Context, string, string) error { return ErrUnsupported }
+func (k *Kind) Kill(context.Context, string, string) error { return ErrUnsupported }
 
 func (k *Kind) Logs() string {
 	return "kubectl --kubeconfig " + filepath.Join(k.Agent.Dir, "<cluster>", "kubeconfig") +
