@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // KindControlPlane is the proc of Kind.Pause and Kind.Resume that freezes
@@ -47,8 +48,18 @@ func (k *Kind) freeze(ctx context.Context, verb, cluster, proc string) error {
 		if (strings.TrimSpace(st) == "true") == (verb == "pause") {
 			continue
 		}
-		if out, err := run(ctx, "docker", verb, n); err != nil {
-			return fmt.Errorf("%s %s: node %s: %w (%s)", verb, cluster, n, err, strings.TrimSpace(out))
+		// The cgroup freezer gives up ("unable to freeze") when a task of
+		// the node does not stop in time (forking, in the kernel): retry.
+		for try := 1; ; try++ {
+			out, err := run(ctx, "docker", verb, n)
+			if err == nil {
+				break
+			}
+			if try == 5 || ctx.Err() != nil {
+				return fmt.Errorf("%s %s: node %s, %d tries: %w (%s)", verb, cluster, n, try, err, strings.TrimSpace(out))
+			}
+			Log(ctx, "kind: %s %s: %v; again in 2s", verb, n, strings.TrimSpace(out))
+			time.Sleep(2 * time.Second)
 		}
 	}
 	Log(ctx, "kind: %s %sd (%s)", cluster, verb, strings.Join(nodes, " "))
