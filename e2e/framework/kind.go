@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/fleetset/fleetset/e2e/framework/kindagent"
 )
@@ -16,6 +17,13 @@ import (
 // (kindfreeze.go).
 type Kind struct {
 	Agent *kindagent.Agent
+
+	// mu orders Pause and Resume with NodeRunningPods: a `docker exec`
+	// into a node being frozen never returns and holds the container in
+	// dockerd (every later inspect or unpause of it hangs).
+	mu sync.Mutex
+	// frozen: the node containers Pause froze and Resume has not thawed.
+	frozen map[string]bool
 }
 
 // KindFromEnv is the kind agent of KIND_FLEET_DIR (default

@@ -40,18 +40,28 @@ func (k *Kind) freeze(ctx context.Context, verb, cluster, proc string) error {
 	if proc == KindControlPlane {
 		nodes = []string{"fleetset-" + cluster + "-control-plane"}
 	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.frozen == nil {
+		k.frozen = map[string]bool{}
+	}
 	for _, n := range nodes {
-		st, err := run(ctx, "docker", "inspect", "-f", "{{.State.Paused}}", n)
+		ictx, cancel := context.WithTimeout(ctx, time.Minute)
+		st, err := run(ictx, "docker", "inspect", "-f", "{{.State.Paused}}", n)
+		cancel()
 		if err != nil {
 			return fmt.Errorf("%s %s: node %s: %w", verb, cluster, n, err)
 		}
 		if (strings.TrimSpace(st) == "true") == (verb == "pause") {
+			k.frozen[n] = verb == "pause"
 			continue
 		}
 		// The cgroup freezer gives up ("unable to freeze") when a task of
 		// the node does not stop in time (forking, in the kernel): retry.
 		for try := 1; ; try++ {
-			out, err := run(ctx, "docker", verb, n)
+			vctx, cancel := context.WithTimeout(ctx, time.Minute)
+			out, err := run(vctx, "docker", verb, n)
+			cancel()
 			if err == nil {
 				break
 			}
@@ -61,6 +71,7 @@ func (k *Kind) freeze(ctx context.Context, verb, cluster, proc string) error {
 			Log(ctx, "kind: %s %s: %v; again in 2s", verb, n, strings.TrimSpace(out))
 			time.Sleep(2 * time.Second)
 		}
+		k.frozen[n] = verb == "pause"
 	}
 	Log(ctx, "kind: %s %sd (%s)", cluster, verb, strings.Join(nodes, " "))
 	return nil
@@ -69,20 +80,19 @@ func (k *Kind) freeze(ctx context.Context, verb, cluster, proc string) error {
 // NodeRunningPods lists, by pod name, the pods of namespace ns whose
 // containers are running on the nodes of member cluster, as containerd on
 // each node sees them (`ctr tasks`), not as the apiserver says: it answers
-// while the member's control plane is down. Frozen nodes are skipped, and
-// named in frozen.
+// while the member's control plane is down. The nodes Pause froze are not
+// asked (an exec into a frozen node hangs), and named in frozen; it waits
+// for a Pause or Resume under way.
 func (k *Kind) NodeRunningPods(ctx context.Context, cluster, ns string) (pods map[string]string, frozen []string, err error) {
 	nodes, err := kindNodes(ctx, cluster)
 	if err != nil {
 		return nil, nil, err
 	}
 	pods = map[string]string{}
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	for _, n := range nodes {
-		st, err := run(ctx, "docker", "inspect", "-f", "{{.State.Paused}}", n)
-		if err != nil {
-			return nil, nil, err
-		}
-		if strings.TrimSpace(st) == "true" {
+		if k.frozen[n] {
 			frozen = append(frozen, n)
 			continue
 		}
@@ -92,7 +102,9 @@ func (k *Kind) NodeRunningPods(ctx context.Context, cluster, ns string) (pods ma
 for id in $(ctr -n k8s.io containers ls -q 'labels."io.kubernetes.pod.namespace"==%s,labels."io.cri-containerd.kind"==container'); do
   case " $(echo $run) " in *" $id "*) ctr -n k8s.io containers info "$id" | tr -d '\n'; echo;; esac
 done`, ns)
-		out, err := run(ctx, "docker", "exec", n, "sh", "-c", script)
+		ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		out, err := run(ectx, "docker", "exec", n, "sh", "-c", script)
+		cancel()
 		if err != nil {
 			return nil, nil, fmt.Errorf("node %s: %w (%s)", n, err, strings.TrimSpace(out))
 		}
