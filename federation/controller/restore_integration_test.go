@@ -56,54 +56,54 @@ func client404(err error) error {
 // is Manual) nor in two clusters, and the restored works carry the first
 // owner identity.
 func TestRestoredStatusKeepsRelocation(t *testing.T) {
-	stopEast := beatingPair(t, "rs", "restored")
+	stopEast := beatingPair(t, "rsto", "restored")
 	opts := Options{HubIdentity: "test-hub", LeaseDuration: 3 * time.Second, RelocationMargin: time.Second}
 	h := startHubWith(t, opts)
-	fs := pairFleetSet("restored", "rs", 2, fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](0)})
+	fs := pairFleetSet("restored", "rsto", 2, fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](0)})
 	if err := k8sClient.Create(t.Context(), fs); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 20*time.Second, "works delivered", func() (bool, error) {
 		ws := works(t, "restored", "db")
-		return ws["rs-east"] != nil && ws["rs-west"] != nil, nil
+		return ws["rsto-east"] != nil && ws["rsto-west"] != nil, nil
 	})
-	markApplied(t, "rs-east", "restored", "db")
-	markApplied(t, "rs-west", "restored", "db")
+	markApplied(t, "rsto-east", "restored", "db")
+	markApplied(t, "rsto-west", "restored", "db")
 	stopEast()
-	setAvailable(t, "rs-east", false)
+	setAvailable(t, "rsto-east", false)
 	eventually(t, 30*time.Second, "east relocated to west", func() (bool, error) {
 		ws := works(t, "restored", "db")
-		return ws["rs-east"] == nil && ws["rs-west"] != nil && manifestwork.HoldsStatefulSet(ws["rs-west"], "db-east"), nil
+		return ws["rsto-east"] == nil && ws["rsto-west"] != nil && manifestwork.HoldsStatefulSet(ws["rsto-west"], "db-east"), nil
 	})
-	markApplied(t, "rs-west", "restored", "db")
+	markApplied(t, "rsto-west", "restored", "db")
 	first := getFleetSet(t, "restored", "db")
 
 	restored := restoreFromBackup(t, h, "restored", "db")
-	setAvailable(t, "rs-east", true)
-	memberBeat(t, "rs-east")
+	setAvailable(t, "rsto-east", true)
+	memberBeat(t, "rsto-east")
 	startHubWith(t, opts)
-	eventually(t, 20*time.Second, "status rebuilt: east FailedOver on rs-west, epoch 1", func() (bool, error) {
+	eventually(t, 20*time.Second, "status rebuilt: east FailedOver on rsto-west, epoch 1", func() (bool, error) {
 		got := getFleetSet(t, "restored", "db")
-		return len(got.Status.Subsets) == 2 && got.Status.Subsets[0].Cluster == "rs-west" &&
+		return len(got.Status.Subsets) == 2 && got.Status.Subsets[0].Cluster == "rsto-west" &&
 			got.Status.Subsets[0].Failover == fleetv1.SubsetFailedOver && got.Status.Subsets[0].Epoch == 1, nil
 	})
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		ws := works(t, "restored", "db")
-		if w := ws["rs-east"]; w != nil && manifestwork.HoldsStatefulSet(w, "db-east") {
-			t.Fatalf("the restored hub delivered db-east home to rs-east while rs-west runs it")
+		if w := ws["rsto-east"]; w != nil && manifestwork.HoldsStatefulSet(w, "db-east") {
+			t.Fatalf("the restored hub delivered db-east home to rsto-east while rsto-west runs it")
 		}
-		if w := ws["rs-west"]; w == nil || !manifestwork.HoldsStatefulSet(w, "db-east") {
-			t.Fatalf("the restored hub took db-east from rs-west")
+		if w := ws["rsto-west"]; w == nil || !manifestwork.HoldsStatefulSet(w, "db-east") {
+			t.Fatalf("the restored hub took db-east from rsto-west")
 		} else if r, _ := manifestwork.HeldReplicas(w, "db-east"); r == 0 {
-			t.Fatalf("the restored hub drained db-east in rs-west without a failback request")
+			t.Fatalf("the restored hub drained db-east in rsto-west without a failback request")
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	var sts struct {
 		Metadata metav1.ObjectMeta `json:"metadata"`
 	}
-	manifest(t, works(t, "restored", "db")["rs-west"], "StatefulSet", "db-east", &sts)
+	manifest(t, works(t, "restored", "db")["rsto-west"], "StatefulSet", "db-east", &sts)
 	if got := sts.Metadata.Labels[fleetv1.LabelOwnerUID]; got != string(first.UID) || restored.UID == first.UID {
 		t.Errorf("restored db-east label %s = %q, want the first identity %s", fleetv1.LabelOwnerUID, got, first.UID)
 	}
