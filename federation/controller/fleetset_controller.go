@@ -178,8 +178,9 @@ func (r *FleetSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 }
 
 // reconcile runs the steps of one FleetSet's delivery, each in its own file
-// (see the package doc): finalize, record the owner identity, read works, placement, read clusters,
-// admit, plan, render, failover, check clusters, observe, rollout, write
+// (see the package doc): finalize, record the owner identity, read works,
+// placement, read clusters, admit, plan, rebuild a lost status (or hold a
+// restore), render, failover, check clusters, observe, rollout, write
 // works (once the FleetSet is current), fold status, write it, clear a
 // fulfilled failback request, emit events. A spec that cannot be planned
 // goes from the plan straight to the status. The hub puts no finalizer on
