@@ -320,9 +320,12 @@ func TestSchedulerCannotTakeTheDefaultSchedulersLease(t *testing.T) {
 // on a real apiserver: writing a delivered object (label
 // fleetset.io/owner-uid) over an existing Service, ConfigMap or
 // StatefulSet that someone else made, or that another FleetSet (UID) owns,
-// is refused with a message naming the object; over the same FleetSet's
-// object, or one an earlier hub delivered (fleetset.io/set, no UID yet), it
-// is allowed; creating one is allowed.
+// is refused with a message naming the object, and so is one that carries
+// the same owner identity but another FleetSet's name (fleetset.io/set);
+// over the same FleetSet's object (same identity and set: also the
+// FleetSet restored from a backup, whose identity survives its new UID),
+// or one an earlier hub delivered (fleetset.io/set, no UID yet), it is
+// allowed; creating one is allowed.
 func TestNeverAdopt(t *testing.T) {
 	ctx := context.Background()
 	root := controlplane.RepoRoot()
@@ -338,6 +341,12 @@ func TestNeverAdopt(t *testing.T) {
 		svc("ours", map[string]string{fleetv1.LabelSet: "db", fleetv1.LabelOwnerUID: "uid-1"}),
 		svc("legacy", map[string]string{fleetv1.LabelSet: "db"}),
 		svc("legacy-other-set", map[string]string{fleetv1.LabelSet: "cache"}),
+		// Same identity, another FleetSet's name: never taken over either.
+		svc("same-identity-other-set", map[string]string{fleetv1.LabelSet: "cache", fleetv1.LabelOwnerUID: "uid-1"}),
+		// Delivered by the FleetSet in its first life (identity uid-1),
+		// now written by it restored from a backup: a new UID, the same
+		// identity: its own.
+		svc("restored", map[string]string{fleetv1.LabelSet: "db", fleetv1.LabelOwnerUID: "uid-1", "app.kubernetes.io/name": "db"}),
 	} {
 		if _, err := cs.CoreV1().Services(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -358,11 +367,13 @@ func TestNeverAdopt(t *testing.T) {
 		t.Fatalf("the admission policy did not refuse a dry run within 30s")
 	}
 	for name, want := range map[string]string{
-		"theirs":           "Service " + ns + "/theirs exists and is not this FleetSet's (label fleetset.io/owner-uid missing, want uid-1)",
-		"other-fleetset":   "Service " + ns + "/other-fleetset exists and is not this FleetSet's (label fleetset.io/owner-uid uid-old, want uid-1)",
-		"legacy-other-set": "Service " + ns + "/legacy-other-set exists and is not this FleetSet's",
-		"ours":             "",
-		"legacy":           "",
+		"theirs":                  "Service " + ns + "/theirs exists and is not this FleetSet's (label fleetset.io/owner-uid missing, want uid-1; label fleetset.io/set missing, want db)",
+		"other-fleetset":          "Service " + ns + "/other-fleetset exists and is not this FleetSet's (label fleetset.io/owner-uid uid-old, want uid-1; label fleetset.io/set db, want db)",
+		"legacy-other-set":        "Service " + ns + "/legacy-other-set exists and is not this FleetSet's",
+		"same-identity-other-set": "Service " + ns + "/same-identity-other-set exists and is not this FleetSet's (label fleetset.io/owner-uid uid-1, want uid-1; label fleetset.io/set cache, want db)",
+		"ours":                    "",
+		"legacy":                  "",
+		"restored":                "",
 	} {
 		err := deliver(name, false)
 		switch {

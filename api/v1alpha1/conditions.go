@@ -94,6 +94,14 @@ const (
 	// so cannot know it fenced itself. The message says which and what
 	// confirms the loss (the taint fleetset.io/out-of-service).
 	ReasonRelocationHeld = "RelocationHeld"
+	// ReasonRestoreHeld: the FleetSet was restored from a backup of the hub
+	// (its annotation fleetset.io/identity differs from its UID), its
+	// status.subsets is empty and the hub holds no ManifestWork of it, so
+	// the hub cannot know where its subsets run (a relocated subset may
+	// run on a fallback cluster). Nothing is delivered until the
+	// ManifestWorks are restored too or the annotation
+	// fleetset.io/restore-confirmed confirms the spec's clusters.
+	ReasonRestoreHeld = "RestoreHeld"
 	// ReasonFailingBack: a relocated subset is being removed from its
 	// fallback cluster before it is delivered home.
 	ReasonFailingBack = "FailingBack"

@@ -78,6 +78,20 @@ const (
 	// none (an object someone else made): fleetset never adopts, changes or,
 	// later, deletes what is not its own.
 	LabelOwnerUID = "fleetset.io/owner-uid"
+	// AnnotationIdentity on a FleetSet is its owner identity: the value
+	// fleetset-hub writes as LabelOwnerUID on everything it delivers for the
+	// FleetSet. The hub sets it, once, to the FleetSet's UID; after that it
+	// is part of the FleetSet's metadata, so a FleetSet restored from a
+	// backup (same namespace and name, a new UID) carries it and takes its
+	// own objects back, while a FleetSet newly created with the name of a
+	// deleted one gets a new identity and adopts nothing. See
+	// docs/operations.md, "Restoring the hub from a backup".
+	AnnotationIdentity = "fleetset.io/identity"
+	// AnnotationRestoreConfirmed on a restored FleetSet (any value)
+	// confirms that its subsets run on the clusters its spec names (none
+	// is relocated), releasing the hold ReasonRestoreHeld of a FleetSet
+	// restored without status and without its ManifestWorks.
+	AnnotationRestoreConfirmed = "fleetset.io/restore-confirmed"
 	// AnnotationDeletionPolicy records, on a FleetSet's ManifestWork, the
 	// FleetSet's resolved spec.deletionPolicy (Retain or Delete), so that the
 	// hub honours it when it deletes the work after the FleetSet is gone.

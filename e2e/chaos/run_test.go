@@ -76,11 +76,14 @@ func TestChaos(t *testing.T) {
 		names = append(names, m.Name)
 	}
 	ns := fmt.Sprintf("chaos-%d", seed)
-	targets := []Target{{Name: "db", MinReplicas: 3, MaxReplicas: 9}, {Name: "web", MinReplicas: 3, MaxReplicas: 8, Failback: true},
+	// web's fence is edited during cuts (fence-edit, fence-restore).
+	targets := []Target{{Name: "db", MinReplicas: 3, MaxReplicas: 9},
+		{Name: "web", MinReplicas: 3, MaxReplicas: 8, Failback: true, FenceGrace: webFenceGrace, TerminationGrace: 0},
 		{Name: "cache", MinReplicas: 2, MaxReplicas: 6}}
 	cfg := Config{Duration: time.Duration(minutes * float64(time.Minute)), Warmup: 10 * time.Second, MaxFaults: maxFaults,
 		Members: names, FleetSets: targets,
-		FaultGap: [2]time.Duration{3 * time.Second, 15 * time.Second}, OpGap: [2]time.Duration{8 * time.Second, 20 * time.Second}}
+		FaultGap: [2]time.Duration{3 * time.Second, 15 * time.Second}, OpGap: [2]time.Duration{8 * time.Second, 20 * time.Second},
+		ExtraGap: [2]time.Duration{15 * time.Second, 45 * time.Second}}
 	sched := Draw(seed, cfg)
 	t.Logf("seed %d: %d faults and %d operations over %v on %v, at most %d faults at once", seed, len(sched.Faults), len(sched.Ops), cfg.Duration, names, maxFaults)
 	for _, f := range sched.Faults {
@@ -321,6 +324,13 @@ func operate(hub client.Client, ns string, o Op) error {
 					fs.Annotations = map[string]string{}
 				}
 				fs.Annotations[fleetv1.AnnotationFailback] = strconv.Itoa(o.ID)
+			case OpFenceEdit, OpFenceRestore:
+				if fs.Spec.Failover != nil {
+					fs.Spec.Failover.FenceGraceSeconds = o.FenceGrace
+				}
+				if ptr.Deref(fs.Spec.Template.Spec.TerminationGracePeriodSeconds, 30) != o.TerminationGrace {
+					fs.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To(o.TerminationGrace)
+				}
 			}
 			if last = hub.Update(ctx, fs); last == nil {
 				return nil
@@ -333,6 +343,9 @@ func operate(hub client.Client, ns string, o Op) error {
 	}
 	return last
 }
+
+// webFenceGrace is web's fenceGraceSeconds.
+const webFenceGrace = 40
 
 // ---------------------------------------------------------------- sampling
 
@@ -589,9 +602,13 @@ func dbFleetSet(ns string, members []string, image string) *fleetv1.FleetSet {
 // member's fence: a cut member keeps web's pods about a minute, well past
 // the toleration, so a hub that relocated without waiting for the fence
 // (make chaos-unsafe) would run them in two clusters.
+//
+// Its fenceGraceSeconds is lowered to 0 during some cuts (fence-edit) and
+// set back after them (fence-restore): the hub must still wait for the
+// fence the cut member enforces, the one of its last heartbeat.
 func webFleetSet(ns string, members []string, image string) *fleetv1.FleetSet {
 	fs := newFleetSet(ns, "web", image, 5, members, nil, nil)
-	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](20), Failback: fleetv1.FailbackManual, FenceGraceSeconds: 40}
+	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](20), Failback: fleetv1.FailbackManual, FenceGraceSeconds: webFenceGrace}
 	fs.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromString("40%"))
 	fs.Spec.UpdateStrategy.RollingUpdate.MaxConcurrentSubsets = ptr.To[int32](2)
 	return fs

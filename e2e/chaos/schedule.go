@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -30,8 +31,39 @@ const (
 	MemberKCM FaultKind = "member-kcm-kill"
 )
 
+// Kinds drawn from their own stream (Draw's extra faults), so that the
+// faults of the kinds above keep, for a given seed, the schedule they had
+// before these existed.
+const (
+	// MemberBlackhole: a member's link to the hub dropped silently
+	// (agent.sh blackhole: connections hang, new ones are never answered),
+	// healed after.
+	MemberBlackhole FaultKind = "member-blackhole"
+	// MemberFreeze: every process of one member SIGSTOPped (memberProcs:
+	// its apiserver and etcd, kwok, the fleetset-scheduler with its member
+	// component, the OCM agents, its hub link), SIGCONTed after the hold, a
+	// VM suspended and resumed. Held shorter than the member heartbeat
+	// timeout (15 s on the local fleet), so that neither the member fences
+	// on its thaw nor the hub relocates anything: a pod Running in two
+	// clusters after the thaw is a violation.
+	MemberFreeze FaultKind = "member-freeze"
+)
+
 // FaultKinds are every kind, in report order.
-var FaultKinds = []FaultKind{HubKill, HubPause, HubAPIServer, MemberCut, MemberOCM, MemberScheduler, MemberKCM}
+var FaultKinds = []FaultKind{HubKill, HubPause, HubAPIServer, MemberCut, MemberOCM, MemberScheduler, MemberKCM, MemberBlackhole, MemberFreeze}
+
+// mainKinds are the kinds of Draw's first stream; extraKinds those of its
+// extra stream.
+var (
+	mainKinds  = FaultKinds[:7]
+	extraKinds = []FaultKind{MemberBlackhole, MemberFreeze}
+)
+
+// memberProcs are the processes of a member of the local fleet, in the
+// order a freeze stops them (the workers first, the hub link last); a thaw
+// resumes them in reverse (storage and apiserver first).
+var memberProcs = []string{"fleetset-scheduler", "registration-agent", "work-agent", "kwok", "provisioner", "coredns",
+	"kube-controller-manager", "kube-apiserver", "etcd", "hub-link"}
 
 // holds is the range a fault of each kind is held for.
 var holds = map[FaultKind][2]time.Duration{
@@ -42,13 +74,15 @@ var holds = map[FaultKind][2]time.Duration{
 	MemberOCM:       {10 * time.Second, 60 * time.Second},
 	MemberScheduler: {5 * time.Second, 30 * time.Second},
 	MemberKCM:       {5 * time.Second, 30 * time.Second},
+	MemberBlackhole: {20 * time.Second, 90 * time.Second},
+	MemberFreeze:    {5 * time.Second, 12 * time.Second},
 }
 
 // memberScoped: the fault hits one member (Fault.Cluster); the others hit
 // the hub.
 func (k FaultKind) memberScoped() bool {
 	switch k {
-	case MemberCut, MemberOCM, MemberScheduler, MemberKCM:
+	case MemberCut, MemberOCM, MemberScheduler, MemberKCM, MemberBlackhole, MemberFreeze:
 		return true
 	}
 	return false
@@ -78,8 +112,10 @@ func (f Fault) target() string {
 		return "hub/fleetset-hub"
 	case HubAPIServer:
 		return "hub/kube-apiserver"
-	case MemberCut:
+	case MemberCut, MemberBlackhole:
 		return f.Cluster + "/hub-link"
+	case MemberFreeze:
+		return f.Cluster + "/*"
 	case MemberOCM:
 		return f.Cluster + "/ocm"
 	case MemberScheduler:
@@ -113,6 +149,14 @@ func (f Fault) Actions() (inject, heal []framework.Action) {
 		return one(framework.OpKill, framework.OpStart, c, "fleetset-scheduler")
 	case MemberKCM:
 		return one(framework.OpKill, framework.OpStart, c, "kube-controller-manager")
+	case MemberBlackhole:
+		return one(framework.OpBlackhole, framework.OpHeal, c, "")
+	case MemberFreeze:
+		for i := range memberProcs {
+			inject = append(inject, framework.Action{Op: framework.OpPause, Cluster: c, Proc: memberProcs[i]})
+			heal = append(heal, framework.Action{Op: framework.OpResume, Cluster: c, Proc: memberProcs[len(memberProcs)-1-i]})
+		}
+		return inject, heal
 	}
 	return nil, nil
 }
@@ -129,7 +173,16 @@ func conflicts(a, b Fault) bool {
 	if a.Cluster != b.Cluster || !a.Kind.memberScoped() || !b.Kind.memberScoped() {
 		return false
 	}
-	lost := func(k FaultKind) bool { return k == MemberCut || k == MemberOCM }
+	// A frozen member is every one of its processes: nothing else on it
+	// at the same time.
+	if a.Kind == MemberFreeze || b.Kind == MemberFreeze {
+		return true
+	}
+	// Two cuts of one link (plain and silent) are one target.
+	if (a.Kind == MemberCut || a.Kind == MemberBlackhole) && (b.Kind == MemberCut || b.Kind == MemberBlackhole) {
+		return true
+	}
+	lost := func(k FaultKind) bool { return k == MemberCut || k == MemberOCM || k == MemberBlackhole }
 	return (a.Kind == MemberScheduler && lost(b.Kind)) || (b.Kind == MemberScheduler && lost(a.Kind))
 }
 
@@ -147,10 +200,18 @@ const (
 	OpResume OpKind = "resume"
 	// OpFailback annotates the FleetSet fleetset.io/failback.
 	OpFailback OpKind = "failback"
+	// OpFenceEdit lowers spec.failover.fenceGraceSeconds and the pod
+	// template's terminationGracePeriodSeconds to Op.FenceGrace and
+	// Op.TerminationGrace while a member is cut (drawn inside a
+	// member-cut or member-blackhole fault): the hub must still wait for
+	// the fence the cut member enforces, the one of its last heartbeat.
+	OpFenceEdit OpKind = "fence-edit"
+	// OpFenceRestore sets them back to the Target's after that cut.
+	OpFenceRestore OpKind = "fence-restore"
 )
 
 // OpKinds are every kind, in report order.
-var OpKinds = []OpKind{OpScale, OpTemplate, OpPause, OpResume, OpFailback}
+var OpKinds = []OpKind{OpScale, OpTemplate, OpPause, OpResume, OpFailback, OpFenceEdit, OpFenceRestore}
 
 // Op is one scheduled operation.
 type Op struct {
@@ -160,6 +221,10 @@ type Op struct {
 	At       time.Duration `json:"at"`
 	Replicas int32         `json:"replicas,omitempty"`
 	Version  int           `json:"version,omitempty"`
+	// FenceGrace and TerminationGrace (seconds): OpFenceEdit and
+	// OpFenceRestore.
+	FenceGrace       int32 `json:"fenceGrace,omitempty"`
+	TerminationGrace int64 `json:"terminationGrace,omitempty"`
 }
 
 func (o Op) String() string {
@@ -168,6 +233,8 @@ func (o Op) String() string {
 		return fmt.Sprintf("#%d %s %s to %d", o.ID, o.Kind, o.FleetSet, o.Replicas)
 	case OpTemplate:
 		return fmt.Sprintf("#%d %s %s VERSION=%d", o.ID, o.Kind, o.FleetSet, o.Version)
+	case OpFenceEdit, OpFenceRestore:
+		return fmt.Sprintf("#%d %s %s fenceGraceSeconds=%d terminationGracePeriodSeconds=%d", o.ID, o.Kind, o.FleetSet, o.FenceGrace, o.TerminationGrace)
 	}
 	return fmt.Sprintf("#%d %s %s", o.ID, o.Kind, o.FleetSet)
 }
@@ -180,6 +247,12 @@ type Target struct {
 	// Failback: the FleetSet has failback Manual, so failback operations
 	// are drawn for it.
 	Failback bool `json:"failback,omitempty"`
+	// FenceGrace and TerminationGrace (seconds) are the FleetSet's
+	// fenceGraceSeconds and terminationGracePeriodSeconds; FenceGrace > 0
+	// draws fence edits for it during cuts (OpFenceEdit, OpFenceRestore
+	// back to these).
+	FenceGrace       int32 `json:"fenceGrace,omitempty"`
+	TerminationGrace int64 `json:"terminationGrace,omitempty"`
 }
 
 // Config is what a schedule is drawn from, besides the seed.
@@ -197,6 +270,12 @@ type Config struct {
 	// operations.
 	FaultGap [2]time.Duration `json:"faultGap"`
 	OpGap    [2]time.Duration `json:"opGap"`
+	// ExtraGap bounds the time between two drawn faults of the extra
+	// kinds (member-blackhole, member-freeze), from their own stream; zero:
+	// none are drawn. At most one extra fault is active at a time, on top
+	// of MaxFaults of the main kinds (so that the main kinds, which fill
+	// MaxFaults, leave them room).
+	ExtraGap [2]time.Duration `json:"extraGap,omitempty"`
 }
 
 // Schedule is a run's faults and operations, a pure function of the seed
@@ -222,43 +301,63 @@ func Draw(seed uint64, c Config) Schedule {
 		}
 		return lo + time.Duration(r.Int64N(int64(hi-lo)))
 	}
-	// Faults.
-	for at := c.Warmup + between(fr, c.FaultGap[0], c.FaultGap[1]); at < c.Duration; at += between(fr, c.FaultGap[0], c.FaultGap[1]) {
-		kind := FaultKinds[fr.IntN(len(FaultKinds))]
-		f := Fault{Kind: kind, At: at.Truncate(100 * time.Millisecond)}
-		if kind.memberScoped() {
-			f.Cluster = c.Members[fr.IntN(len(c.Members))]
-		} else {
-			f.Cluster = "hub"
-		}
-		h := holds[kind]
-		f.Hold = between(fr, h[0], h[1]).Truncate(100 * time.Millisecond)
-		if f.end() > c.Duration {
-			f.Hold = c.Duration - f.At
-		}
-		if f.Hold < time.Second {
-			continue
-		}
-		active := 0
-		ok := true
-		for _, g := range s.Faults {
-			if g.At < f.end() && f.At < g.end() {
-				active++
-				if conflicts(f, g) {
-					ok = false
+	// Faults: the main kinds from fr, then the extra kinds from their own
+	// stream, each admitted only where it fits beside those drawn before.
+	drawFaults := func(r *rand.Rand, kinds []FaultKind, gap [2]time.Duration, limit int, counted func(Fault) bool) {
+		for at := c.Warmup + between(r, gap[0], gap[1]); at < c.Duration; at += between(r, gap[0], gap[1]) {
+			kind := kinds[r.IntN(len(kinds))]
+			f := Fault{Kind: kind, At: at.Truncate(100 * time.Millisecond)}
+			if kind.memberScoped() {
+				f.Cluster = c.Members[r.IntN(len(c.Members))]
+			} else {
+				f.Cluster = "hub"
+			}
+			h := holds[kind]
+			f.Hold = between(r, h[0], h[1]).Truncate(100 * time.Millisecond)
+			if f.end() > c.Duration {
+				f.Hold = c.Duration - f.At
+			}
+			if f.Hold < time.Second {
+				continue
+			}
+			active := 0
+			ok := true
+			var same []Fault // the faults limit counts
+			for _, g := range s.Faults {
+				if counted(g) {
+					same = append(same, g)
+				}
+				if g.At < f.end() && f.At < g.end() {
+					if counted(g) {
+						active++
+					}
+					if conflicts(f, g) {
+						ok = false
+					}
 				}
 			}
+			// Overlap with any one fault is not enough: count the faults
+			// active at each instant of f's hold (the starts inside it, and
+			// its own).
+			if ok && active >= limit && maxConcurrent(append(same, f)) > limit {
+				ok = false
+			}
+			if !ok {
+				continue
+			}
+			f.ID = len(s.Faults) + 1
+			s.Faults = append(s.Faults, f)
 		}
-		// Overlap with any one fault is not enough: count the faults active
-		// at each instant of f's hold (the starts inside it, and its own).
-		if ok && active >= c.MaxFaults && maxConcurrent(append(slices.Clone(s.Faults), f)) > c.MaxFaults {
-			ok = false
+	}
+	isExtra := func(f Fault) bool { return slices.Contains(extraKinds, f.Kind) }
+	drawFaults(fr, mainKinds, c.FaultGap, c.MaxFaults, func(f Fault) bool { return !isExtra(f) })
+	xr := rand.New(rand.NewPCG(seed, 0xbb67ae8584caa73b))
+	if c.ExtraGap[1] > 0 {
+		drawFaults(xr, extraKinds, c.ExtraGap, 1, isExtra)
+		slices.SortStableFunc(s.Faults, func(a, b Fault) int { return cmp.Compare(a.At, b.At) })
+		for i := range s.Faults {
+			s.Faults[i].ID = i + 1
 		}
-		if !ok {
-			continue
-		}
-		f.ID = len(s.Faults) + 1
-		s.Faults = append(s.Faults, f)
 	}
 	// Operations, from their own stream so that the fault schedule of a seed
 	// does not change with the FleetSets.
@@ -312,7 +411,44 @@ func Draw(seed uint64, c Config) Schedule {
 			s.Ops = append(s.Ops, Op{ID: len(s.Ops) + 1, Kind: OpResume, FleetSet: t.Name, At: c.Duration})
 		}
 	}
+	s.Ops = append(s.Ops, fenceEdits(xr, c, s.Faults)...)
+	slices.SortStableFunc(s.Ops, func(a, b Op) int { return cmp.Compare(a.At, b.At) })
+	for i := range s.Ops {
+		s.Ops[i].ID = i + 1
+	}
 	return s
+}
+
+// fenceEdits draws, for each member-cut or member-blackhole fault, with
+// odds one in two, a fence edit of one FleetSet with FenceGrace > 0 (drawn
+// from r) halfway through the cut, lowering its fenceGraceSeconds to 0 and
+// its terminationGracePeriodSeconds to half the Target's, and its restore to the Target's
+// values 5 seconds after the heal (at the end of the fault phase at the
+// latest). None when no Target has FenceGrace.
+func fenceEdits(r *rand.Rand, c Config, faults []Fault) []Op {
+	var targets []Target
+	for _, t := range c.FleetSets {
+		if t.FenceGrace > 0 {
+			targets = append(targets, t)
+		}
+	}
+	if len(targets) == 0 {
+		return nil
+	}
+	var out []Op
+	for _, f := range faults {
+		if f.Kind != MemberCut && f.Kind != MemberBlackhole {
+			continue
+		}
+		if r.IntN(2) == 0 {
+			continue
+		}
+		t := targets[r.IntN(len(targets))]
+		edit := Op{Kind: OpFenceEdit, FleetSet: t.Name, At: (f.At + f.Hold/2).Truncate(100 * time.Millisecond), FenceGrace: 0, TerminationGrace: t.TerminationGrace / 2}
+		restore := Op{Kind: OpFenceRestore, FleetSet: t.Name, At: min(f.end()+5*time.Second, c.Duration), FenceGrace: t.FenceGrace, TerminationGrace: t.TerminationGrace}
+		out = append(out, edit, restore)
+	}
+	return out
 }
 
 // maxConcurrent returns the most faults active at once.

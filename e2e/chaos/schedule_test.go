@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ func TestDrawRespectsLimits(t *testing.T) {
 				}
 			}
 		}
-		if seed == 1 && len(kinds) != len(FaultKinds) {
+		if seed == 1 && len(kinds) != len(mainKinds) {
 			t.Errorf("seed 1 drew only kinds %v", kinds)
 		}
 		paused := map[string]bool{}
@@ -75,10 +76,10 @@ func TestDrawRespectsLimits(t *testing.T) {
 
 // TestFaultActions: every fault kind has provider actions to inject and
 // undo it, aimed at the fault's cluster, and undoing starts what injecting
-// stopped.
+// stopped (in the same order, or, for a freeze, the reverse one).
 func TestFaultActions(t *testing.T) {
 	undo := map[framework.Op]framework.Op{framework.OpKill: framework.OpStart, framework.OpStop: framework.OpStart,
-		framework.OpPause: framework.OpResume, framework.OpCut: framework.OpHeal}
+		framework.OpPause: framework.OpResume, framework.OpCut: framework.OpHeal, framework.OpBlackhole: framework.OpHeal}
 	for _, k := range FaultKinds {
 		f := Fault{Kind: k, Cluster: "hub"}
 		if k.memberScoped() {
@@ -89,6 +90,9 @@ func TestFaultActions(t *testing.T) {
 			t.Errorf("%s: %d inject and %d heal calls", k, len(inject), len(heal))
 			continue
 		}
+		if k == MemberFreeze {
+			slices.Reverse(heal)
+		}
 		for i := range inject {
 			in, h := inject[i], heal[i]
 			if in.Cluster != f.Cluster || in.Cluster != h.Cluster || in.Proc != h.Proc || undo[in.Op] != h.Op {
@@ -98,5 +102,142 @@ func TestFaultActions(t *testing.T) {
 	}
 	if in, h := (Fault{Kind: "unknown"}).Actions(); in != nil || h != nil {
 		t.Errorf("unknown kind: %v %v, want none", in, h)
+	}
+}
+
+// TestMemberFreezeStopsTheWholeMember: a freeze SIGSTOPs every process of
+// the member that the brief names — its apiserver and etcd, kwok, the
+// fleetset-scheduler (member component), both OCM agents, its hub link —
+// the workers before the control plane, and thaws the control plane first.
+func TestMemberFreezeStopsTheWholeMember(t *testing.T) {
+	inject, heal := Fault{Kind: MemberFreeze, Cluster: "east"}.Actions()
+	var paused, resumed []string
+	for _, a := range inject {
+		paused = append(paused, a.Proc)
+	}
+	for _, a := range heal {
+		resumed = append(resumed, a.Proc)
+	}
+	for _, p := range []string{"kube-apiserver", "etcd", "kwok", "fleetset-scheduler", "registration-agent", "work-agent", "hub-link"} {
+		if !slices.Contains(paused, p) {
+			t.Errorf("a freeze does not stop %s: %v", p, paused)
+		}
+	}
+	if slices.Index(paused, "fleetset-scheduler") > slices.Index(paused, "kube-apiserver") {
+		t.Errorf("freeze order %v: the member component must stop before its apiserver", paused)
+	}
+	if slices.Index(resumed, "kube-apiserver") > slices.Index(resumed, "fleetset-scheduler") {
+		t.Errorf("thaw order %v: the apiserver must resume before the member component", resumed)
+	}
+}
+
+// TestExtraFaultsKeepTheMainSchedule: the extra kinds (blackhole, freeze)
+// come from their own stream: a seed's faults of the main kinds are the
+// ones it drew without them (CI's fixed seeds keep their meaning), the
+// extra ones are drawn, respect the limits, and a freeze overlaps nothing
+// else on its member; at most one extra fault is active at a time, on top
+// of MaxFaults.
+func TestExtraFaultsKeepTheMainSchedule(t *testing.T) {
+	main := func(fs []Fault) []Fault {
+		var out []Fault
+		for _, f := range fs {
+			if !slices.Contains(extraKinds, f.Kind) {
+				f.ID = 0
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	drew := 0
+	for seed := uint64(1); seed <= 30; seed++ {
+		c := testConfig
+		without := Draw(seed, c)
+		c.ExtraGap = [2]time.Duration{20 * time.Second, 60 * time.Second}
+		with := Draw(seed, c)
+		if !reflect.DeepEqual(main(without.Faults), main(with.Faults)) {
+			t.Fatalf("seed %d: the extra kinds changed the main faults", seed)
+		}
+		if len(with.Faults) > len(without.Faults) {
+			drew++
+		}
+		var extras []Fault
+		for _, f := range with.Faults {
+			if slices.Contains(extraKinds, f.Kind) {
+				extras = append(extras, f)
+			}
+		}
+		if n := maxConcurrent(extras); n > 1 {
+			t.Errorf("seed %d: %d extra faults at once, max 1", seed, n)
+		}
+		if n := maxConcurrent(with.Faults); n > c.MaxFaults+1 {
+			t.Errorf("seed %d: %d faults at once, max %d", seed, n, c.MaxFaults+1)
+		}
+		for i, f := range with.Faults {
+			if f.ID != i+1 || (i > 0 && f.At < with.Faults[i-1].At) {
+				t.Errorf("seed %d: fault %d is %v at %v: not numbered in time order", seed, i, f, f.At)
+			}
+			for _, g := range with.Faults[i+1:] {
+				if g.At < f.end() && f.At < g.end() && f.Cluster == g.Cluster && (f.Kind == MemberFreeze || g.Kind == MemberFreeze) {
+					t.Errorf("seed %d: %v overlaps %v on a frozen member", seed, f, g)
+				}
+			}
+			if f.Kind == MemberFreeze && f.Hold > 12*time.Second {
+				t.Errorf("seed %d: freeze %v held %v, longer than a relocation could wait", seed, f, f.Hold)
+			}
+		}
+	}
+	if drew < 20 {
+		t.Errorf("only %d of 30 seeds drew an extra fault", drew)
+	}
+}
+
+// TestFenceEditsDuringCuts: with a Target that has a fence, fence edits
+// are drawn inside a member cut (plain or silent), each followed by its
+// restore to the Target's values after the heal; operations stay in time
+// order and numbered.
+func TestFenceEditsDuringCuts(t *testing.T) {
+	c := testConfig
+	c.FleetSets = append(slices.Clone(c.FleetSets), Target{Name: "fenced", MinReplicas: 3, MaxReplicas: 3, FenceGrace: 40, TerminationGrace: 20})
+	c.ExtraGap = [2]time.Duration{20 * time.Second, 60 * time.Second}
+	edits := 0
+	for seed := uint64(1); seed <= 20; seed++ {
+		s := Draw(seed, c)
+		for i, o := range s.Ops {
+			if o.ID != i+1 || (i > 0 && o.At < s.Ops[i-1].At) {
+				t.Fatalf("seed %d: op %d is %v at %v: not numbered in time order", seed, i, o, o.At)
+			}
+			if o.Kind != OpFenceEdit {
+				continue
+			}
+			edits++
+			if o.FleetSet != "fenced" || o.FenceGrace != 0 || o.TerminationGrace != 10 {
+				t.Errorf("seed %d: %v", seed, o)
+			}
+			var cut *Fault
+			for _, f := range s.Faults {
+				if (f.Kind == MemberCut || f.Kind == MemberBlackhole) && (f.At+f.Hold/2).Truncate(100*time.Millisecond) == o.At {
+					cut = &f
+				}
+			}
+			if cut == nil {
+				t.Errorf("seed %d: %v at %v inside no cut", seed, o, o.At)
+				continue
+			}
+			restored := false
+			for _, r := range s.Ops[i+1:] {
+				if r.Kind == OpFenceRestore && r.FleetSet == o.FleetSet && r.At >= min(cut.end(), c.Duration) && r.FenceGrace == 40 && r.TerminationGrace == 20 {
+					restored = true
+				}
+			}
+			if !restored {
+				t.Errorf("seed %d: %v during %v never restored after the heal", seed, o, cut)
+			}
+		}
+	}
+	if edits == 0 {
+		t.Error("20 seeds drew no fence edit")
+	}
+	if ops := Draw(1, testConfig).Ops; slices.ContainsFunc(ops, func(o Op) bool { return o.Kind == OpFenceEdit }) {
+		t.Error("a fence edit drawn with no Target that has a fence")
 	}
 }

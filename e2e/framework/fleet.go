@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
@@ -69,11 +70,11 @@ func NewFleet(c Config, o ClientOptions) (*Fleet, error) {
 }
 
 // Scheme holds the kinds the tests read: core, fleetset, CRDs, OCM's
-// cluster API.
+// cluster and work APIs.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, fleetv1.AddToScheme,
-		apiextensionsv1.AddToScheme, clusterv1beta2.Install, clusterv1beta1.Install} {
+		apiextensionsv1.AddToScheme, clusterv1beta2.Install, clusterv1beta1.Install, workv1.Install} {
 		if err := add(s); err != nil {
 			panic(err)
 		}

@@ -29,10 +29,11 @@ func NewLocal(dir, repo string) *Local {
 
 func (l *Local) Name() string { return "local" }
 
-// Supports: any process fleet-up started; a cut on a member with a hub-link.
+// Supports: any process fleet-up started; a cut or blackhole on a member
+// with a hub-link.
 func (l *Local) Supports(op Op, cluster, proc string) bool {
 	switch op {
-	case OpCut, OpHeal:
+	case OpCut, OpHeal, OpBlackhole:
 		proc = "hub-link"
 	case OpStop, OpStart:
 		if proc == "" {
@@ -65,6 +66,11 @@ func (l *Local) Resume(ctx context.Context, cluster, proc string) error {
 
 func (l *Local) Cut(ctx context.Context, cluster string) error {
 	return l.run(ctx, nil, "cut", cluster)
+}
+
+// Blackhole drops the member's hub link silently (agent.sh blackhole).
+func (l *Local) Blackhole(ctx context.Context, cluster string) error {
+	return l.run(ctx, nil, "blackhole", cluster)
 }
 
 func (l *Local) Heal(ctx context.Context, cluster string) error {

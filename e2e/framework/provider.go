@@ -49,7 +49,16 @@ const (
 	OpCut     Op = "cut"
 	OpHeal    Op = "heal"
 	OpRestart Op = "restart"
+	// OpBlackhole cuts a member's link to the hub silently (packets
+	// dropped, connections left hanging); OpHeal mends it. Only providers
+	// with a Blackhole method (Blackholer) do it.
+	OpBlackhole Op = "blackhole"
 )
+
+// Blackholer is a Provider that can cut a member's link silently.
+type Blackholer interface {
+	Blackhole(ctx context.Context, cluster string) error
+}
 
 // DefaultAgent is the process Stop and Start act on when proc is "".
 const DefaultAgent = "registration-agent"
@@ -87,6 +96,12 @@ func Do(ctx context.Context, p Provider, a Action) error {
 		err = p.Cut(ctx, a.Cluster)
 	case OpHeal:
 		err = p.Heal(ctx, a.Cluster)
+	case OpBlackhole:
+		if b, ok := p.(Blackholer); ok {
+			err = b.Blackhole(ctx, a.Cluster)
+		} else {
+			err = ErrUnsupported
+		}
 	case OpRestart:
 		err = p.Restart(ctx, a.Cluster, a.Proc, "", a.Args...)
 	default:

@@ -85,6 +85,9 @@ func (r *FleetSetReconciler) failoverInputs(ctx context.Context, st *state, plan
 	in := failoverInput{spec: failoverSpec(fs), subsets: make([]failover.Subset, len(planned)), clusters: map[string]failover.Cluster{}}
 	in.spec.Disrupted = r.Heartbeats != nil && r.Heartbeats.Disrupted()
 	prev := map[string]fleetv1.SubsetStatus{}
+	for name, ss := range st.rebuilt {
+		prev[name] = ss
+	}
 	for _, ss := range fs.Status.Subsets {
 		prev[ss.Name] = ss
 	}

@@ -178,8 +178,9 @@ func (r *FleetSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 }
 
 // reconcile runs the steps of one FleetSet's delivery, each in its own file
-// (see the package doc): finalize, read works, placement, read clusters,
-// admit, plan, render, failover, check clusters, observe, rollout, write
+// (see the package doc): finalize, record the owner identity, read works,
+// placement, read clusters, admit, plan, rebuild a lost status (or hold a
+// restore), render, failover, check clusters, observe, rollout, write
 // works (once the FleetSet is current), fold status, write it, clear a
 // fulfilled failback request, emit events. A spec that cannot be planned
 // goes from the plan straight to the status. The hub puts no finalizer on
@@ -187,6 +188,9 @@ func (r *FleetSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet) (ctrl.Result, error) {
 	if !fs.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, fs)
+	}
+	if wrote, err := r.recordIdentity(ctx, fs); err != nil || wrote {
+		return ctrl.Result{}, err
 	}
 	st, err := r.newState(ctx, fs)
 	if err != nil {
@@ -204,6 +208,15 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		return ctrl.Result{}, err
 	}
 	planned, ok := planSubsets(st)
+	if ok && !rebuildStatus(st, planned) {
+		ok = false
+	}
+	if err := fs.ValidateIdentity(); err != nil {
+		// The members' objects are labelled with the identity: hold what
+		// is delivered rather than deliver under a label that cannot be.
+		st.invalidSpec(err)
+		ok = false
+	}
 	var rendered []renderedSubset
 	if admitted && ok {
 		if rendered, ok, err = r.renderSubsets(ctx, st, planned); err != nil {

@@ -7,8 +7,10 @@
 // FleetSet reconciler, its watches, its reconcile as a list of steps);
 // state.go (what one reconcile reads and decides, typed per step);
 // problems.go (what Degraded reports); one file per step, in reconcile
-// order: deletion.go, placement.go, clusters.go (also availability and the
-// FleetSet indexes by cluster), tenancy.go, planning.go, rendering.go,
+// order: deletion.go, identity.go (the owner identity a restore keeps),
+// placement.go, clusters.go (also availability and the FleetSet indexes by
+// cluster), tenancy.go, planning.go, restore.go (status.subsets rebuilt
+// from the ManifestWorks when lost), rendering.go,
 // failover.go, observe.go, rollout.go, works.go (choosing the ManifestWork
 // writes), freshness.go, writes.go (making them, in parallel), status.go,
 // events.go; resync_controller.go (the resync lease); expectations.go

@@ -57,6 +57,10 @@ type state struct {
 	failoverEvents []pendingEvent
 	// failoverRequeue is when a failover wait ends (0: none).
 	failoverRequeue time.Duration
+	// rebuilt is each planned subset's failover state rebuilt from the
+	// ManifestWorks while status.subsets is empty (rebuildStatus), by
+	// name; status.subsets overrides it.
+	rebuilt map[string]fleetv1.SubsetStatus
 }
 
 // subsetPlan is one subset as the reconcile delivers it: each step's output

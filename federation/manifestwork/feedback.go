@@ -218,3 +218,21 @@ func ApplyFailures(w *workv1.ManifestWork) []string {
 	}
 	return out
 }
+
+// HeldEpoch returns the fencing epoch (spec.fencing.epoch) of
+// SubsetPlacement name as w's spec delivers it; false when w does not hold
+// it, holds it without fencing, or it cannot be decoded.
+func HeldEpoch(w *workv1.ManifestWork, name string) (int64, bool) {
+	var sp struct {
+		Spec struct {
+			Fencing *struct {
+				Epoch int64 `json:"epoch"`
+			} `json:"fencing"`
+		} `json:"spec"`
+	}
+	i, err := envelope.Find(w, envelope.Key{Kind: "SubsetPlacement", Name: name}, &sp)
+	if i < 0 || err != nil || sp.Spec.Fencing == nil {
+		return 0, false
+	}
+	return sp.Spec.Fencing.Epoch, true
+}

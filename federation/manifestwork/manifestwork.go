@@ -446,16 +446,18 @@ func SubsetPlacement(fs *fleetv1.FleetSet, sp Subset) *fleetv1.SubsetPlacement {
 	}
 }
 
-// ownedBy returns a copy of labels with LabelOwnerUID set to fs's UID (left
-// out while fs has none, as in a unit test): the mark the add-on's admission
-// policy checks before a delivered object is written over an existing one.
+// ownedBy returns a copy of labels with LabelOwnerUID set to fs's owner
+// identity (fs.Identity(): annotation fleetset.io/identity, else the UID;
+// left out while fs has neither, as in a unit test): the mark the add-on's
+// admission policy checks before a delivered object is written over an
+// existing one.
 func ownedBy(fs *fleetv1.FleetSet, labels map[string]string) map[string]string {
 	out := make(map[string]string, len(labels)+1)
 	for k, v := range labels {
 		out[k] = v
 	}
-	if fs.UID != "" {
-		out[fleetv1.LabelOwnerUID] = string(fs.UID)
+	if id := fs.Identity(); id != "" {
+		out[fleetv1.LabelOwnerUID] = id
 	}
 	return out
 }
