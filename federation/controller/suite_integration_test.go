@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/fleetset/fleetset/federation/manifestwork"
 	"github.com/fleetset/fleetset/internal/testing/controlplane"
 )
 
@@ -338,7 +339,8 @@ func deleteCluster(t testing.TB, name string) {
 	}
 }
 
-// works returns the ManifestWorks owned by FleetSet ns/name, by cluster.
+// works returns the ManifestWorks owned by FleetSet ns/name, by cluster,
+// without fleet DNS works (allWorks lists those too).
 func works(t testing.TB, ns, name string) map[string]*workv1.ManifestWork {
 	t.Helper()
 	var list workv1.ManifestWorkList
@@ -348,6 +350,9 @@ func works(t testing.TB, ns, name string) map[string]*workv1.ManifestWork {
 	out := map[string]*workv1.ManifestWork{}
 	for i := range list.Items {
 		w := &list.Items[i]
+		if manifestwork.IsFleetDNSWork(w) {
+			continue
+		}
 		if _, dup := out[w.Namespace]; dup {
 			t.Fatalf("two ManifestWorks of %s/%s in cluster %s", ns, name, w.Namespace)
 		}
