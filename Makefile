@@ -321,7 +321,7 @@ BENCH_STORM_BEAT_SECONDS ?= 12
 BENCH_STORM_FENCE_SECONDS ?= 10
 .PHONY: bench-storm
 bench-storm: test-binaries ## Hub: one cluster holding BENCH_STORM_FLEETSETS Relocate FleetSets lost at once.
-	BENCH_STORM=1 BENCH_STORM_FLEETSETS=$(BENCH_STORM_FLEETSETS) BENCH_STORM_BEAT_SECONDS=$(BENCH_STORM_BEAT_SECONDS) BENCH_STORM_FENCE_SECONDS=$(BENCH_STORM_FENCE_SECONDS) \
+	BENCH_STORM=1 $(if $(BENCH_HUB_PROFILE),BENCH_HUB_PROFILE=$(BENCH_HUB_PROFILE)) BENCH_STORM_FLEETSETS=$(BENCH_STORM_FLEETSETS) BENCH_STORM_BEAT_SECONDS=$(BENCH_STORM_BEAT_SECONDS) BENCH_STORM_FENCE_SECONDS=$(BENCH_STORM_FENCE_SECONDS) \
 	  $(GO) test -tags integration -count=1 -timeout 30m -run '^TestRelocationStorm$$' -v ./federation/controller/ | grep -E '^(BENCH|---|ok|FAIL|PASS|    )'
 
 # One FleetSet of 10,000 instances over 10 clusters on a real apiserver:

@@ -70,6 +70,9 @@ func stormRequests(before map[string]float64) (all, leaseGets, throttled float64
 // against the fence deadline, and the apiserver's requests per second
 // (all, heartbeat Lease GETs) and 429 answers while the relocations were
 // held and while they ran; it fails if one came before the deadline.
+// BENCH_HUB_PROFILE=<file> writes a CPU profile of the test process (the
+// hub, the members' heartbeats and the observer) from the loss until every
+// subset was relocated (<file>.0).
 func TestRelocationStorm(t *testing.T) {
 	if os.Getenv("BENCH_STORM") == "" {
 		t.Skip("benchmark: set BENCH_STORM=1 (make bench-storm)")
@@ -90,6 +93,8 @@ func TestRelocationStorm(t *testing.T) {
 	setupStorm(t, ns, n, fence)
 
 	reqBefore, writesBefore, waitBefore := apiserverRequests(env.Config), h.writes.snapshot(), h.limiter.seconds()
+	stopProfile := startHubProfile(t, 0)
+	defer stopProfile()
 	lastBeat := stopA()
 	setAvailable(t, "storm-a", false)
 	lost := time.Now()
@@ -115,6 +120,7 @@ func TestRelocationStorm(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	done := time.Now()
+	stopProfile()
 	all, lease, n429 := stormRequests(reqBefore)
 	_, east := stormWorks(t, "storm-b", ns)
 	w := h.writes.snapshot()

@@ -217,7 +217,8 @@ func (w *writeCounter) snapshot() map[string]int {
 // ManifestWorks, "fleetset" for FleetSets (update, status), else "other".
 // A request the apiserver throttles (429, retried by client-go) counts as
 // "throttled" instead; a 409 (conflict, already exists) counts as a write
-// and as "conflict".
+// and as "conflict"; a resync lease write that failed otherwise also as
+// "lease_failed".
 type countingTransport struct {
 	next http.RoundTripper
 	c    *writeCounter
@@ -254,6 +255,11 @@ func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		t.c.note("conflict")
 	default:
 		t.c.add(cat)
+		if cat == "lease" && (err != nil || resp.StatusCode >= 300) {
+			// A resync lease write that failed (timeout, server error):
+			// counted as a request, not a renewal.
+			t.c.note("lease_failed")
+		}
 	}
 	return resp, err
 }
