@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,7 +96,8 @@ func fleetDNSDelivered(t testing.TB, ns, name string) (records, works map[string
 // hub writes passes OCM's manifest validator, each cluster's works carry
 // the fleet DNS records of the 9000 instances of the other clusters (in
 // fleet DNS works besides the cluster's ManifestWork), and the members'
-// feedback folds into a Ready FleetSet. Scaled down to 2000 instances, the
+// feedback folds into a Ready FleetSet; a fleet DNS work the agent reports
+// not applied is an ApplyFailed problem naming it. Scaled down to 2000 instances, the
 // records go back into the clusters' ManifestWorks and the fleet DNS works
 // are deleted.
 func TestLargeFleet(t *testing.T) {
@@ -170,6 +172,19 @@ func TestLargeFleet(t *testing.T) {
 	if len(got.Status.Subsets) != 10 {
 		t.Errorf("status holds %d subsets, want 10", len(got.Status.Subsets))
 	}
+
+	// The agent reports a fleet DNS work not applied: ApplyFailed names it.
+	dnsWork := fleetv1.FleetDNSWorkName(ns, name, 0)
+	setWorkCondition(t, clusters[0], dnsWork, metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionFalse, Reason: "AppliedManifestWorkFailed", Message: "quota exceeded"})
+	eventually(t, 30*time.Second, "Degraded ApplyFailed naming the fleet DNS work", func() (bool, error) {
+		c := condition(getFleetSet(t, ns, name), fleetv1.ConditionDegraded)
+		return c.Status == metav1.ConditionTrue && c.Reason == fleetv1.ReasonApplyFailed && strings.Contains(c.Message, "cluster "+clusters[0]) &&
+			strings.Contains(c.Message, dnsWork) && strings.Contains(c.Message, "quota exceeded"), nil
+	})
+	setWorkCondition(t, clusters[0], dnsWork, metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, Reason: "AppliedManifestWorkComplete", Message: "applied"})
+	eventually(t, 30*time.Second, "Degraded False once applied", func() (bool, error) {
+		return condition(getFleetSet(t, ns, name), fleetv1.ConditionDegraded).Status == metav1.ConditionFalse, nil
+	})
 
 	// Down to 2000: the records travel in the clusters' ManifestWorks again.
 	shrink := time.Now()
