@@ -117,6 +117,14 @@ func TestLargeFleet(t *testing.T) {
 	}
 	publishMembers(t, ns, name, clusters, per)
 	h := startHub(t, time.Minute)
+	// Leave the shared apiserver as found: later tests' hubs need not
+	// reconcile 60 works and renew 10 leases more.
+	t.Cleanup(func() {
+		_ = k8sClient.Delete(context.Background(), &fleetv1.FleetSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+		for _, c := range clusters {
+			deleteCluster(t, c)
+		}
+	})
 	start := time.Now()
 	if err := k8sClient.Create(context.Background(), fs); err != nil {
 		t.Fatal(err)

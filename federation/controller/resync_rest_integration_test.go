@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -31,6 +32,16 @@ func TestResyncRenewalsAtRest(t *testing.T) {
 		createCluster(t, clusters[c], true)
 	}
 	h := startHub(t, duration)
+	// Leave the shared apiserver as found: later tests' hubs need not renew
+	// 100 leases more.
+	t.Cleanup(func() {
+		for f := range nC / perFS {
+			_ = k8sClient.Delete(context.Background(), &fleetv1.FleetSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("r%d", f)}})
+		}
+		for _, c := range clusters {
+			deleteCluster(t, c)
+		}
+	})
 	for f := range nC / perFS {
 		fs := sampleFleetSet(ns, fmt.Sprintf("r%d", f))
 		rolling(fs)
