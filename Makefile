@@ -249,7 +249,7 @@ test-integration: test-binaries $(LOCALBIN)/kube-controller-manager ## Integrati
 ##@ Benchmarks
 
 .PHONY: bench
-bench: bench-unit bench-scheduler bench-hub bench-hub-100 bench-storm bench-latency ## All benchmarks; print numbers.
+bench: bench-unit bench-scheduler bench-hub bench-hub-100 bench-storm bench-large-fleet bench-hub-memory bench-latency ## All benchmarks; print numbers.
 
 .PHONY: bench-unit
 bench-unit: ## Go benchmarks of the pure packages; the seat sequence's quota/Webster measurement; the CRD's validation cost per FleetSet update.
@@ -321,8 +321,22 @@ BENCH_STORM_BEAT_SECONDS ?= 12
 BENCH_STORM_FENCE_SECONDS ?= 10
 .PHONY: bench-storm
 bench-storm: test-binaries ## Hub: one cluster holding BENCH_STORM_FLEETSETS Relocate FleetSets lost at once.
-	BENCH_STORM=1 BENCH_STORM_FLEETSETS=$(BENCH_STORM_FLEETSETS) BENCH_STORM_BEAT_SECONDS=$(BENCH_STORM_BEAT_SECONDS) BENCH_STORM_FENCE_SECONDS=$(BENCH_STORM_FENCE_SECONDS) \
+	BENCH_STORM=1 $(if $(BENCH_HUB_PROFILE),BENCH_HUB_PROFILE=$(BENCH_HUB_PROFILE)) BENCH_STORM_FLEETSETS=$(BENCH_STORM_FLEETSETS) BENCH_STORM_BEAT_SECONDS=$(BENCH_STORM_BEAT_SECONDS) BENCH_STORM_FENCE_SECONDS=$(BENCH_STORM_FENCE_SECONDS) \
 	  $(GO) test -tags integration -count=1 -timeout 30m -run '^TestRelocationStorm$$' -v ./federation/controller/ | grep -E '^(BENCH|---|ok|FAIL|PASS|    )'
+
+# The hub's heap in use after settling, by FleetSets × clusters × subsets
+# (BENCH_MEMORY_SIZES, F x C x S, comma-separated), each on a fresh apiserver.
+.PHONY: bench-hub-memory
+bench-hub-memory: test-binaries ## Hub: heap in use by FleetSets × clusters × subsets.
+	BENCH_MEMORY=1 $(if $(BENCH_MEMORY_SIZES),BENCH_MEMORY_SIZES=$(BENCH_MEMORY_SIZES)) \
+	  $(GO) test -tags integration -count=1 -timeout 60m -run '^TestHubMemory$$' -v ./federation/controller/ | grep -E '^(BENCH|---|ok|FAIL|PASS|    )'
+
+# One FleetSet of 10,000 instances over 10 clusters on a real apiserver:
+# every work within OCM's manifest limit (OCM's validator), time to deliver
+# and to fold Ready, then shrunk to 2000. About a minute.
+.PHONY: bench-large-fleet
+bench-large-fleet: test-binaries ## Hub: one 10,000-instance FleetSet over 10 clusters; works, sizes, times.
+	$(GO) test -tags integration -count=1 -timeout 10m -run '^TestLargeFleet$$' -v ./federation/controller/ | grep -E '^(BENCH|---|ok|FAIL|PASS|    )'
 
 LATENCY_SCALES ?= 100
 .PHONY: bench-latency

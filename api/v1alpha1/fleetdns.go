@@ -43,10 +43,30 @@ const (
 	// EndpointSlice API's limit of 1000 endpoints per slice.
 	FleetDNSBucket = 1000
 	// MaxFleetDNSInstances is the most instances whose records the hub
-	// delivers for one FleetSet. Above it, no record is delivered and the
-	// FleetSet's Degraded condition says so (ReasonFleetDNSTooLarge): every
-	// member's ManifestWork must stay within OCM's 500 KiB manifest limit.
-	MaxFleetDNSInstances = 2000
+	// delivers for one FleetSet (the largest fleet measured: 10 clusters,
+	// docs/benchmarks.md). Above it, no record is delivered and the
+	// FleetSet's Degraded condition says so (ReasonFleetDNSTooLarge).
+	MaxFleetDNSInstances = 10000
+	// MaxInlineFleetDNSInstances is the most instances a fleet may have for
+	// its records to travel in each member's ManifestWork itself: the
+	// largest work of such a fleet is within OCM's 500 KiB manifest limit
+	// (federation/manifestwork TestRecordsFitOCMLimits). A larger fleet's
+	// records travel in fleet DNS works instead (FleetDNSWorkName), and its
+	// members' ManifestWorks carry none.
+	MaxInlineFleetDNSInstances = 2000
+	// FleetDNSBucketsPerWork is how many EndpointSlices (ordinal buckets of
+	// FleetDNSBucket) one fleet DNS work carries: work k the slices of
+	// buckets [k*FleetDNSBucketsPerWork, (k+1)*FleetDNSBucketsPerWork), so a
+	// record stays in one work while the fleet keeps its size class. Two
+	// full slices of the longest hostnames (63 characters) are about
+	// 350 KB, within OCM's 500 KiB.
+	FleetDNSBucketsPerWork = 2
+	// LabelWorkPart marks the ManifestWorks of a FleetSet that carry only a
+	// part of what its members need (value WorkPartFleetDNS): no
+	// StatefulSet, so neither failover nor the resync lease waits for them.
+	LabelWorkPart = "fleetset.io/work-part"
+	// WorkPartFleetDNS is the LabelWorkPart value of fleet DNS works.
+	WorkPartFleetDNS = "fleet-dns"
 	// ReasonFleetDNSTooLarge: the fleet has more than MaxFleetDNSInstances
 	// instances, and the hub delivers no fleet DNS record.
 	ReasonFleetDNSTooLarge = "FleetDNSTooLarge"

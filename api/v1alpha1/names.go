@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 )
 
 // maxNameLength is the longest ManifestWork name (a DNS subdomain).
@@ -14,7 +15,20 @@ const maxNameLength = 253
 // cut to 253 characters with a hash suffix if longer. Hub and members both
 // use it: the member reads its own work to confirm a fenced placement.
 func ManifestWorkName(namespace, name string) string {
-	n := namespace + "." + name
+	return cutName(namespace + "." + name)
+}
+
+// FleetDNSWorkName returns the name of the k-th fleet DNS ManifestWork of
+// FleetSet namespace/name in a member cluster's namespace on the hub:
+// "<namespace>.<name>.fleet-dns-<k>", cut like ManifestWorkName. The hub
+// writes these works only for fleets over MaxInlineFleetDNSInstances
+// instances (see FleetDNSBucketsPerWork).
+func FleetDNSWorkName(namespace, name string, k int) string {
+	return cutName(namespace + "." + name + ".fleet-dns-" + strconv.Itoa(k))
+}
+
+// cutName returns n, cut to 253 characters with a hash suffix if longer.
+func cutName(n string) string {
 	if len(n) <= maxNameLength {
 		return n
 	}

@@ -570,6 +570,9 @@ type hubRun struct {
 	before                           map[string]float64
 	reqBefore, cpuBefore, cpuAtWorks map[string]float64
 	leaseDuration                    time.Duration
+	// usedClusters is how many clusters host a subset: those hold a
+	// resync lease.
+	usedClusters int
 }
 
 // measureHub runs the hub on a fresh control plane holding the benchmark's
@@ -585,7 +588,13 @@ func measureHub(t *testing.T, pair, subsets int, ns string, clusters []string, f
 	ctx := context.Background()
 	cp, setup, stop := benchControlPlane(t, "hub", ns, clusters)
 	defer stop()
-	r := &hubRun{pair: pair, nFS: len(fleetSets), nC: len(clusters), subsets: subsets, wantWorks: len(fleetSets) * subsets, cp: cp,
+	used := map[string]bool{}
+	for _, fs := range fleetSets {
+		for _, sp := range fs.Spec.Topology.Subsets {
+			used[sp.Cluster] = true
+		}
+	}
+	r := &hubRun{pair: pair, nFS: len(fleetSets), nC: len(clusters), usedClusters: len(used), subsets: subsets, wantWorks: len(fleetSets) * subsets, cp: cp,
 		leaseDuration: time.Duration(envInt(t, "BENCH_LEASE_SECONDS", fleetv1.DefaultResyncLeaseDurationSeconds)) * time.Second}
 	r.obs = observe(t, cp.Config, ns, subsets)
 	defer r.obs.cancel()
@@ -742,13 +751,19 @@ func steadyState(t *testing.T, r *hubRun) {
 	c := r.converged
 	hubWrites := c["work"] + c["fleetset"] + c["other"]
 	c = maps.Clone(c)
-	c["lease"] = r.h.writes.snapshot()["lease"]
+	snap := r.h.writes.snapshot()
+	c["lease"], c["lease_failed"] = snap["lease"], snap["lease_failed"]
+	renewedBefore := metricSum(t, "fleetset_hub_resync_lease_renewals_total", nil)
 	time.Sleep(steady)
 	after := r.h.writes.snapshot()
+	renewed := metricSum(t, "fleetset_hub_resync_lease_renewals_total", nil) - renewedBefore
 	atRest := after["work"] + after["fleetset"] + after["other"] - hubWrites
-	fmt.Printf("BENCH hub steady_seconds=%.0f writes_besides_leases=%d events=%d lease_renewals=%d (lease %.0fs: %d clusters × %.1f renewals expected) %s\n",
-		steady.Seconds(), atRest, after["event"]-c["event"], after["lease"]-c["lease"],
-		r.leaseDuration.Seconds(), r.nC, steady.Seconds()/(r.leaseDuration.Seconds()/3), loadAvg())
+	// Expected: one renewal per cluster that hosts a subset (only those
+	// hold a lease) per third of the lease; a window cuts at most one
+	// more per cluster.
+	fmt.Printf("BENCH hub steady_seconds=%.0f writes_besides_leases=%d events=%d lease_requests=%d lease_requests_failed=%d lease_renewals=%.0f (lease %.0fs: %d clusters with a subset × %.1f renewals expected, of %d clusters) %s\n",
+		steady.Seconds(), atRest, after["event"]-c["event"], after["lease"]-c["lease"], after["lease_failed"]-c["lease_failed"], renewed,
+		r.leaseDuration.Seconds(), r.usedClusters, steady.Seconds()/(r.leaseDuration.Seconds()/3), r.nC, loadAvg())
 	if atRest != 0 {
 		t.Errorf("%d writes besides lease renewals in steady state, want 0", atRest)
 	}

@@ -73,7 +73,7 @@ func (r *FleetSetReconciler) deleteWorks(ctx context.Context, key types.Namespac
 	var remove []*workv1.ManifestWork
 	orphaning := 0
 	var failed error
-	for _, w := range deletable(works, nil) {
+	for _, w := range deletable(works, keptWorks{}) {
 		if w.Annotations[fleetv1.AnnotationDeletionPolicy] != string(fleetv1.DeletionRetain) {
 			remove = append(remove, w)
 			continue

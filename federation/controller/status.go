@@ -3,12 +3,14 @@ package controller
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/manifestwork"
@@ -58,6 +60,7 @@ func foldSubsets(st *state, status *fleetv1.FleetSetStatus) {
 		status.AvailableReplicas = addSaturating(status.AvailableReplicas, ss.AvailableReplicas)
 		status.Subsets = append(status.Subsets, ss)
 	}
+	reportFleetDNSWorks(st)
 }
 
 // foldRoles writes status.leader from the subsets' role summaries
@@ -203,6 +206,32 @@ func setConditions(st *state, status *fleetv1.FleetSetStatus) {
 		set(fleetv1.ConditionReady, metav1.ConditionFalse, fleetv1.ReasonReplicasNotReady, strings.Join(notReady, "; "))
 	default:
 		set(fleetv1.ConditionReady, metav1.ConditionTrue, fleetv1.ReasonAllReplicasReady, "")
+	}
+}
+
+// reportFleetDNSWorks makes each fleet DNS work (manifestwork.IsFleetDNSWork)
+// whose agent reports it not applied an ApplyFailed problem of its cluster,
+// naming the work and the member's answer: its records are missing or stale
+// there.
+func reportFleetDNSWorks(st *state) {
+	keys := make([]types.NamespacedName, 0, len(st.existingWorks))
+	for k, w := range st.existingWorks {
+		if manifestwork.IsFleetDNSWork(w) {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	for _, k := range keys {
+		w := st.existingWorks[k]
+		c := manifestwork.NotApplied(w)
+		if c == nil {
+			continue
+		}
+		msg := fmt.Sprintf("work agent reports fleet DNS ManifestWork %s not applied: %s: %s", w.Name, c.Reason, c.Message)
+		if f := manifestwork.ApplyFailures(w); len(f) > 0 {
+			msg = fmt.Sprintf("member cluster %s refused fleet DNS ManifestWork %s: %s", k.Namespace, w.Name, strings.Join(f, "; "))
+		}
+		st.report(clusterProblem(fleetv1.ReasonApplyFailed, k.Namespace, msg))
 	}
 }
 

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/fleetset/fleetset/federation/manifestwork"
 	"github.com/fleetset/fleetset/internal/testing/controlplane"
 )
 
@@ -216,7 +217,8 @@ func (w *writeCounter) snapshot() map[string]int {
 // ManifestWorks, "fleetset" for FleetSets (update, status), else "other".
 // A request the apiserver throttles (429, retried by client-go) counts as
 // "throttled" instead; a 409 (conflict, already exists) counts as a write
-// and as "conflict".
+// and as "conflict"; a resync lease write that failed otherwise also as
+// "lease_failed".
 type countingTransport struct {
 	next http.RoundTripper
 	c    *writeCounter
@@ -253,6 +255,11 @@ func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		t.c.note("conflict")
 	default:
 		t.c.add(cat)
+		if cat == "lease" && (err != nil || resp.StatusCode >= 300) {
+			// A resync lease write that failed (timeout, server error):
+			// counted as a request, not a renewal.
+			t.c.note("lease_failed")
+		}
 	}
 	return resp, err
 }
@@ -338,7 +345,8 @@ func deleteCluster(t testing.TB, name string) {
 	}
 }
 
-// works returns the ManifestWorks owned by FleetSet ns/name, by cluster.
+// works returns the ManifestWorks owned by FleetSet ns/name, by cluster,
+// without fleet DNS works (allWorks lists those too).
 func works(t testing.TB, ns, name string) map[string]*workv1.ManifestWork {
 	t.Helper()
 	var list workv1.ManifestWorkList
@@ -348,6 +356,9 @@ func works(t testing.TB, ns, name string) map[string]*workv1.ManifestWork {
 	out := map[string]*workv1.ManifestWork{}
 	for i := range list.Items {
 		w := &list.Items[i]
+		if manifestwork.IsFleetDNSWork(w) {
+			continue
+		}
 		if _, dup := out[w.Namespace]; dup {
 			t.Fatalf("two ManifestWorks of %s/%s in cluster %s", ns, name, w.Namespace)
 		}

@@ -46,9 +46,10 @@ func workOwnerOf(o client.Object) []string {
 	return []string{workOwnerKey(owner.Namespace, owner.Name)}
 }
 
-// deletingWork is the deletingWorkIndex function.
+// deletingWork is the deletingWorkIndex function. Fleet DNS works
+// (manifestwork.IsFleetDNSWork) deliver no StatefulSet and are left out.
 func deletingWork(o client.Object) []string {
-	if o.GetDeletionTimestamp().IsZero() || len(workOwnerOf(o)) == 0 {
+	if o.GetDeletionTimestamp().IsZero() || len(workOwnerOf(o)) == 0 || manifestwork.IsFleetDNSWork(o) {
 		return nil
 	}
 	return []string{"true"}
@@ -95,20 +96,21 @@ type workChanges struct {
 // work rendered per cluster a subset is delivered to (delivered), where it
 // differs from the existing one or edited (nil: never) says someone else
 // changed its spec, except in clusters not found; and the deletion of the
-// works in clusters no subset uses. Each work carries the fleet DNS records
-// of the other clusters' instances accepted from reports (the members'
-// EndpointSlices on the hub, by cluster; manifestwork.AcceptRecords). The
-// error names the spec field.
+// works not rendered now (in clusters no subset uses, and fleet DNS works
+// no longer needed). Each cluster's works carry the fleet DNS records of
+// the other clusters' instances accepted from reports (the members'
+// EndpointSlices on the hub, by cluster; manifestwork.AcceptRecords): in
+// its ManifestWork, or for a large fleet in its fleet DNS works. The error
+// names the spec field.
 func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types.NamespacedName]*workv1.ManifestWork, edited func(*workv1.ManifestWork) bool, reports map[string]*discoveryv1.EndpointSlice) (workChanges, error) {
 	var delivered []manifestwork.Subset
-	named, missing := map[string]bool{}, map[string]bool{}
+	missing := map[string]bool{}
 	for i := range subsets {
 		sp := &subsets[i]
 		if !sp.clusterExists {
 			missing[sp.planned.Cluster] = true
 		}
 		delivered = append(delivered, sp.delivered())
-		named[sp.planned.Cluster] = true
 	}
 	records := manifestwork.AcceptRecords(fs, delivered, reports)
 	desired, err := manifestwork.Works(fs, delivered, records)
@@ -116,7 +118,10 @@ func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types
 		return workChanges{}, err
 	}
 	out := workChanges{records: records}
+	kept := keptWorks{used: map[string]bool{}, rendered: map[types.NamespacedName]bool{}}
 	for _, w := range desired {
+		kept.used[w.Namespace] = true
+		kept.rendered[client.ObjectKeyFromObject(w)] = true
 		if missing[w.Namespace] {
 			continue
 		}
@@ -132,7 +137,7 @@ func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types
 		}
 		out.apply = append(out.apply, workWrite{existing: cur, desired: w, restore: restore})
 	}
-	out.remove = deletable(existing, named)
+	out.remove = deletable(existing, kept)
 	return out, nil
 }
 
@@ -155,12 +160,25 @@ func (sp *subsetPlan) delivered() manifestwork.Subset {
 	return p
 }
 
-// deletable returns the works not being deleted yet, except those in the
-// clusters kept, sorted by cluster (then name).
-func deletable(works map[types.NamespacedName]*workv1.ManifestWork, kept map[string]bool) []*workv1.ManifestWork {
+// keptWorks are the works a reconcile keeps: every work in the clusters
+// used, except fleet DNS works not rendered now (the fleet shrank to
+// carry its records in the clusters' works, or a bucket emptied).
+type keptWorks struct {
+	used     map[string]bool
+	rendered map[types.NamespacedName]bool
+}
+
+// keeps reports whether w, at key k, is kept.
+func (kw keptWorks) keeps(k types.NamespacedName, w *workv1.ManifestWork) bool {
+	return kw.rendered[k] || (kw.used[k.Namespace] && !manifestwork.IsFleetDNSWork(w))
+}
+
+// deletable returns the works not being deleted yet, except those kept,
+// sorted by cluster (then name).
+func deletable(works map[types.NamespacedName]*workv1.ManifestWork, kept keptWorks) []*workv1.ManifestWork {
 	var out []*workv1.ManifestWork
-	for _, w := range works {
-		if !kept[w.Namespace] && w.DeletionTimestamp.IsZero() {
+	for k, w := range works {
+		if !kept.keeps(k, w) && w.DeletionTimestamp.IsZero() {
 			out = append(out, w)
 		}
 	}

@@ -75,6 +75,9 @@ func TestChooseWrites(t *testing.T) {
 	}
 	foreign := stale("east")
 	foreign.Name = "other"
+	oldDNS := stale("east")
+	oldDNS.Name = fleetv1.FleetDNSWorkName("db", "mydb", 3)
+	oldDNS.Labels[fleetv1.LabelWorkPart] = fleetv1.WorkPartFleetDNS
 
 	for _, tc := range []struct {
 		name     string
@@ -100,6 +103,9 @@ func TestChooseWrites(t *testing.T) {
 		{name: "a cluster no longer used: its work deleted", fs: fs, subsets: []subsetPlan{east, west},
 			existing: []*workv1.ManifestWork{rendered("east", east, west), rendered("west", east, west), stale("south"), stale("north")},
 			want:     []string{"delete north/db.mydb", "delete south/db.mydb"}},
+		{name: "a fleet DNS work no longer rendered, in a used cluster: deleted", fs: fs, subsets: []subsetPlan{east, west},
+			existing: []*workv1.ManifestWork{rendered("east", east, west), rendered("west", east, west), oldDNS},
+			want:     []string{"delete east/db.mydb.fleet-dns-3"}},
 		{name: "a work being deleted: not deleted again", fs: fs, subsets: []subsetPlan{east, west},
 			existing: []*workv1.ManifestWork{rendered("east", east, west), rendered("west", east, west), deleting(stale("north"))}},
 		{name: "a cluster not found: its work neither written nor deleted", fs: fs, subsets: []subsetPlan{east, westMissing},

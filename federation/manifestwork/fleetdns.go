@@ -23,6 +23,10 @@ type Records struct {
 	// TooLarge is true when the fleet has more than
 	// v1alpha1.MaxFleetDNSInstances instances: no record is delivered.
 	TooLarge bool
+	// Split is true when the fleet has, or the members report, more than
+	// v1alpha1.MaxInlineFleetDNSInstances instances: the records travel in
+	// fleet DNS works (Works), not in each member's ManifestWork.
+	Split bool
 	// Rejected counts the reported endpoints ignored: not an instance of a
 	// subset placed on the reporting cluster, no hostname, or no valid
 	// IPv4 address.
@@ -86,6 +90,9 @@ func AcceptRecords(fs *fleetv1.FleetSet, subsets []Subset, reports map[string]*d
 		}
 	}
 	slices.SortFunc(out.records, func(a, b record) int { return cmp.Compare(a.ordinal, b.ordinal) })
+	// Instances beyond a subset's replicas (still terminating after a
+	// scale-down) are accepted too: they count for the split.
+	out.Split = max(total, int64(fs.Spec.Replicas), int64(len(out.records))) > fleetv1.MaxInlineFleetDNSInstances
 	return out
 }
 
@@ -139,11 +146,18 @@ func (r *Records) Len() int {
 // TooLarge r. A cluster's own instances are never in its slices: its
 // EndpointSlice controller publishes them from its pods.
 func (r *Records) Slices(fs *fleetv1.FleetSet, cluster string) []*discoveryv1.EndpointSlice {
+	out, _ := r.buckets(fs, cluster)
+	return out
+}
+
+// buckets is Slices with each slice's bucket index.
+func (r *Records) buckets(fs *fleetv1.FleetSet, cluster string) ([]*discoveryv1.EndpointSlice, []int) {
 	if r == nil || r.TooLarge {
-		return nil
+		return nil, nil
 	}
 	svc := envelope.ServiceName(fs)
 	var out []*discoveryv1.EndpointSlice
+	var ks []int
 	bucket := -1
 	for _, rec := range r.records {
 		if rec.cluster == cluster {
@@ -152,11 +166,29 @@ func (r *Records) Slices(fs *fleetv1.FleetSet, cluster string) []*discoveryv1.En
 		if k := int(rec.ordinal) / fleetv1.FleetDNSBucket; k != bucket {
 			bucket = k
 			out = append(out, fleetDNSSlice(fs, svc, k))
+			ks = append(ks, k)
 		}
 		s := out[len(out)-1]
 		s.Endpoints = append(s.Endpoints, rec.endpoint)
 	}
-	return out
+	return out, ks
+}
+
+// split returns the slices of cluster (Slices) to carry in its
+// ManifestWork (inline) and, for a Split r, by fleet DNS work index the
+// slices each fleet DNS work carries instead: bucket k in work
+// k / v1alpha1.FleetDNSBucketsPerWork. Only works with a slice are listed.
+func (r *Records) split(fs *fleetv1.FleetSet, cluster string) (inline []*discoveryv1.EndpointSlice, parts map[int][]*discoveryv1.EndpointSlice) {
+	slices, ks := r.buckets(fs, cluster)
+	if r == nil || !r.Split {
+		return slices, nil
+	}
+	parts = map[int][]*discoveryv1.EndpointSlice{}
+	for i, s := range slices {
+		w := ks[i] / fleetv1.FleetDNSBucketsPerWork
+		parts[w] = append(parts[w], s)
+	}
+	return nil, parts
 }
 
 // fleetDNSSlice returns the empty k-th fleet DNS EndpointSlice of Service

@@ -1,7 +1,9 @@
 package manifestwork
 
 import (
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -115,18 +117,25 @@ func TestRecordsReadiness(t *testing.T) {
 	}
 }
 
-// TestRecordsFitOCMLimits renders the largest fleet fleet DNS serves,
-// v1alpha1.MaxFleetDNSInstances instances over 10 clusters, and checks
+// TestRecordsFitOCMLimits renders fleets up to the largest fleet DNS
+// serves, v1alpha1.MaxFleetDNSInstances instances over 10 clusters, with
+// short names and with the longest hostnames (63 characters), and checks
 // every work against OCM's own manifest validator (500 KiB) and every slice
-// against the EndpointSlice API's 1000 endpoints; one instance more
-// delivers no record and says so.
+// against the EndpointSlice API's 1000 endpoints: up to
+// MaxInlineFleetDNSInstances the records travel in each cluster's work,
+// above it in fleet DNS works, bucket k in work k/FleetDNSBucketsPerWork.
+// One instance more than MaxFleetDNSInstances delivers no record and says so.
 func TestRecordsFitOCMLimits(t *testing.T) {
-	for _, total := range []int{1000, fleetv1.MaxFleetDNSInstances} {
-		t.Run(fmt.Sprint(total), func(t *testing.T) {
-			w := makeFleetSet("db", "mydb")
+	long := strings.Repeat("d", 63-len("-cluster-00-9999"))
+	for _, tc := range []struct {
+		name  string
+		total int
+	}{{"mydb", 1000}, {"mydb", fleetv1.MaxInlineFleetDNSInstances}, {long, fleetv1.MaxInlineFleetDNSInstances}, {"mydb", fleetv1.MaxFleetDNSInstances}, {long, fleetv1.MaxFleetDNSInstances}} {
+		t.Run(fmt.Sprintf("%d/%d", tc.total, len(tc.name)), func(t *testing.T) {
+			w := makeFleetSet("db", tc.name)
 			var subsets []Subset
 			reports := map[string]*discoveryv1.EndpointSlice{}
-			per := total / 10
+			per := tc.total / 10
 			for c := range 10 {
 				name := fmt.Sprintf("cluster-%02d", c)
 				w = w.subset(name, name, nil)
@@ -134,21 +143,26 @@ func TestRecordsFitOCMLimits(t *testing.T) {
 				subsets = append(subsets, sp)
 				eps := map[string]string{}
 				for k := range per {
-					eps[fmt.Sprintf("mydb-%s-%d", name, c*1000+k)] = fmt.Sprintf("10.%d.%d.%d", 100+c, k/250, k%250+1)
+					eps[fmt.Sprintf("%s-%s-%d", tc.name, name, c*1000+k)] = fmt.Sprintf("10.%d.%d.%d", 100+c, k/250, k%250+1)
 				}
 				reports[name] = report(eps)
 			}
 			fs := w.obj()
-			fs.Spec.Replicas = int32(total)
+			fs.Spec.Replicas = int32(tc.total)
 			r := AcceptRecords(fs, subsets, reports)
-			if r.TooLarge || r.Len() != total {
-				t.Fatalf("accepted %d of %d (too large %v)", r.Len(), total, r.TooLarge)
+			if r.TooLarge || r.Len() != tc.total {
+				t.Fatalf("accepted %d of %d (too large %v)", r.Len(), tc.total, r.TooLarge)
+			}
+			if want := tc.total > fleetv1.MaxInlineFleetDNSInstances; r.Split != want {
+				t.Errorf("Split %v, want %v", r.Split, want)
 			}
 			works, err := Works(fs, subsets, r)
 			if err != nil {
 				t.Fatal(err)
 			}
 			largest := 0
+			records := map[string]int{}
+			main := map[string]int{}
 			for _, wk := range works {
 				size := 0
 				for _, m := range wk.Spec.Workload.Manifests {
@@ -156,20 +170,39 @@ func TestRecordsFitOCMLimits(t *testing.T) {
 				}
 				largest = max(largest, size)
 				if err := workvalidator.ManifestValidator.ValidateManifests(wk.Spec.Workload.Manifests); err != nil {
-					t.Errorf("work %s (%d bytes): %v", wk.Namespace, size, err)
+					t.Errorf("work %s/%s (%d bytes): %v", wk.Namespace, wk.Name, size, err)
 				}
-				n := 0
-				for _, s := range r.Slices(fs, wk.Namespace) {
+				if !IsFleetDNSWork(wk) {
+					main[wk.Namespace]++
+				}
+				for _, m := range wk.Spec.Workload.Manifests {
+					var s discoveryv1.EndpointSlice
+					if err := json.Unmarshal(m.Raw, &s); err != nil || s.Kind != "EndpointSlice" {
+						continue
+					}
 					if len(s.Endpoints) > 1000 {
 						t.Errorf("slice %s holds %d endpoints", s.Name, len(s.Endpoints))
 					}
-					n += len(s.Endpoints)
-				}
-				if n != total-per {
-					t.Errorf("work %s carries %d records, want %d", wk.Namespace, n, total-per)
+					if r.Split != IsFleetDNSWork(wk) {
+						t.Errorf("slice %s in work %s/%s; records split %v", s.Name, wk.Namespace, wk.Name, r.Split)
+					}
+					if IsFleetDNSWork(wk) {
+						k, _ := strconv.Atoi(s.Name[strings.LastIndex(s.Name, "-")+1:])
+						if want := fleetv1.FleetDNSWorkName("db", tc.name, k/fleetv1.FleetDNSBucketsPerWork); wk.Name != want {
+							t.Errorf("slice %s in work %s, want %s", s.Name, wk.Name, want)
+						}
+					}
+					records[wk.Namespace] += len(s.Endpoints)
 				}
 			}
-			t.Logf("%d instances over 10 clusters: largest work %d bytes of OCM's %d", total, largest, 500*1024)
+			for c := range 10 {
+				name := fmt.Sprintf("cluster-%02d", c)
+				if main[name] != 1 || records[name] != tc.total-per {
+					t.Errorf("cluster %s: %d works of its subsets, %d records; want 1, %d", name, main[name], records[name], tc.total-per)
+				}
+			}
+			t.Logf("%d instances (hostnames of %d characters) over 10 clusters: %d works, largest %d bytes of OCM's %d",
+				tc.total, len(tc.name)+len("-cluster-00-")+len(fmt.Sprint(per-1)), len(works), largest, 500*1024)
 		})
 	}
 	fs := makeFleetSet("db", "mydb").subset("east", "east", nil).obj()

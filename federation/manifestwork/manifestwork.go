@@ -93,7 +93,10 @@ func FromPlan(p plan.Subset) Subset {
 // Works renders one ManifestWork per cluster named in subsets (every subset
 // of fs, in spec order), sorted by cluster. It errors when spec.selector is
 // invalid or an object cannot be encoded. records (nil: none) are the fleet
-// DNS records each work carries for the other clusters' instances.
+// DNS records each work carries for the other clusters' instances; for a
+// fleet over v1alpha1.MaxInlineFleetDNSInstances (Records.Split) they are
+// rendered instead as fleet DNS works (FleetDNSWorks), after each cluster's
+// work, so that every work stays within OCM's manifest limit.
 func Works(fs *fleetv1.FleetSet, subsets []Subset, records *Records) ([]*workv1.ManifestWork, error) {
 	var clusters []string
 	byCluster := map[string][]Subset{}
@@ -136,13 +139,76 @@ func Works(fs *fleetv1.FleetSet, subsets []Subset, records *Records) ([]*workv1.
 	}
 	works := make([]*workv1.ManifestWork, 0, len(clusters))
 	for _, c := range clusters {
-		w, err := work(fs, c, byCluster[c], view.Name, shared, records.Slices(fs, c))
+		inline, parts := records.split(fs, c)
+		w, err := work(fs, c, byCluster[c], view.Name, shared, inline)
 		if err != nil {
 			return nil, fmt.Errorf("cluster %s: %w", c, err)
 		}
 		works = append(works, w)
+		dns, err := fleetDNSWorks(fs, c, parts)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: %w", c, err)
+		}
+		works = append(works, dns...)
 	}
 	return works, nil
+}
+
+// IsFleetDNSWork reports whether w is a fleet DNS work (label
+// v1alpha1.LabelWorkPart), not the ManifestWork of a cluster's subsets.
+func IsFleetDNSWork(w metav1.Object) bool {
+	return w.GetLabels()[fleetv1.LabelWorkPart] == fleetv1.WorkPartFleetDNS
+}
+
+// fleetDNSWorks renders cluster's fleet DNS works from parts (by work
+// index, Records.split), sorted by index: work k, named
+// v1alpha1.FleetDNSWorkName, holds parts[k] and nothing else, labelled
+// v1alpha1.LabelWorkPart; the namespace and the Service are the cluster's
+// ManifestWork's. Deleting it deletes its EndpointSlices, unless
+// deletionPolicy Retain orphans it as it does the cluster's work.
+func fleetDNSWorks(fs *fleetv1.FleetSet, cluster string, parts map[int][]*discoveryv1.EndpointSlice) ([]*workv1.ManifestWork, error) {
+	ks := make([]int, 0, len(parts))
+	for k := range parts {
+		ks = append(ks, k)
+	}
+	sort.Ints(ks)
+	out := make([]*workv1.ManifestWork, 0, len(ks))
+	for _, k := range ks {
+		objs := make([]runtime.Object, 0, len(parts[k]))
+		configs := make([]workv1.ManifestConfigOption, 0, len(parts[k]))
+		for _, es := range parts[k] {
+			objs = append(objs, es)
+			configs = append(configs, applyConfig("discovery.k8s.io", "endpointslices", fs.Namespace, es.Name))
+		}
+		manifests, err := envelope.Encode(objs)
+		if err != nil {
+			return nil, err
+		}
+		labels := envelope.OwnerLabels(fs.Namespace, fs.Name)
+		labels[fleetv1.LabelWorkPart] = fleetv1.WorkPartFleetDNS
+		w := &workv1.ManifestWork{
+			TypeMeta: metav1.TypeMeta{APIVersion: workv1.GroupVersion.String(), Kind: "ManifestWork"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        fleetv1.FleetDNSWorkName(fs.Namespace, fs.Name, k),
+				Namespace:   cluster,
+				Labels:      labels,
+				Annotations: map[string]string{fleetv1.AnnotationDeletionPolicy: string(fs.Spec.DeletionPolicyOrDefault())},
+			},
+			Spec: workv1.ManifestWorkSpec{
+				Workload:        workv1.ManifestsTemplate{Manifests: manifests},
+				ManifestConfigs: configs,
+				Executor: &workv1.ManifestWorkExecutor{Subject: workv1.ManifestWorkExecutorSubject{
+					Type: workv1.ExecutorSubjectTypeServiceAccount,
+					ServiceAccount: &workv1.ManifestWorkSubjectServiceAccount{
+						Namespace: fleetv1.ExecutorNamespace, Name: fleetv1.ExecutorServiceAccount}}},
+			},
+		}
+		if err := stampHash(w); err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
 }
 
 // work renders the ManifestWork of one cluster: shared (the encoded
