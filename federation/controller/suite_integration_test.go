@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/internal/testing/controlplane"
 )
 
@@ -212,8 +213,8 @@ func (w *writeCounter) snapshot() map[string]int {
 // countingTransport counts every request that is not a GET (reads, lists and
 // watches are GETs; a watch of ManifestWorks is noted as
 // "watch_manifestworks"): "lease" for the resync lease ManifestWork, "event" for
-// Events, "leader" for leader election, "work" for the FleetSets'
-// ManifestWorks, "fleetset" for FleetSets (update, status), else "other".
+// Events, "leader" for leader election, "tenant" for the tenant works,
+// "work" for the FleetSets' ManifestWorks, "fleetset" for FleetSets (update, status), else "other".
 // A request the apiserver throttles (429, retried by client-go) counts as
 // "throttled" instead; a 409 (conflict, already exists) counts as a write
 // and as "conflict".
@@ -233,6 +234,8 @@ func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	switch p := r.URL.Path; {
 	case strings.Contains(p, "/manifestworks/fleetset-resync") || (r.Method == http.MethodPost && strings.HasSuffix(p, "/manifestworks") && isResyncCreate(r)):
 		cat = "lease"
+	case strings.Contains(p, "/manifestworks/"+fleetv1.TenantWorkPrefix) || (r.Method == http.MethodPost && strings.HasSuffix(p, "/manifestworks") && bodyContains(r, `"`+fleetv1.LabelTenant+`"`)):
+		cat = "tenant"
 	case strings.Contains(p, "/events"):
 		cat = "event"
 	case strings.Contains(p, "/leases"):
@@ -259,7 +262,10 @@ func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // isResyncCreate tells a POST of the resync work from other ManifestWork
 // creations by a copy of the request body.
-func isResyncCreate(r *http.Request) bool {
+func isResyncCreate(r *http.Request) bool { return bodyContains(r, `"name":"fleetset-resync"`) }
+
+// bodyContains reports whether the first 4 KiB of a copy of r's body hold s.
+func bodyContains(r *http.Request, s string) bool {
 	if r.GetBody == nil {
 		return false
 	}
@@ -270,7 +276,7 @@ func isResyncCreate(r *http.Request) bool {
 	defer b.Close()
 	buf := make([]byte, 4096)
 	n, _ := b.Read(buf)
-	return strings.Contains(string(buf[:n]), `"name":"fleetset-resync"`)
+	return strings.Contains(string(buf[:n]), s)
 }
 
 // eventually polls cond every 100 ms until it returns true or timeout passes.
