@@ -132,8 +132,41 @@ func startHubOn(t testing.TB, base *rest.Config, opts Options) *hub {
 	}
 	h := &hub{cancel: cancel, done: make(chan error, 1), writes: wc, reconciles: reconciles, cache: mgr.GetCache(), limiter: limiter}
 	go func() { h.done <- mgr.Start(ctx) }()
+	go applyTenantWorks(ctx, base)
 	t.Cleanup(h.stop)
 	return h
+}
+
+// heldTenants holds the namespaces whose tenant works applyTenantWorks
+// leaves alone (a test stores the namespace, with value true).
+var heldTenants sync.Map
+
+// applyTenantWorks is the work agent's part for tenant works (there is no
+// agent here): every 100 ms until ctx ends, it reports each tenant work on
+// the apiserver of cfg Applied at its generation, except those of
+// heldTenants and those some test reported already.
+func applyTenantWorks(ctx context.Context, cfg *rest.Config) {
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		panic(err)
+	}
+	_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		var list workv1.ManifestWorkList
+		if err := c.List(ctx, &list, client.HasLabels{fleetv1.LabelTenant}); err != nil {
+			return false, nil
+		}
+		for i := range list.Items {
+			w := &list.Items[i]
+			if _, held := heldTenants.Load(w.Labels[fleetv1.LabelTenant]); held || apimeta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied) != nil &&
+				apimeta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied).ObservedGeneration == w.Generation {
+				continue
+			}
+			apimeta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionTrue,
+				Reason: "AppliedManifestWorkComplete", Message: "applied by the test", ObservedGeneration: w.Generation})
+			_ = c.Status().Update(ctx, w)
+		}
+		return false, nil
+	})
 }
 
 // stop stops the manager and waits for it; it may be called twice.

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
@@ -26,6 +28,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/manifestwork"
+	"github.com/fleetset/fleetset/federation/tenancy"
 )
 
 // Event reasons of the tenant controller, on the ManagedCluster.
@@ -42,8 +45,10 @@ const tenantRetry = 2 * time.Second
 
 // TenantReconciler keeps, in every cluster namespace of the hub, one tenant
 // work (manifestwork.TenantWork, named v1alpha1.TenantWorkName) per hub
-// namespace that has a FleetSet ManifestWork there, including one being
-// deleted: the member namespace, its executor ServiceAccount and the
+// namespace that has a FleetSet ManifestWork there (one being deleted too)
+// or a FleetSet, not being deleted, that uses or may use the cluster
+// (ClusterIndex: spec, status and fallback clusters, so the executor is in
+// place before a first delivery or a relocation): the member namespace, its executor ServiceAccount and the
 // RoleBinding that lets it write the delivered kinds in that namespace
 // only. The FleetSet works run as that executor (spec.executor), so a
 // FleetSet can write nowhere but its own namespace. A tenant work is
@@ -61,12 +66,31 @@ type TenantReconciler struct {
 }
 
 // SetupWithManager watches the hub's ManifestWorks, mapped to their cluster
-// namespace (tenantRelevant).
+// namespace (tenantRelevant), and FleetSets, mapped to the clusters they
+// use or used (tenantFleetSetChanged).
 func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("tenant").
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(workCluster), builder.WithPredicates(tenantRelevant())).
+		Watches(&fleetv1.FleetSet{}, handler.EnqueueRequestsFromMapFunc(clustersOfFleetSet), builder.WithPredicates(tenantFleetSetChanged())).
 		Complete(r)
+}
+
+// tenantFleetSetChanged passes FleetSet creations and deletions, and the
+// updates that change its deletionTimestamp, the clusters it may use
+// (clustersOf) or its spec.podSecurityLevel.
+func tenantFleetSetChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*fleetv1.FleetSet)
+			n, ok2 := e.ObjectNew.(*fleetv1.FleetSet)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() || !slices.Equal(clustersOf(o), clustersOf(n)) ||
+				o.Spec.PodSecurityLevel != n.Spec.PodSecurityLevel
+		},
+	}
 }
 
 // tenantRelevant passes the ManifestWork events that can change which
@@ -125,6 +149,22 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		} else if isTenantWork(w) {
 			tenants[w.Labels[fleetv1.LabelTenant]] = w
 		}
+	}
+	// FleetSets that may use the cluster and have no work there yet: their
+	// effective level (the namespace's platform level and the spec), unless
+	// the hub refuses them (then they are never delivered).
+	var fleetSets fleetv1.FleetSetList
+	if err := r.List(ctx, &fleetSets, client.MatchingFields{liveClusterIndex: cluster}, client.UnsafeDisableDeepCopy); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing FleetSets on cluster %s: %w", cluster, err)
+	}
+	for i := range fleetSets.Items {
+		fs := &fleetSets.Items[i]
+		level, err := r.level(ctx, fs)
+		if err != nil {
+			log.FromContext(ctx).V(2).Info("No tenant work for a FleetSet the hub refuses", "fleetSet", client.ObjectKeyFromObject(fs), "cluster", cluster, "reason", err.Error())
+			continue
+		}
+		levels[fs.Namespace] = append(levels[fs.Namespace], string(level))
 	}
 	mc := &clusterv1.ManagedCluster{}
 	if err := r.Get(ctx, types.NamespacedName{Name: cluster}, mc); err != nil {
@@ -231,4 +271,21 @@ func (r *TenantReconciler) event(mc *clusterv1.ManagedCluster, typ, reason, msg 
 	if mc != nil && r.Recorder != nil {
 		r.Recorder.Event(mc, typ, reason, msg)
 	}
+}
+
+// level is fs's effective Pod Security level: its namespace's platform level
+// (tenancy.PlatformLevel, from the cached metadata of the hub namespace),
+// or fs's spec.podSecurityLevel when stricter; an error when the hub
+// refuses it or the namespace cannot be read.
+func (r *TenantReconciler) level(ctx context.Context, fs *fleetv1.FleetSet) (fleetv1.PodSecurityLevel, error) {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := r.Get(ctx, types.NamespacedName{Name: fs.Namespace}, ns); err != nil {
+		return "", fmt.Errorf("reading namespace %s: %w", fs.Namespace, err)
+	}
+	platform, err := tenancy.PlatformLevel(fs.Namespace, ns.Labels)
+	if err != nil {
+		return "", err
+	}
+	return tenancy.EffectiveLevel(fs.Namespace, platform, fs.Spec.PodSecurityLevel)
 }

@@ -4,6 +4,7 @@ package controller
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,6 +136,35 @@ func TestTenantWorks(t *testing.T) {
 	}
 	eventually(t, 20*time.Second, "tenant-a's tenant work in tn-east deleted once tenant-a/db's work is gone", func() (bool, error) {
 		return tenantWork(t, "tn-east", "tenant-a") == nil, nil
+	})
+
+	// tenant-c's tenant works are not applied (the agent is held): the
+	// FleetSet's works wait; the agent's failure is the FleetSet's
+	// ApplyFailed; once applied, the works are written.
+	heldTenants.Store("tenant-c", true)
+	defer heldTenants.Delete("tenant-c")
+	createNamespace(t, "tenant-c")
+	fs := sampleFleetSet("tenant-c", "db")
+	fs.Spec.Topology.Subsets[0].Cluster, fs.Spec.Topology.Subsets[1].Cluster = "tn-east", "tn-west"
+	if err := k8sClient.Create(ctx, fs); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "tenant-c's tenant works, before any FleetSet work", func() (bool, error) {
+		return tenantWork(t, "tn-east", "tenant-c") != nil && tenantWork(t, "tn-west", "tenant-c") != nil, nil
+	})
+	time.Sleep(2 * time.Second)
+	if n := len(works(t, "tenant-c", "db")); n != 0 {
+		t.Errorf("tenant-c/db: %d works written before the namespace's executor is in place, want 0", n)
+	}
+	setWorkCondition(t, "tn-east", fleetv1.TenantWorkName("tenant-c"), metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionFalse,
+		Reason: "AppliedManifestWorkFailed", Message: "rolebindings is forbidden"})
+	eventually(t, 20*time.Second, "tenant-c/db Degraded ApplyFailed with the tenant work's failure", func() (bool, error) {
+		c := condition(getFleetSet(t, "tenant-c", "db"), fleetv1.ConditionDegraded)
+		return c.Status == metav1.ConditionTrue && c.Reason == fleetv1.ReasonApplyFailed && strings.Contains(c.Message, "rolebindings is forbidden"), nil
+	})
+	heldTenants.Delete("tenant-c")
+	eventually(t, 20*time.Second, "tenant-c/db's works written once its tenant works are applied", func() (bool, error) {
+		return len(works(t, "tenant-c", "db")) == 2, nil
 	})
 
 	// Someone changes tenant-b's tenant work (its hash left alone): written back.
