@@ -68,8 +68,8 @@ func TestPrivilegedFleetSetIsNeverDelivered(t *testing.T) {
 }
 
 // TestExecutorCannotWriteAnotherNamespace is issue 35's other escape: a
-// work that runs as team-a's executor (every FleetSet work of team-a does)
-// holding a Secret for namespace team-b. The hub never renders one (it puts
+// work that runs as the executor team-a's FleetSet work runs as, holding a
+// Secret for namespace team-b. The hub never renders one (it puts
 // every object in the FleetSet's namespace), so the test writes it on the
 // hub directly. OCM's work agent checks the executor's rights with a
 // SubjectAccessReview before applying: it refuses the Secret (the work's
@@ -85,6 +85,17 @@ func TestExecutorCannotWriteAnotherNamespace(t *testing.T) {
 	if err := m.c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: teamB}}); err != nil {
 		t.Fatalf("%s: creating namespace %s: %v", m.name, teamB, err)
 	}
+	// The executor team-a's FleetSet work in m runs as.
+	fw := &unstructured.Unstructured{}
+	fw.SetGroupVersionKind(manifestWorkGVK.GroupVersion().WithKind("ManifestWork"))
+	if err := f.hub.Get(t.Context(), client.ObjectKey{Namespace: m.name, Name: fleetv1.ManifestWorkName(teamA, "db")}, fw); err != nil {
+		t.Fatal(err)
+	}
+	executor, found, _ := unstructured.NestedMap(fw.Object, "spec", "executor")
+	if !found {
+		t.Fatalf("team-a's work %s/%s names no executor: it runs as the work agent", m.name, fw.GetName())
+	}
+	t.Logf("team-a's FleetSet work runs as %v", executor["subject"])
 	secret := map[string]any{"apiVersion": "v1", "kind": "Secret",
 		"metadata": map[string]any{"name": "stolen", "namespace": teamB}, "stringData": map[string]any{"k": "v"}}
 	w := &unstructured.Unstructured{Object: map[string]any{
@@ -92,8 +103,7 @@ func TestExecutorCannotWriteAnotherNamespace(t *testing.T) {
 		"metadata": map[string]any{"name": "escape-" + teamA, "namespace": m.name},
 		"spec": map[string]any{
 			"workload": map[string]any{"manifests": []any{secret}},
-			"executor": map[string]any{"subject": map[string]any{"type": "ServiceAccount",
-				"serviceAccount": map[string]any{"namespace": teamA, "name": fleetv1.ExecutorServiceAccount}}},
+			"executor": executor,
 		},
 	}}
 	if err := f.hub.Create(t.Context(), w); err != nil {
