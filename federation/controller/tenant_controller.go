@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/manifestwork"
@@ -66,14 +67,38 @@ type TenantReconciler struct {
 }
 
 // SetupWithManager watches the hub's ManifestWorks, mapped to their cluster
-// namespace (tenantRelevant), and FleetSets, mapped to the clusters they
-// use or used (tenantFleetSetChanged).
+// namespace (tenantRelevant), FleetSets, mapped to the clusters they use or
+// used (tenantFleetSetChanged), and the labels of hub Namespaces (their
+// platform Pod Security level), mapped to their FleetSets' clusters.
 func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("tenant").
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(workCluster), builder.WithPredicates(tenantRelevant())).
 		Watches(&fleetv1.FleetSet{}, handler.EnqueueRequestsFromMapFunc(clustersOfFleetSet), builder.WithPredicates(tenantFleetSetChanged())).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfNamespace), builder.OnlyMetadata, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Complete(r)
+}
+
+// clustersOfNamespace maps a hub Namespace (its metadata, whose labels set
+// its FleetSets' platform level) to the clusters its FleetSets use or may
+// use.
+func (r *TenantReconciler) clustersOfNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	var list fleetv1.FleetSetList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetName()), client.UnsafeDisableDeepCopy); err != nil {
+		log.FromContext(ctx).Error(err, "Listing FleetSets of a namespace", "namespace", o.GetName())
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []reconcile.Request
+	for i := range list.Items {
+		for _, c := range clustersOf(&list.Items[i]) {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: c}})
+			}
+		}
+	}
+	return out
 }
 
 // tenantFleetSetChanged passes FleetSet creations and deletions, and the

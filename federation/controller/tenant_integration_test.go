@@ -47,13 +47,13 @@ func TestTenantWorks(t *testing.T) {
 	ctx := context.Background()
 	createCluster(t, "tn-east", true)
 	createCluster(t, "tn-west", true)
-	createNamespace(t, "tenant-a")
-	createNamespace(t, "tenant-b")
+	createNamespace(t, "tn-a")
+	createNamespace(t, "tn-b")
 	startHub(t, time.Minute)
-	createOnTwo(t, "tenant-a", "db", "tn-east", "tn-west", nil)
-	createOnTwo(t, "tenant-b", "db", "tn-east", "tn-west", nil)
+	createOnTwo(t, "tn-a", "db", "tn-east", "tn-west", nil)
+	createOnTwo(t, "tn-b", "db", "tn-east", "tn-west", nil)
 
-	for _, ns := range []string{"tenant-a", "tenant-b"} {
+	for _, ns := range []string{"tn-a", "tn-b"} {
 		for c, fw := range works(t, ns, "db") {
 			if e := fw.Spec.Executor; e == nil || e.Subject.ServiceAccount == nil || *e.Subject.ServiceAccount != (workv1.ManifestWorkSubjectServiceAccount{Namespace: ns, Name: fleetv1.ExecutorServiceAccount}) {
 				t.Errorf("%s/db in %s: executor %+v, want ServiceAccount %s/%s", ns, c, e, ns, fleetv1.ExecutorServiceAccount)
@@ -103,81 +103,81 @@ func TestTenantWorks(t *testing.T) {
 		}
 	}
 
-	// tenant-a/db leaves both clusters; its work in tn-east is held by the
+	// tn-a/db leaves both clusters; its work in tn-east is held by the
 	// work agent's finalizer (still removing what it applied).
 	const agentFinalizer = "cluster.open-cluster-management.io/manifest-work-cleanup"
-	held := works(t, "tenant-a", "db")["tn-east"]
+	held := works(t, "tn-a", "db")["tn-east"]
 	held.Finalizers = append(held.Finalizers, agentFinalizer)
 	if err := k8sClient.Update(ctx, held); err != nil {
 		t.Fatal(err)
 	}
-	if err := k8sClient.Delete(ctx, &fleetv1.FleetSet{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "db"}}); err != nil {
+	if err := k8sClient.Delete(ctx, &fleetv1.FleetSet{ObjectMeta: metav1.ObjectMeta{Namespace: "tn-a", Name: "db"}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "tenant-a's tenant work in tn-west deleted", func() (bool, error) {
-		return tenantWork(t, "tn-west", "tenant-a") == nil, nil
+	eventually(t, 20*time.Second, "tn-a's tenant work in tn-west deleted", func() (bool, error) {
+		return tenantWork(t, "tn-west", "tn-a") == nil, nil
 	})
 	time.Sleep(time.Second)
-	if tw := tenantWork(t, "tn-east", "tenant-a"); tw == nil || !tw.DeletionTimestamp.IsZero() {
-		t.Errorf("tenant-a's tenant work in tn-east deleted while tenant-a/db's work there is still being deleted")
+	if tw := tenantWork(t, "tn-east", "tn-a"); tw == nil || !tw.DeletionTimestamp.IsZero() {
+		t.Errorf("tn-a's tenant work in tn-east deleted while tn-a/db's work there is still being deleted")
 	}
 	for _, c := range []string{"tn-east", "tn-west"} {
-		if tw := tenantWork(t, c, "tenant-b"); tw == nil || !tw.DeletionTimestamp.IsZero() {
-			t.Errorf("tenant-b's tenant work in %s deleted with tenant-a's FleetSet", c)
+		if tw := tenantWork(t, c, "tn-b"); tw == nil || !tw.DeletionTimestamp.IsZero() {
+			t.Errorf("tn-b's tenant work in %s deleted with tn-a's FleetSet", c)
 		}
 	}
 	held = &workv1.ManifestWork{}
-	if err := k8sClient.Get(ctx, clientKey("tn-east", manifestwork.WorkName("tenant-a", "db")), held); err != nil {
+	if err := k8sClient.Get(ctx, clientKey("tn-east", manifestwork.WorkName("tn-a", "db")), held); err != nil {
 		t.Fatal(err)
 	}
 	held.Finalizers = nil
 	if err := k8sClient.Update(ctx, held); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "tenant-a's tenant work in tn-east deleted once tenant-a/db's work is gone", func() (bool, error) {
-		return tenantWork(t, "tn-east", "tenant-a") == nil, nil
+	eventually(t, 20*time.Second, "tn-a's tenant work in tn-east deleted once tn-a/db's work is gone", func() (bool, error) {
+		return tenantWork(t, "tn-east", "tn-a") == nil, nil
 	})
 
-	// tenant-c's tenant works are not applied (the agent is held): the
+	// tn-c's tenant works are not applied (the agent is held): the
 	// FleetSet's works wait; the agent's failure is the FleetSet's
 	// ApplyFailed; once applied, the works are written.
-	heldTenants.Store("tenant-c", true)
-	defer heldTenants.Delete("tenant-c")
-	createNamespace(t, "tenant-c")
-	fs := sampleFleetSet("tenant-c", "db")
+	heldTenants.Store("tn-c", true)
+	defer heldTenants.Delete("tn-c")
+	createNamespace(t, "tn-c")
+	fs := sampleFleetSet("tn-c", "db")
 	fs.Spec.Topology.Subsets[0].Cluster, fs.Spec.Topology.Subsets[1].Cluster = "tn-east", "tn-west"
 	if err := k8sClient.Create(ctx, fs); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "tenant-c's tenant works, before any FleetSet work", func() (bool, error) {
-		return tenantWork(t, "tn-east", "tenant-c") != nil && tenantWork(t, "tn-west", "tenant-c") != nil, nil
+	eventually(t, 20*time.Second, "tn-c's tenant works, before any FleetSet work", func() (bool, error) {
+		return tenantWork(t, "tn-east", "tn-c") != nil && tenantWork(t, "tn-west", "tn-c") != nil, nil
 	})
 	time.Sleep(2 * time.Second)
-	if n := len(works(t, "tenant-c", "db")); n != 0 {
-		t.Errorf("tenant-c/db: %d works written before the namespace's executor is in place, want 0", n)
+	if n := len(works(t, "tn-c", "db")); n != 0 {
+		t.Errorf("tn-c/db: %d works written before the namespace's executor is in place, want 0", n)
 	}
-	setWorkCondition(t, "tn-east", fleetv1.TenantWorkName("tenant-c"), metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionFalse,
+	setWorkCondition(t, "tn-east", fleetv1.TenantWorkName("tn-c"), metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionFalse,
 		Reason: "AppliedManifestWorkFailed", Message: "rolebindings is forbidden"})
-	eventually(t, 20*time.Second, "tenant-c/db Degraded ApplyFailed with the tenant work's failure", func() (bool, error) {
-		c := condition(getFleetSet(t, "tenant-c", "db"), fleetv1.ConditionDegraded)
+	eventually(t, 20*time.Second, "tn-c/db Degraded ApplyFailed with the tenant work's failure", func() (bool, error) {
+		c := condition(getFleetSet(t, "tn-c", "db"), fleetv1.ConditionDegraded)
 		return c.Status == metav1.ConditionTrue && c.Reason == fleetv1.ReasonApplyFailed && strings.Contains(c.Message, "rolebindings is forbidden"), nil
 	})
-	heldTenants.Delete("tenant-c")
-	eventually(t, 20*time.Second, "tenant-c/db's works written once its tenant works are applied", func() (bool, error) {
-		return len(works(t, "tenant-c", "db")) == 2, nil
+	heldTenants.Delete("tn-c")
+	eventually(t, 20*time.Second, "tn-c/db's works written once its tenant works are applied", func() (bool, error) {
+		return len(works(t, "tn-c", "db")) == 2, nil
 	})
 
-	// Someone changes tenant-b's tenant work (its hash left alone): written back.
+	// Someone changes tn-b's tenant work (its hash left alone): written back.
 	restores := testutil.ToFloat64(tenantWrites.WithLabelValues("restore", "ok"))
-	tw := tenantWork(t, "tn-east", "tenant-b")
+	tw := tenantWork(t, "tn-east", "tn-b")
 	n := len(tw.Spec.Workload.Manifests)
 	tw.Spec.Workload.Manifests = tw.Spec.Workload.Manifests[:1]
 	if err := k8sClient.Update(ctx, tw); err != nil {
 		t.Fatal(err)
 	}
 	edited := tw.Generation
-	eventually(t, 20*time.Second, "tenant-b's edited tenant work written back", func() (bool, error) {
-		tw := tenantWork(t, "tn-east", "tenant-b")
+	eventually(t, 20*time.Second, "tn-b's edited tenant work written back", func() (bool, error) {
+		tw := tenantWork(t, "tn-east", "tn-b")
 		return tw != nil && tw.Generation > edited && len(tw.Spec.Workload.Manifests) == n, nil
 	})
 	if got := testutil.ToFloat64(tenantWrites.WithLabelValues("restore", "ok")); got != restores+1 {
