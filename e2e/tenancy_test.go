@@ -209,10 +209,13 @@ func TestUnownedServiceIsNeverAdopted(t *testing.T) {
 	check("after the FleetSet's deletion")
 }
 
-// TestWorksRunAsTheExecutor: every FleetSet ManifestWork names the add-on's
-// executor ServiceAccount, and each member's authorizer lets that account
-// write the delivered kinds and nothing of what makes a cluster-admin: not
-// RBAC, not CRDs, not webhooks, not Secrets, not pods.
+// TestWorksRunAsTheExecutor: every FleetSet ManifestWork names its
+// namespace's executor ServiceAccount <namespace>/fleetset-work-executor,
+// which the namespace's tenant work (applied by the work agent) created in
+// each member with a RoleBinding to the add-on's ClusterRole; each member's
+// authorizer lets that account write the delivered kinds in that namespace
+// and nothing of what makes a cluster-admin: not RBAC, not CRDs, not
+// webhooks, not pods, not namespaces, nothing in another namespace.
 func TestWorksRunAsTheExecutor(t *testing.T) {
 	f := theFleet
 	ns := f.newNamespace(t, "executor")
@@ -225,36 +228,48 @@ func TestWorksRunAsTheExecutor(t *testing.T) {
 	}
 	for _, w := range l.Items {
 		sa, _, _ := unstructured.NestedStringMap(w.Object, "spec", "executor", "subject", "serviceAccount")
-		if sa["namespace"] != fleetv1.ExecutorNamespace || sa["name"] != fleetv1.ExecutorServiceAccount {
-			t.Errorf("work %s/%s: executor %v, want %s/%s", w.GetNamespace(), w.GetName(), sa, fleetv1.ExecutorNamespace, fleetv1.ExecutorServiceAccount)
+		if sa["namespace"] != ns || sa["name"] != fleetv1.ExecutorServiceAccount {
+			t.Errorf("work %s/%s: executor %v, want %s/%s", w.GetNamespace(), w.GetName(), sa, ns, fleetv1.ExecutorServiceAccount)
 		}
 	}
-	user := "system:serviceaccount:" + fleetv1.ExecutorNamespace + ":" + fleetv1.ExecutorServiceAccount
+	user := "system:serviceaccount:" + ns + ":" + fleetv1.ExecutorServiceAccount
 	for _, m := range f.members {
+		var tw unstructured.Unstructured
+		tw.SetGroupVersionKind(manifestWorkGVK.GroupVersion().WithKind("ManifestWork"))
+		if err := f.hub.Get(t.Context(), client.ObjectKey{Namespace: m.name, Name: fleetv1.TenantWorkName(ns)}, &tw); err != nil {
+			t.Errorf("%s: tenant work: %v", m.name, err)
+		}
+		var rb rbacv1.RoleBinding
+		if err := m.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: fleetv1.ExecutorRoleBinding}, &rb); err != nil {
+			t.Errorf("%s: the executor's RoleBinding: %v", m.name, err)
+		}
 		for _, c := range []struct {
-			group, resource, verb string
-			want                  bool
+			ns, group, resource, verb string
+			want                      bool
 		}{
-			{"apps", "statefulsets", "create", true},
-			{"fleetset.io", "subsetplacements", "patch", true},
-			{"", "services", "delete", true},
-			{"", "configmaps", "update", true},
-			{"policy", "poddisruptionbudgets", "patch", true},
-			{"rbac.authorization.k8s.io", "clusterroles", "create", false},
-			{"rbac.authorization.k8s.io", "rolebindings", "create", false},
-			{"apiextensions.k8s.io", "customresourcedefinitions", "create", false},
-			{"admissionregistration.k8s.io", "validatingwebhookconfigurations", "create", false},
-			{"", "secrets", "create", true}, // spec.dependencies: the Secrets the template references
-			{"", "pods", "create", false},
+			{ns, "apps", "statefulsets", "create", true},
+			{ns, "fleetset.io", "subsetplacements", "patch", true},
+			{ns, "", "services", "delete", true},
+			{ns, "", "configmaps", "update", true},
+			{ns, "policy", "poddisruptionbudgets", "patch", true},
+			{ns, "", "secrets", "create", true}, // spec.dependencies: the Secrets the template references
+			{"", "rbac.authorization.k8s.io", "clusterroles", "create", false},
+			{ns, "rbac.authorization.k8s.io", "rolebindings", "create", false},
+			{"", "apiextensions.k8s.io", "customresourcedefinitions", "create", false},
+			{"", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "create", false},
+			{ns, "", "pods", "create", false},
+			{"", "", "namespaces", "create", false},
+			{"default", "", "secrets", "create", false},
+			{"default", "apps", "statefulsets", "create", false},
 		} {
 			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
-				Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + fleetv1.ExecutorNamespace, "system:authenticated"},
-				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: c.verb, Group: c.group, Resource: c.resource}}}
+				Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: c.ns, Verb: c.verb, Group: c.group, Resource: c.resource}}}
 			if err := m.c.Create(t.Context(), sar); err != nil {
 				t.Fatal(err)
 			}
 			if sar.Status.Allowed != c.want {
-				t.Errorf("%s: the executor may %s %s.%s: %v, want %v", m.name, c.verb, c.resource, c.group, sar.Status.Allowed, c.want)
+				t.Errorf("%s: the executor may %s %s.%s in %q: %v, want %v", m.name, c.verb, c.resource, c.group, c.ns, sar.Status.Allowed, c.want)
 			}
 		}
 	}

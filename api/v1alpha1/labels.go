@@ -47,6 +47,14 @@ const (
 	LabelOwnerName = "fleetset.io/owner-name"
 	// LabelResync marks the per-cluster resync lease ManifestWork (value "true").
 	LabelResync = "fleetset.io/resync"
+	// LabelTenant marks a tenant work (TenantWorkName); its value is the hub
+	// namespace the work bootstraps in the member.
+	LabelTenant = "fleetset.io/tenant"
+	// AnnotationPodSecurityLevel, on a FleetSet's ManifestWork, is the
+	// FleetSet's effective Pod Security level (the namespace's platform
+	// ceiling and spec.podSecurityLevel): the level the tenant work labels
+	// the member namespace with when it creates it.
+	AnnotationPodSecurityLevel = "fleetset.io/pod-security-level"
 	// AnnotationSpecHash is the hash of the ManifestWork's rendered spec and
 	// labels; the hub rewrites a ManifestWork only when it differs.
 	AnnotationSpecHash = "fleetset.io/spec-hash"

@@ -35,3 +35,14 @@ func cutName(n string) string {
 	sum := sha256.Sum256([]byte(n))
 	return n[:maxNameLength-11] + "-" + hex.EncodeToString(sum[:])[:10]
 }
+
+// TenantWorkPrefix begins the name of every tenant work.
+const TenantWorkPrefix = "fleetset-tenant-"
+
+// TenantWorkName returns the name of the tenant work of hub namespace
+// namespace in a member cluster's namespace on the hub:
+// "fleetset-tenant-<namespace>" (at most 16+63 characters). That work,
+// applied with the work agent's own identity, creates the namespace and its
+// executor (ExecutorServiceAccount) before the namespace's FleetSet works,
+// which run as that executor, can be applied.
+func TenantWorkName(namespace string) string { return TenantWorkPrefix + namespace }

@@ -47,12 +47,20 @@ const (
 	// ResyncWorkName is the name of the per-cluster ManifestWork, shared by all
 	// FleetSets, that carries the resync Lease and its namespace.
 	ResyncWorkName = "fleetset-resync"
-	// ExecutorNamespace and ExecutorServiceAccount name the ServiceAccount a
-	// FleetSet's ManifestWork runs as on every member (spec.executor): the
-	// fleetset add-on installs it with a ClusterRole for the delivered kinds
-	// only; OCM's work agent checks its rights before applying each object.
-	ExecutorNamespace      = "fleetset-system"
+	// ExecutorServiceAccount is the ServiceAccount a FleetSet's ManifestWork
+	// runs as on every member (spec.executor), in the FleetSet's own
+	// namespace: <namespace>/fleetset-work-executor, one per tenant. The
+	// hub's tenant work (TenantWorkName) creates it with a RoleBinding in
+	// that namespace to the add-on's ClusterRole ExecutorClusterRole; OCM's
+	// work agent checks its rights (SubjectAccessReviews) before applying
+	// each object, so a FleetSet's work writes only its own namespace.
 	ExecutorServiceAccount = "fleetset-work-executor"
+	// ExecutorClusterRole is the add-on's ClusterRole for the delivered kinds
+	// (namespaced only), bound per tenant namespace, never cluster-wide.
+	ExecutorClusterRole = "fleetset-work-executor"
+	// ExecutorRoleBinding is the RoleBinding, in each tenant namespace, of
+	// ExecutorServiceAccount to ExecutorClusterRole.
+	ExecutorRoleBinding = "fleetset-work-executor"
 	// DefaultResyncLeaseDurationSeconds is the default leaseDurationSeconds of
 	// the resync Lease, in seconds.
 	DefaultResyncLeaseDurationSeconds = 60

@@ -56,6 +56,7 @@ func TestReconcileReadsEachClusterOnce(t *testing.T) {
 	gets := map[string]int{}
 	c := fake.NewClientBuilder().WithScheme(scheme).
 		WithObjects(fs, cluster("east", true), cluster("west", false), cluster("south", true), global, binding, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "db"}}).
+		WithObjects(appliedTenantWorks(t, "db", "east", "west", "south")...).
 		WithStatusSubresource(&fleetv1.FleetSet{}).
 		WithIndex(&workv1.ManifestWork{}, WorkOwnerIndex, workOwnerOf).
 		WithInterceptorFuncs(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -69,7 +70,7 @@ func TestReconcileReadsEachClusterOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	var works workv1.ManifestWorkList
-	if err := c.List(context.Background(), &works); err != nil || len(works.Items) != 2 {
+	if err := c.List(context.Background(), &works, client.HasLabels{fleetv1.LabelOwnerName}); err != nil || len(works.Items) != 2 {
 		t.Fatalf("reconcile wrote %d ManifestWorks (%v), want 2: it did not get past the cluster checks", len(works.Items), err)
 	}
 	for _, name := range []string{"east", "west", "south"} {

@@ -45,6 +45,7 @@ func TestWorkEventsSurviveStatusConflict(t *testing.T) {
 		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "east"}, Status: clusterv1.ManagedClusterStatus{Conditions: available}},
 		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "west"}, Status: clusterv1.ManagedClusterStatus{Conditions: available}},
 	}
+	objs = append(objs, appliedTenantWorks(t, "db", "east", "west")...)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(fs).
 		WithIndex(&fleetv1.FleetSet{}, ClusterIndex, clustersOf).
 		WithIndex(&workv1.ManifestWork{}, WorkOwnerIndex, workOwnerOf).
@@ -71,7 +72,7 @@ func TestWorkEventsSurviveStatusConflict(t *testing.T) {
 		t.Errorf("%s events = %q, want one: %q", EventWorksApplied, applied, want)
 	}
 	var works workv1.ManifestWorkList
-	if err := c.List(context.Background(), &works); err != nil || len(works.Items) != 2 {
+	if err := c.List(context.Background(), &works, client.HasLabels{fleetv1.LabelOwnerName}); err != nil || len(works.Items) != 2 {
 		t.Errorf("works = %d (%v), want 2 written", len(works.Items), err)
 	}
 }
@@ -97,7 +98,8 @@ func TestUpdatedWorkKeepsItsFeedback(t *testing.T) {
 	}
 	available := []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "Available"}}
 	mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "east"}, Status: clusterv1.ManagedClusterStatus{Conditions: available}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(fs, mc, globalSet(), boundTo("db", "global"), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "db"}}).WithStatusSubresource(fs, &workv1.ManifestWork{}).
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(fs, mc, globalSet(), boundTo("db", "global"), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "db"}}).
+		WithObjects(appliedTenantWorks(t, "db", mc.Name)...).WithStatusSubresource(fs, &workv1.ManifestWork{}).
 		WithIndex(&fleetv1.FleetSet{}, ClusterIndex, clustersOf).WithIndex(&workv1.ManifestWork{}, WorkOwnerIndex, workOwnerOf).Build()
 	r := &FleetSetReconciler{Client: c, Recorder: record.NewFakeRecorder(20)}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(fs)}

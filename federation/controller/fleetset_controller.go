@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -108,6 +109,7 @@ func (r *FleetSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&fleetv1.FleetSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(workOwner),
 			builder.WithPredicates(predicate.Funcs{CreateFunc: func(e event.CreateEvent) bool { return r.orphaned(e.Object) }})).
+		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(r.fleetSetsOfTenant), builder.WithPredicates(tenantApplied())).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.fleetSetsOnCluster),
 			builder.WithPredicates(availabilityChanged())).
 		Watches(&clusterv1beta2.ManagedClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(r.fleetSetsInNamespace)).
@@ -118,6 +120,43 @@ func (r *FleetSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(memberEndpointsOwner)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.fleetSetsOfNamespace), builder.OnlyMetadata, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Complete(r)
+}
+
+// tenantApplied passes a tenant work's creation, deletion, and change of
+// Applied (at its generation, or reported False): what holdForTenants waits
+// for.
+func tenantApplied() predicate.Predicate {
+	applied := func(o client.Object) string {
+		w, ok := o.(*workv1.ManifestWork)
+		if !ok {
+			return ""
+		}
+		return fmt.Sprint(manifestwork.AppliedAtGeneration(w), manifestwork.NotApplied(w) != nil)
+	}
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return isTenantWork(e.Object) },
+		DeleteFunc: func(e event.DeleteEvent) bool { return isTenantWork(e.Object) },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return isTenantWork(e.ObjectNew) && applied(e.ObjectOld) != applied(e.ObjectNew)
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// fleetSetsOfTenant maps a tenant work to the FleetSets of its namespace
+// that use or may use its cluster (ClusterIndex).
+func (r *FleetSetReconciler) fleetSetsOfTenant(ctx context.Context, o client.Object) []reconcile.Request {
+	ns := o.GetLabels()[fleetv1.LabelTenant]
+	var list fleetv1.FleetSetList
+	if err := r.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{ClusterIndex: o.GetNamespace()}, client.UnsafeDisableDeepCopy); err != nil {
+		log.FromContext(ctx).Error(err, "Listing FleetSets of a tenant work", "cluster", o.GetNamespace(), "namespace", ns)
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, fs := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fs)})
+	}
+	return out
 }
 
 // workOwner maps a FleetSet's ManifestWork to the FleetSet.
@@ -150,7 +189,9 @@ func (r *FleetSetReconciler) orphaned(o client.Object) bool {
 // +kubebuilder:rbac:groups=fleetset.io,resources=fleetsets,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=fleetset.io,resources=fleetsets/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=work.open-cluster-management.io,resources=manifestworks,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=work.open-cluster-management.io,resources=manifestworks,verbs=execute-as,resourceNames="system:serviceaccount:fleetset-system:fleetset-work-executor"
+// execute-as without resourceNames: each namespace has its own executor
+// (<namespace>/fleetset-work-executor), which cannot be listed in advance.
+// +kubebuilder:rbac:groups=work.open-cluster-management.io,resources=manifestworks,verbs=execute-as
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=managedclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=managedclustersets;managedclustersetbindings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placementdecisions,verbs=get;list;watch

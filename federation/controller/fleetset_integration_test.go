@@ -344,6 +344,9 @@ func TestClusterProblems(t *testing.T) {
 		c := condition(getFleetSet(t, "problems", "mydb"), fleetv1.ConditionDegraded)
 		return c.Status == metav1.ConditionTrue && c.Reason == fleetv1.ReasonClusterNotFound && strings.Contains(c.Message, "subset west on cluster p-west"), nil
 	})
+	// p-east's work is written once the namespace's tenant work there is
+	// applied.
+	eventually(t, 20*time.Second, "the work in p-east", func() (bool, error) { return works(t, "problems", "mydb")["p-east"] != nil, nil })
 	if ws := works(t, "problems", "mydb"); len(ws) != 1 || ws["p-east"] == nil {
 		t.Errorf("works in %v, want only p-east", keys(ws))
 	}

@@ -17,6 +17,14 @@ var (
 		Name: "fleetset_hub_resync_lease_renewals_total",
 		Help: "Resync lease ManifestWork writes (creations and renewals), by ManagedCluster.",
 	}, []string{"cluster"})
+	// tenantWrites counts the tenant controller's writes of tenant works
+	// (each namespace's executor in each cluster), by operation (create,
+	// update, restore: written back after someone else changed it, delete)
+	// and result (ok, error).
+	tenantWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fleetset_hub_tenant_work_writes_total",
+		Help: "Tenant ManifestWork writes (a namespace's executor in a cluster), by operation (create, update, restore, delete) and result (ok, error).",
+	}, []string{"operation", "result"})
 	// relocations counts subset moves decided, by step.
 	relocations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fleetset_hub_relocations_total",
@@ -44,5 +52,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(workWrites, leaseRenewals, relocations, relocationHolds, degradedReports, staleReads)
+	metrics.Registry.MustRegister(workWrites, tenantWrites, leaseRenewals, relocations, relocationHolds, degradedReports, staleReads)
 }

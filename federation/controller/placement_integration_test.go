@@ -69,7 +69,7 @@ func TestPlacementRef(t *testing.T) {
 	}
 	eventually(t, 20*time.Second, "subsets pl-east (6) and pl-west (3), one work each", func() (bool, error) {
 		ws := works(t, "placed", "db")
-		return subsets() == "pl-east@pl-east:6 pl-west@pl-west:3" && ws["pl-east"] != nil && manifestwork.HoldsStatefulSet(ws["pl-west"], "db-pl-west"), nil
+		return subsets() == "pl-east@pl-east:6 pl-west@pl-west:3" && ws["pl-east"] != nil && ws["pl-west"] != nil && manifestwork.HoldsStatefulSet(ws["pl-west"], "db-pl-west"), nil
 	})
 	if got := getFleetSet(t, "placed", "db"); len(got.Spec.Topology.Subsets) != 0 {
 		t.Errorf("the hub wrote spec.topology.subsets: %v", got.Spec.Topology.Subsets)

@@ -110,7 +110,7 @@ func TestPlatformPodSecurityLevel(t *testing.T) {
 		return len(works(t, "ps-tenant", "root")) == 2, nil
 	})
 	var ns corev1.Namespace
-	manifest(t, works(t, "ps-tenant", "root")["ps-east"], "Namespace", "ps-tenant", &ns)
+	manifest(t, tenantWork(t, "ps-east", "ps-tenant"), "Namespace", "ps-tenant", &ns)
 	if got := ns.Labels[manifestwork.LabelPodSecurityEnforce]; got != "privileged" {
 		t.Errorf("delivered namespace enforces %q, want privileged", got)
 	}

@@ -264,7 +264,7 @@ func TestRoleOrderedRollout(t *testing.T) {
 			}
 			eventually(t, 20*time.Second, "both works, OnDelete", func() (bool, error) {
 				u, typ := placementUpdate(t, east, ns, "db", "east")
-				return u != nil && typ == appsv1.OnDeleteStatefulSetStrategyType, nil
+				return u != nil && typ == appsv1.OnDeleteStatefulSetStrategyType && works(t, ns, "db")[west] != nil, nil
 			})
 			report := func(eastUpdated, westUpdated int64, eastRoles, eastLeaders, updatedLeaders string) {
 				reportSubset(t, east, ns, "db", "east", 2, eastUpdated, eastRoles, eastLeaders, updatedLeaders)

@@ -1,7 +1,8 @@
 // Package controller holds fleetset-hub's controllers: FleetSetReconciler
 // delivers each FleetSet as one ManifestWork per member cluster and folds the
-// members' status back; ResyncReconciler keeps the per-cluster resync lease.
-// Both run in one controller-runtime manager (cmd/hub).
+// members' status back; ResyncReconciler keeps the per-cluster resync lease;
+// TenantReconciler keeps each namespace's executor in each cluster (the
+// tenant works). All run in one controller-runtime manager (cmd/hub).
 //
 // Files: setup.go (options, indexes, Setup); fleetset_controller.go (the
 // FleetSet reconciler, its watches, its reconcile as a list of steps);
@@ -13,7 +14,8 @@
 // from the ManifestWorks when lost), rendering.go,
 // failover.go, observe.go, rollout.go, works.go (choosing the ManifestWork
 // writes), freshness.go, writes.go (making them, in parallel), status.go,
-// events.go; resync_controller.go (the resync lease); expectations.go
+// events.go; resync_controller.go (the resync lease); tenant_controller.go
+// (the tenant works); expectations.go
 // (cache reads no older than the reconciler's writes); metrics.go.
 //
 // Every read goes through the manager's cache except four, made live
@@ -207,7 +209,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		APIReader:     mgr.GetAPIReader(),
 		Peers:         beats.Peers,
 	}
-	return rr.SetupWithManager(mgr)
+	if err := rr.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	tr := &TenantReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("fleetset-hub")}
+	return tr.SetupWithManager(mgr)
 }
 
 // watchHeartbeats returns the hub's heartbeat observer, fed by the manager's

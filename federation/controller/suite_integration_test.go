@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/manifestwork"
 	"github.com/fleetset/fleetset/internal/testing/controlplane"
 )
@@ -132,8 +133,41 @@ func startHubOn(t testing.TB, base *rest.Config, opts Options) *hub {
 	}
 	h := &hub{cancel: cancel, done: make(chan error, 1), writes: wc, reconciles: reconciles, cache: mgr.GetCache(), limiter: limiter}
 	go func() { h.done <- mgr.Start(ctx) }()
+	go applyTenantWorks(ctx, base)
 	t.Cleanup(h.stop)
 	return h
+}
+
+// heldTenants holds the namespaces whose tenant works applyTenantWorks
+// leaves alone (a test stores the namespace, with value true).
+var heldTenants sync.Map
+
+// applyTenantWorks is the work agent's part for tenant works (there is no
+// agent here): every 100 ms until ctx ends, it reports each tenant work on
+// the apiserver of cfg Applied at its generation, except those of
+// heldTenants and those some test reported already.
+func applyTenantWorks(ctx context.Context, cfg *rest.Config) {
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		panic(err)
+	}
+	_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		var list workv1.ManifestWorkList
+		if err := c.List(ctx, &list, client.HasLabels{fleetv1.LabelTenant}); err != nil {
+			return false, nil
+		}
+		for i := range list.Items {
+			w := &list.Items[i]
+			if _, held := heldTenants.Load(w.Labels[fleetv1.LabelTenant]); held || apimeta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied) != nil &&
+				apimeta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied).ObservedGeneration == w.Generation {
+				continue
+			}
+			apimeta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionTrue,
+				Reason: "AppliedManifestWorkComplete", Message: "applied by the test", ObservedGeneration: w.Generation})
+			_ = c.Status().Update(ctx, w)
+		}
+		return false, nil
+	})
 }
 
 // stop stops the manager and waits for it; it may be called twice.
@@ -213,8 +247,8 @@ func (w *writeCounter) snapshot() map[string]int {
 // countingTransport counts every request that is not a GET (reads, lists and
 // watches are GETs; a watch of ManifestWorks is noted as
 // "watch_manifestworks"): "lease" for the resync lease ManifestWork, "event" for
-// Events, "leader" for leader election, "work" for the FleetSets'
-// ManifestWorks, "fleetset" for FleetSets (update, status), else "other".
+// Events, "leader" for leader election, "tenant" for the tenant works,
+// "work" for the FleetSets' ManifestWorks, "fleetset" for FleetSets (update, status), else "other".
 // A request the apiserver throttles (429, retried by client-go) counts as
 // "throttled" instead; a 409 (conflict, already exists) counts as a write
 // and as "conflict"; a resync lease write that failed otherwise also as
@@ -235,6 +269,8 @@ func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	switch p := r.URL.Path; {
 	case strings.Contains(p, "/manifestworks/fleetset-resync") || (r.Method == http.MethodPost && strings.HasSuffix(p, "/manifestworks") && isResyncCreate(r)):
 		cat = "lease"
+	case strings.Contains(p, "/manifestworks/"+fleetv1.TenantWorkPrefix) || (r.Method == http.MethodPost && strings.HasSuffix(p, "/manifestworks") && bodyContains(r, `"`+fleetv1.LabelTenant+`"`)):
+		cat = "tenant"
 	case strings.Contains(p, "/events"):
 		cat = "event"
 	case strings.Contains(p, "/leases"):
@@ -266,7 +302,10 @@ func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // isResyncCreate tells a POST of the resync work from other ManifestWork
 // creations by a copy of the request body.
-func isResyncCreate(r *http.Request) bool {
+func isResyncCreate(r *http.Request) bool { return bodyContains(r, `"name":"fleetset-resync"`) }
+
+// bodyContains reports whether the first 4 KiB of a copy of r's body hold s.
+func bodyContains(r *http.Request, s string) bool {
 	if r.GetBody == nil {
 		return false
 	}
@@ -277,7 +316,7 @@ func isResyncCreate(r *http.Request) bool {
 	defer b.Close()
 	buf := make([]byte, 4096)
 	n, _ := b.Read(buf)
-	return strings.Contains(string(buf[:n]), `"name":"fleetset-resync"`)
+	return strings.Contains(string(buf[:n]), s)
 }
 
 // eventually polls cond every 100 ms until it returns true or timeout passes.

@@ -101,7 +101,7 @@ func TestClusterSetBindings(t *testing.T) {
 		return len(ws) == 2 && condition(getFleetSet(t, "tenant-a", "mydb"), fleetv1.ConditionDegraded).Status == metav1.ConditionFalse, nil
 	})
 	var ns corev1.Namespace
-	manifest(t, works(t, "tenant-a", "mydb")["t-east"], "Namespace", "tenant-a", &ns)
+	manifest(t, tenantWork(t, "t-east", "tenant-a"), "Namespace", "tenant-a", &ns)
 	if ns.Labels[manifestwork.LabelPodSecurityEnforce] != "baseline" {
 		t.Errorf("delivered namespace labels %v, want %s=baseline", ns.Labels, manifestwork.LabelPodSecurityEnforce)
 	}

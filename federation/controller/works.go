@@ -10,10 +10,12 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/manifestwork"
@@ -210,6 +212,9 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 	}
 	observeRecords(st, changes.records)
 	st.report(changes.tooLarge...)
+	if err := r.holdForTenants(ctx, st, &changes); err != nil {
+		return err
+	}
 	if len(changes.apply)+len(changes.remove) > 0 {
 		switch ok, err := r.current(ctx, st.fs); {
 		case err != nil:
@@ -246,4 +251,48 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 	}
 	st.recordWrites(written, gone)
 	return retry
+}
+
+// holdForTenants drops from changes.apply every work that would run as an
+// executor its cluster does not have yet: a work to create, or one whose
+// spec.executor changes (an upgrade from the shared executor), waits until
+// the tenant work of st.fs's namespace in that cluster (TenantReconciler)
+// is Applied at its generation, since the work agent, refused by its
+// SubjectAccessReview, would retry only a minute later. A tenant work the
+// agent reports not applied is an ApplyFailed problem of the cluster's
+// subsets, with the agent's message; one not there or not applied yet holds
+// quietly (a tenant work's change of Applied reconciles the FleetSet
+// again: fleetSetsOfTenant). It returns the cache's read errors.
+func (r *FleetSetReconciler) holdForTenants(ctx context.Context, st *state, changes *workChanges) error {
+	kept := changes.apply[:0]
+	for _, ww := range changes.apply {
+		if ww.existing != nil && equality.Semantic.DeepEqual(ww.existing.Spec.Executor, ww.desired.Spec.Executor) {
+			kept = append(kept, ww)
+			continue
+		}
+		cluster := ww.desired.Namespace
+		tw := &workv1.ManifestWork{}
+		err := r.Get(ctx, types.NamespacedName{Namespace: cluster, Name: fleetv1.TenantWorkName(st.fs.Namespace)}, tw)
+		switch {
+		case apierrors.IsNotFound(err):
+			log.FromContext(ctx).V(2).Info("Holding the work until the namespace's tenant work exists", "cluster", cluster)
+			continue
+		case err != nil:
+			return fmt.Errorf("reading tenant work %s/%s: %w", cluster, fleetv1.TenantWorkName(st.fs.Namespace), err)
+		case manifestwork.AppliedAtGeneration(tw):
+			kept = append(kept, ww)
+			continue
+		}
+		if c := manifestwork.NotApplied(tw); c != nil {
+			msg := fmt.Sprintf("the namespace's executor is not in place: ManifestWork %s/%s (%s) is not applied: %s", cluster, tw.Name, c.Reason, c.Message)
+			for _, sp := range st.subsets {
+				if sp.planned.Cluster == cluster {
+					st.report(subsetProblem(fleetv1.ReasonApplyFailed, sp.planned.Name, cluster, msg))
+				}
+			}
+		}
+		log.FromContext(ctx).V(2).Info("Holding the work until the namespace's tenant work is applied", "cluster", cluster)
+	}
+	changes.apply = kept
+	return nil
 }

@@ -63,13 +63,11 @@ func ExampleWorks() {
 	}
 	// Output:
 	// ManifestWork east/default.mydb:
-	//   Namespace default
 	//   Service mydb
 	//   ConfigMap mydb-fleet
 	//   SubsetPlacement mydb-east
 	//   StatefulSet mydb-east replicas=5 ordinals.start=0 partition=2
 	// ManifestWork west/default.mydb:
-	//   Namespace default
 	//   Service mydb
 	//   ConfigMap mydb-fleet
 	//   SubsetPlacement mydb-west

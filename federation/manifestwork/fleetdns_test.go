@@ -3,6 +3,7 @@ package manifestwork
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -187,6 +188,9 @@ func TestRecordsFitOCMLimits(t *testing.T) {
 						t.Errorf("slice %s in work %s/%s; records split %v", s.Name, wk.Namespace, wk.Name, r.Split)
 					}
 					if IsFleetDNSWork(wk) {
+						if !reflect.DeepEqual(wk.Spec.Executor, Executor("db")) {
+							t.Errorf("fleet DNS work %s runs as %+v, want the namespace's executor %+v", wk.Name, wk.Spec.Executor, Executor("db"))
+						}
 						k, _ := strconv.Atoi(s.Name[strings.LastIndex(s.Name, "-")+1:])
 						if want := fleetv1.FleetDNSWorkName("db", tc.name, k/fleetv1.FleetDNSBucketsPerWork); wk.Name != want {
 							t.Errorf("slice %s in work %s, want %s", s.Name, wk.Name, want)

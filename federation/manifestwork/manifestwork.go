@@ -115,18 +115,9 @@ func Works(fs *fleetv1.FleetSet, subsets []Subset, records *Records) ([]*workv1.
 	}
 	sort.Strings(clusters)
 	// The objects every work carries alike, encoded once (their bytes are
-	// shared, read-only, by the works).
-	ns := &corev1.Namespace{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: fs.Namespace, Labels: map[string]string{
-			// Pod Security Admission enforces the FleetSet's level on the
-			// namespace the hub creates (createOnlyConfig: an existing
-			// namespace keeps its own labels).
-			LabelPodSecurityEnforce:        string(fs.Spec.PodSecurityLevelOrDefault()),
-			LabelPodSecurityEnforceVersion: "latest",
-		}},
-	}
-	sharedObjs := []runtime.Object{ns, Service(fs), view}
+	// shared, read-only, by the works). The namespace is not one: the tenant
+	// work creates it (TenantWork), and this work's executor may not.
+	sharedObjs := []runtime.Object{Service(fs), view}
 	if fs.Spec.ExportsMultiClusterService() {
 		sharedObjs = append(sharedObjs, ServiceExport(fs))
 	}
@@ -197,10 +188,8 @@ func fleetDNSWorks(fs *fleetv1.FleetSet, cluster string, parts map[int][]*discov
 			Spec: workv1.ManifestWorkSpec{
 				Workload:        workv1.ManifestsTemplate{Manifests: manifests},
 				ManifestConfigs: configs,
-				Executor: &workv1.ManifestWorkExecutor{Subject: workv1.ManifestWorkExecutorSubject{
-					Type: workv1.ExecutorSubjectTypeServiceAccount,
-					ServiceAccount: &workv1.ManifestWorkSubjectServiceAccount{
-						Namespace: fleetv1.ExecutorNamespace, Name: fleetv1.ExecutorServiceAccount}}},
+				// The namespace's own executor, as the FleetSet's work.
+				Executor: Executor(fs.Namespace),
 			},
 		}
 		if err := stampHash(w); err != nil {
@@ -212,15 +201,13 @@ func fleetDNSWorks(fs *fleetv1.FleetSet, cluster string, parts map[int][]*discov
 }
 
 // work renders the ManifestWork of one cluster: shared (the encoded
-// namespace, Service and fleet view ConfigMap viewName, the same in every
-// cluster), then each subset's SubsetPlacement and StatefulSet, then the
+// Service and fleet view ConfigMap viewName, the same in every cluster), then each subset's SubsetPlacement and StatefulSet, then the
 // ConfigMaps and Secrets delivered with them, then each subset's
 // PodDisruptionBudget (spec.disruptionBudget), then dns, the fleet DNS
 // EndpointSlices of the other clusters' instances (Records.Slices).
 func work(fs *fleetv1.FleetSet, cluster string, subsets []Subset, viewName string, shared []workv1.Manifest, dns []*discoveryv1.EndpointSlice) (*workv1.ManifestWork, error) {
 	var objs []runtime.Object
 	configs := []workv1.ManifestConfigOption{
-		createOnlyConfig("", "namespaces", "", fs.Namespace),
 		applyConfig("", "services", fs.Namespace, envelope.ServiceName(fs)),
 		applyConfig("", "configmaps", fs.Namespace, viewName),
 	}
@@ -282,17 +269,15 @@ func work(fs *fleetv1.FleetSet, cluster string, subsets []Subset, viewName strin
 			Namespace: cluster,
 			Labels:    envelope.OwnerLabels(fs.Namespace, fs.Name),
 			Annotations: map[string]string{fleetv1.AnnotationOrdinalStarts: strings.Join(starts, ","),
-				fleetv1.AnnotationDeletionPolicy: string(fs.Spec.DeletionPolicyOrDefault())},
+				fleetv1.AnnotationDeletionPolicy:   string(fs.Spec.DeletionPolicyOrDefault()),
+				fleetv1.AnnotationPodSecurityLevel: string(fs.Spec.PodSecurityLevelOrDefault())},
 		},
 		Spec: workv1.ManifestWorkSpec{
 			Workload:        workv1.ManifestsTemplate{Manifests: manifests},
-			DeleteOption:    orphanNamespace(fs.Namespace),
 			ManifestConfigs: configs,
-			// The work agent applies only what this ServiceAccount may write.
-			Executor: &workv1.ManifestWorkExecutor{Subject: workv1.ManifestWorkExecutorSubject{
-				Type: workv1.ExecutorSubjectTypeServiceAccount,
-				ServiceAccount: &workv1.ManifestWorkSubjectServiceAccount{
-					Namespace: fleetv1.ExecutorNamespace, Name: fleetv1.ExecutorServiceAccount}}},
+			// The work agent applies only what the namespace's executor may
+			// write: the delivered kinds, in this namespace only.
+			Executor: Executor(fs.Namespace),
 		},
 	}
 	if err := stampHash(w); err != nil {
@@ -308,8 +293,8 @@ const (
 )
 
 // createOnlyConfig creates one resource when it does not exist and never
-// changes it after: the work agent's CreateOnly strategy. For the FleetSet's
-// namespace, whose labels (Pod Security among them) belong to the member's
+// changes it after: the work agent's CreateOnly strategy. For the tenant's
+// namespace (TenantWork), whose labels (Pod Security among them) belong to the member's
 // administrators once it exists.
 func createOnlyConfig(group, resource, namespace, name string) workv1.ManifestConfigOption {
 	return workv1.ManifestConfigOption{

@@ -257,8 +257,8 @@ func TestWorks(t *testing.T) {
 			name: "east, west: one work each",
 			plan: []Subset{east, west},
 			want: map[string][]string{
-				"east": {"Namespace/db", "Service/peers", "ConfigMap/mydb-fleet", "SubsetPlacement/mydb-east", "StatefulSet/mydb-east"},
-				"west": {"Namespace/db", "Service/peers", "ConfigMap/mydb-fleet", "SubsetPlacement/mydb-west", "StatefulSet/mydb-west"},
+				"east": {"Service/peers", "ConfigMap/mydb-fleet", "SubsetPlacement/mydb-east", "StatefulSet/mydb-east"},
+				"west": {"Service/peers", "ConfigMap/mydb-fleet", "SubsetPlacement/mydb-west", "StatefulSet/mydb-west"},
 			},
 			starts: map[string]string{"east": "east=0", "west": "west=1000"},
 		},
@@ -266,8 +266,8 @@ func TestWorks(t *testing.T) {
 			name: "east, west, east2 on cluster east: two subsets in one work",
 			plan: []Subset{east, west, east2},
 			want: map[string][]string{
-				"east": {"Namespace/db", "Service/peers", "ConfigMap/mydb-fleet", "SubsetPlacement/mydb-east", "StatefulSet/mydb-east", "SubsetPlacement/mydb-east2", "StatefulSet/mydb-east2"},
-				"west": {"Namespace/db", "Service/peers", "ConfigMap/mydb-fleet", "SubsetPlacement/mydb-west", "StatefulSet/mydb-west"},
+				"east": {"Service/peers", "ConfigMap/mydb-fleet", "SubsetPlacement/mydb-east", "StatefulSet/mydb-east", "SubsetPlacement/mydb-east2", "StatefulSet/mydb-east2"},
+				"west": {"Service/peers", "ConfigMap/mydb-fleet", "SubsetPlacement/mydb-west", "StatefulSet/mydb-west"},
 			},
 			starts: map[string]string{"east": "east=0,east2=2000", "west": "west=1000"},
 		},
@@ -305,19 +305,19 @@ func TestWorks(t *testing.T) {
 					got[w.Namespace] = append(got[w.Namespace], u.Kind+"/"+u.Metadata.Name)
 				}
 				if e := w.Spec.Executor; e == nil || e.Subject.ServiceAccount == nil ||
-					e.Subject.ServiceAccount.Namespace != fleetv1.ExecutorNamespace || e.Subject.ServiceAccount.Name != fleetv1.ExecutorServiceAccount {
-					t.Errorf("work %s: executor %+v, want ServiceAccount %s/%s", w.Namespace, e, fleetv1.ExecutorNamespace, fleetv1.ExecutorServiceAccount)
+					e.Subject.ServiceAccount.Namespace != "db" || e.Subject.ServiceAccount.Name != fleetv1.ExecutorServiceAccount {
+					t.Errorf("work %s: executor %+v, want the namespace's ServiceAccount db/%s", w.Namespace, e, fleetv1.ExecutorServiceAccount)
+				}
+				if w.Spec.DeleteOption != nil {
+					t.Errorf("work %s: deleteOption %+v, want none (it carries no namespace to orphan)", w.Namespace, w.Spec.DeleteOption)
 				}
 				if len(w.Spec.ManifestConfigs) != len(w.Spec.Workload.Manifests) {
 					t.Errorf("work %s: %d manifestConfigs for %d manifests", w.Namespace, len(w.Spec.ManifestConfigs), len(w.Spec.Workload.Manifests))
 				}
 				for _, c := range w.Spec.ManifestConfigs {
 					if c.ResourceIdentifier.Resource == "namespaces" {
-						// Created once; an existing namespace keeps its own labels.
-						if c.UpdateStrategy == nil || c.UpdateStrategy.Type != workv1.UpdateStrategyTypeCreateOnly {
-							t.Errorf("work %s: namespace %s not CreateOnly", w.Namespace, c.ResourceIdentifier.Name)
-						}
-						continue
+						// The tenant work creates it: the executor may not.
+						t.Errorf("work %s: configures namespace %s", w.Namespace, c.ResourceIdentifier.Name)
 					}
 					if c.UpdateStrategy == nil || c.UpdateStrategy.Type != workv1.UpdateStrategyTypeServerSideApply || !c.UpdateStrategy.ServerSideApply.Force {
 						t.Errorf("work %s: %s/%s not applied with forced server-side apply", w.Namespace, c.ResourceIdentifier.Resource, c.ResourceIdentifier.Name)

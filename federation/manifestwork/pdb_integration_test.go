@@ -44,8 +44,9 @@ import (
 // 9 instances over 3 subsets of 3 with spec.disruptionBudget.maxUnavailable
 // 1 on a real kube-apiserver, with kube-controller-manager's disruption
 // controller (k8s.io/kubernetes pkg/controller/disruption) in-process:
-//   - the add-on's executor ServiceAccount (manifests/scheduler/executor.yaml)
-//     may write PodDisruptionBudgets, and server-side applies the rendered
+//   - the namespace's executor (its tenant work's ServiceAccount and
+//     RoleBinding to manifests/scheduler/executor.yaml's ClusterRole) may
+//     write PodDisruptionBudgets, and server-side applies the rendered
 //     StatefulSets and budgets as the work agent would;
 //   - each budget counts its own subset's 3 pods and no other's;
 //   - evicting every pod of the fleet, one after the other, evicts exactly
@@ -70,17 +71,11 @@ func TestDisruptionBudgetIntegration(t *testing.T) {
 	}
 	startDisruptionController(ctx, t, env.Config)
 
-	// The executor, as the work agent impersonates it.
-	executorUser := "system:serviceaccount:" + fleetv1.ExecutorNamespace + ":" + fleetv1.ExecutorServiceAccount
-	executorGroups := []string{"system:serviceaccounts", "system:serviceaccounts:" + fleetv1.ExecutorNamespace, "system:authenticated"}
-	ecfg := rest.CopyConfig(env.Config)
-	ecfg.Impersonate = rest.ImpersonationConfig{UserName: executorUser, Groups: executorGroups}
-	executor := kubernetes.NewForConfigOrDie(ecfg)
-
+	// The namespace's executor, from its tenant work, as the work agent
+	// impersonates it.
 	const ns = "db"
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	executor := kubernetes.NewForConfigOrDie(applyTenant(t, env.Config, ns))
+	executorUser, executorGroups := executorOf(ns)
 	for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete"} {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: executorUser, Groups: executorGroups,
 			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: "policy", Resource: "poddisruptionbudgets"}}}
@@ -243,9 +238,9 @@ func TestDisruptionBudgetIntegration(t *testing.T) {
 
 	// Never adopt: a budget someone else made is not written over.
 	const other = "other"
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	// A FleetSet of namespace other writes it as other's executor (team-a's
+	// executor may not write there at all).
+	otherExecutor := kubernetes.NewForConfigOrDie(applyTenant(t, env.Config, other))
 	theirs := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: pdbs[0].Name, Labels: map[string]string{"team": "a"}},
 		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(2)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}}}
 	if _, err := cs.PolicyV1().PodDisruptionBudgets(other).Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
@@ -260,7 +255,7 @@ func TestDisruptionBudgetIntegration(t *testing.T) {
 	want := "PodDisruptionBudget " + other + "/" + mine.Name + " exists and is not this FleetSet's"
 	var last error
 	if werr := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		_, last = executor.PolicyV1().PodDisruptionBudgets(other).Patch(ctx, mine.Name, types.ApplyPatchType, ms[0].Raw,
+		_, last = otherExecutor.PolicyV1().PodDisruptionBudgets(other).Patch(ctx, mine.Name, types.ApplyPatchType, ms[0].Raw,
 			metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true), DryRun: []string{metav1.DryRunAll}})
 		return last != nil && strings.Contains(last.Error(), want), nil
 	}); werr != nil {

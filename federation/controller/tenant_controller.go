@@ -1,0 +1,316 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/manifestwork"
+	"github.com/fleetset/fleetset/federation/tenancy"
+)
+
+// Event reasons of the tenant controller, on the ManagedCluster.
+const (
+	EventTenantCreated  = "TenantWorkCreated"
+	EventTenantRestored = "TenantWorkRestored"
+	EventTenantDeleted  = "TenantWorkDeleted"
+	EventTenantFailed   = "TenantWorkFailed"
+)
+
+// tenantRetry is how soon a cluster is reconciled again while a tenant work
+// it needs is still being deleted (it is created again once gone).
+const tenantRetry = 2 * time.Second
+
+// TenantReconciler keeps, in every cluster namespace of the hub, one tenant
+// work (manifestwork.TenantWork, named v1alpha1.TenantWorkName) per hub
+// namespace that has a FleetSet ManifestWork there (one being deleted too)
+// or a FleetSet, not being deleted, that uses or may use the cluster
+// (ClusterIndex: spec, status and fallback clusters, so the executor is in
+// place before a first delivery or a relocation): the member namespace, its executor ServiceAccount and the
+// RoleBinding that lets it write the delivered kinds in that namespace
+// only. The FleetSet works run as that executor (spec.executor), so a
+// FleetSet can write nowhere but its own namespace. A tenant work is
+// deleted once its namespace has no FleetSet work in the cluster left (the
+// member namespace is orphaned: it stays). A tenant work someone else
+// changed is written back. Requests are keyed by cluster name; reads go
+// through the cache (the hub's works only).
+type TenantReconciler struct {
+	client.Client
+	Recorder record.EventRecorder
+
+	// written holds, by work key, the generation of each tenant work this
+	// reconciler last wrote: a higher one means someone else changed it.
+	written sync.Map
+}
+
+// SetupWithManager watches the hub's ManifestWorks, mapped to their cluster
+// namespace (tenantRelevant), FleetSets, mapped to the clusters they use or
+// used (tenantFleetSetChanged), and the labels of hub Namespaces (their
+// platform Pod Security level), mapped to their FleetSets' clusters.
+func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("tenant").
+		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(workCluster), builder.WithPredicates(tenantRelevant())).
+		Watches(&fleetv1.FleetSet{}, handler.EnqueueRequestsFromMapFunc(clustersOfFleetSet), builder.WithPredicates(tenantFleetSetChanged())).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfNamespace), builder.OnlyMetadata, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Complete(r)
+}
+
+// clustersOfNamespace maps a hub Namespace (its metadata, whose labels set
+// its FleetSets' platform level) to the clusters its FleetSets use or may
+// use.
+func (r *TenantReconciler) clustersOfNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	var list fleetv1.FleetSetList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetName()), client.UnsafeDisableDeepCopy); err != nil {
+		log.FromContext(ctx).Error(err, "Listing FleetSets of a namespace", "namespace", o.GetName())
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []reconcile.Request
+	for i := range list.Items {
+		for _, c := range clustersOf(&list.Items[i]) {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: c}})
+			}
+		}
+	}
+	return out
+}
+
+// tenantFleetSetChanged passes FleetSet creations and deletions, and the
+// updates that change its deletionTimestamp, the clusters it may use
+// (clustersOf) or its spec.podSecurityLevel.
+func tenantFleetSetChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*fleetv1.FleetSet)
+			n, ok2 := e.ObjectNew.(*fleetv1.FleetSet)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() || !slices.Equal(clustersOf(o), clustersOf(n)) ||
+				o.Spec.PodSecurityLevel != n.Spec.PodSecurityLevel
+		},
+	}
+}
+
+// tenantRelevant passes the ManifestWork events that can change which
+// tenant works a cluster needs, or what they hold: creations and deletions
+// of FleetSet and tenant works, a FleetSet work's new deletionTimestamp or
+// Pod Security level, and a tenant work's change of spec (generation),
+// labels or deletionTimestamp; not status and feedback updates.
+func tenantRelevant() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return isTenantOrFleetSetWork(e.Object) },
+		DeleteFunc: func(e event.DeleteEvent) bool { return isTenantOrFleetSetWork(e.Object) },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld, e.ObjectNew
+			if o.GetDeletionTimestamp().IsZero() != n.GetDeletionTimestamp().IsZero() {
+				return isTenantOrFleetSetWork(n)
+			}
+			if _, ok := manifestwork.Owner(n); ok {
+				return o.GetAnnotations()[fleetv1.AnnotationPodSecurityLevel] != n.GetAnnotations()[fleetv1.AnnotationPodSecurityLevel]
+			}
+			if isTenantWork(o) || isTenantWork(n) {
+				return o.GetGeneration() != n.GetGeneration() || !maps.Equal(o.GetLabels(), n.GetLabels())
+			}
+			return false
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// isTenantWork reports whether o is a tenant work: label
+// v1alpha1.LabelTenant naming the namespace its name is made of.
+func isTenantWork(o client.Object) bool {
+	ns, ok := o.GetLabels()[fleetv1.LabelTenant]
+	return ok && o.GetName() == fleetv1.TenantWorkName(ns)
+}
+
+func isTenantOrFleetSetWork(o client.Object) bool {
+	_, owned := manifestwork.Owner(o)
+	return owned || isTenantWork(o)
+}
+
+// Reconcile keeps the tenant works of one cluster; see TenantReconciler.
+// It returns the first write error (the request is retried), having tried
+// every namespace.
+func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cluster := req.Name
+	var list workv1.ManifestWorkList
+	if err := r.List(ctx, &list, client.InNamespace(cluster), client.UnsafeDisableDeepCopy); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing ManifestWorks in %s: %w", cluster, err)
+	}
+	levels := map[string][]string{}
+	tenants := map[string]*workv1.ManifestWork{}
+	for i := range list.Items {
+		w := &list.Items[i]
+		if owner, ok := manifestwork.Owner(w); ok {
+			levels[owner.Namespace] = append(levels[owner.Namespace], w.Annotations[fleetv1.AnnotationPodSecurityLevel])
+		} else if isTenantWork(w) {
+			tenants[w.Labels[fleetv1.LabelTenant]] = w
+		}
+	}
+	// FleetSets that may use the cluster and have no work there yet: their
+	// effective level (the namespace's platform level and the spec), unless
+	// the hub refuses them (then they are never delivered).
+	var fleetSets fleetv1.FleetSetList
+	if err := r.List(ctx, &fleetSets, client.MatchingFields{liveClusterIndex: cluster}, client.UnsafeDisableDeepCopy); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing FleetSets on cluster %s: %w", cluster, err)
+	}
+	for i := range fleetSets.Items {
+		fs := &fleetSets.Items[i]
+		level, err := r.level(ctx, fs)
+		if err != nil {
+			log.FromContext(ctx).V(2).Info("No tenant work for a FleetSet the hub refuses", "fleetSet", client.ObjectKeyFromObject(fs), "cluster", cluster, "reason", err.Error())
+			continue
+		}
+		levels[fs.Namespace] = append(levels[fs.Namespace], string(level))
+	}
+	mc := &clusterv1.ManagedCluster{}
+	if err := r.Get(ctx, types.NamespacedName{Name: cluster}, mc); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		mc = nil // events go nowhere; the works are still kept
+	}
+	namespaces := make([]string, 0, len(levels))
+	for ns := range levels {
+		namespaces = append(namespaces, ns)
+	}
+	sort.Strings(namespaces)
+	var errs []error
+	var res ctrl.Result
+	for _, ns := range namespaces {
+		wait, err := r.keep(ctx, mc, cluster, ns, manifestwork.TenantLevel(levels[ns]), tenants[ns])
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if wait {
+			res.RequeueAfter = tenantRetry
+		}
+	}
+	for ns, w := range tenants {
+		if _, used := levels[ns]; used || !w.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Delete(ctx, w, client.Preconditions{UID: &w.UID}); client.IgnoreNotFound(err) != nil {
+			tenantWrites.WithLabelValues("delete", "error").Inc()
+			errs = append(errs, fmt.Errorf("deleting tenant work %s/%s: %w", cluster, w.Name, err))
+			continue
+		}
+		tenantWrites.WithLabelValues("delete", "ok").Inc()
+		r.written.Delete(client.ObjectKeyFromObject(w))
+		r.event(mc, corev1.EventTypeNormal, EventTenantDeleted, fmt.Sprintf("No FleetSet of namespace %s uses the cluster: deleted ManifestWork %s (the member namespace stays)", ns, w.Name))
+	}
+	if len(errs) > 0 {
+		return ctrl.Result{}, errors.Join(errs...)
+	}
+	return res, nil
+}
+
+// keep creates ns's tenant work in cluster, or writes it over cur when it
+// differs from what the hub renders or someone else changed it. It reports
+// true when cur is being deleted: the work is created again once gone.
+func (r *TenantReconciler) keep(ctx context.Context, mc *clusterv1.ManagedCluster, cluster, ns string, level fleetv1.PodSecurityLevel, cur *workv1.ManifestWork) (bool, error) {
+	if cur != nil && !cur.DeletionTimestamp.IsZero() {
+		log.FromContext(ctx).V(2).Info("Tenant work still being deleted; creating it again once gone", "cluster", cluster, "namespace", ns)
+		return true, nil
+	}
+	desired, err := manifestwork.TenantWork(cluster, ns, level)
+	if err != nil {
+		r.event(mc, corev1.EventTypeWarning, EventTenantFailed, fmt.Sprintf("tenant work of namespace %s not rendered: %v", ns, err))
+		return false, err
+	}
+	var op controllerutil.OperationResult
+	var w *workv1.ManifestWork
+	restore := cur != nil && r.editedByOthers(cur)
+	switch {
+	case cur == nil:
+		op, w, err = manifestwork.ApplyTo(ctx, r.Client, nil, desired)
+	case restore:
+		op, w, err = manifestwork.Update(ctx, r.Client, cur.DeepCopy(), desired)
+	default:
+		op, w, err = manifestwork.ApplyTo(ctx, r.Client, cur.DeepCopy(), desired)
+	}
+	name := "update"
+	switch {
+	case cur == nil:
+		name = "create"
+	case restore:
+		name = "restore"
+	}
+	if err != nil {
+		tenantWrites.WithLabelValues(name, "error").Inc()
+		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+			r.event(mc, corev1.EventTypeWarning, EventTenantFailed, err.Error())
+		}
+		return false, err
+	}
+	if op == controllerutil.OperationResultNone {
+		return false, nil
+	}
+	tenantWrites.WithLabelValues(name, "ok").Inc()
+	r.written.Store(client.ObjectKeyFromObject(w), w.Generation)
+	switch name {
+	case "create":
+		r.event(mc, corev1.EventTypeNormal, EventTenantCreated, fmt.Sprintf("Created ManifestWork %s: namespace %s, its executor ServiceAccount and RoleBinding", w.Name, ns))
+	case "restore":
+		r.event(mc, corev1.EventTypeWarning, EventTenantRestored, fmt.Sprintf("ManifestWork %s was changed by someone else (generation %d): wrote it back", w.Name, cur.Generation))
+	}
+	return false, nil
+}
+
+// editedByOthers reports whether tenant work w is at a generation above the
+// one this reconciler last wrote (unknown after a restart: not edited).
+func (r *TenantReconciler) editedByOthers(w *workv1.ManifestWork) bool {
+	g, ok := r.written.Load(client.ObjectKeyFromObject(w))
+	return ok && w.Generation > g.(int64)
+}
+
+func (r *TenantReconciler) event(mc *clusterv1.ManagedCluster, typ, reason, msg string) {
+	if mc != nil && r.Recorder != nil {
+		r.Recorder.Event(mc, typ, reason, msg)
+	}
+}
+
+// level is fs's effective Pod Security level: its namespace's platform level
+// (tenancy.PlatformLevel, from the cached metadata of the hub namespace),
+// or fs's spec.podSecurityLevel when stricter; an error when the hub
+// refuses it or the namespace cannot be read.
+func (r *TenantReconciler) level(ctx context.Context, fs *fleetv1.FleetSet) (fleetv1.PodSecurityLevel, error) {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := r.Get(ctx, types.NamespacedName{Name: fs.Namespace}, ns); err != nil {
+		return "", fmt.Errorf("reading namespace %s: %w", fs.Namespace, err)
+	}
+	platform, err := tenancy.PlatformLevel(fs.Namespace, ns.Labels)
+	if err != nil {
+		return "", err
+	}
+	return tenancy.EffectiveLevel(fs.Namespace, platform, fs.Spec.PodSecurityLevel)
+}
