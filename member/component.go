@@ -412,8 +412,8 @@ func startFencing(ctx context.Context, cfg Config, host Host) (*fence.Guard, err
 		},
 	}
 	f := &fence.Fencer{Guard: g, Placements: host.Placements, Writer: host.Writer, Pods: host.Pods.Lister(), Client: host.Client,
-		Confirm: func(ctx context.Context, sp *fleetv1.SubsetPlacement, e int64) (bool, error) {
-			return confirm(ctx, hubC, cfg.Cluster, sp, e)
+		Confirm: func(ctx context.Context, sp *fleetv1.SubsetPlacement, e int64, returned time.Time) (bool, error) {
+			return confirm(ctx, hubC, cfg.Cluster, sp, e, returned)
 		},
 		ConfirmAfter: period, ConfirmTimeout: hubRequestTimeout(period), Clock: clk, Interval: time.Second}
 	identity, _ := os.Hostname()
@@ -515,8 +515,10 @@ func peerURLs(ctx context.Context, cs kubernetes.Interface, self string) (map[st
 }
 
 // confirm reads the hub's ManifestWork of sp's FleetSet for this cluster and
-// reports whether it still holds sp at epoch or above.
-func confirm(ctx context.Context, hub client.Reader, cluster string, sp *fleetv1.SubsetPlacement, epoch int64) (bool, error) {
+// reports whether it still holds sp at epoch or above and acknowledges a
+// heartbeat sent at or after returned (fence.WorkAcknowledges): a work the
+// hub wrote after it read the member back.
+func confirm(ctx context.Context, hub client.Reader, cluster string, sp *fleetv1.SubsetPlacement, epoch int64, returned time.Time) (bool, error) {
 	set := sp.Labels[fleetv1.LabelSet]
 	if set == "" {
 		return false, nil
@@ -525,7 +527,7 @@ func confirm(ctx context.Context, hub client.Reader, cluster string, sp *fleetv1
 	if err := hub.Get(ctx, types.NamespacedName{Namespace: cluster, Name: fleetv1.ManifestWorkName(sp.Namespace, set)}, w); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	return fence.WorkHolds(w, sp.Namespace, sp.Name, epoch), nil
+	return fence.Confirms(w, sp.Namespace, sp.Name, epoch, returned), nil
 }
 
 // hubRequestTimeout returns the deadline of each request the member's
@@ -581,6 +583,7 @@ func reportWith(g *fence.Guard, f *fence.Fencer) func() contact.Report {
 		if s, err := f.EnforcedSeconds(context.Background()); err == nil {
 			r.FenceSeconds = s
 		}
+		r.FencedPlacements = f.Records()
 		return r
 	}
 }

@@ -90,12 +90,42 @@ const (
 	// (old revisions, a subset patch), never relocate before the member has
 	// fenced. Absent: the spec alone.
 	AnnotationMemberFenceSeconds = "fleetset.io/member-fence-seconds"
+	// AnnotationMemberFencedPlacements on a heartbeat Lease is how many
+	// SubsetPlacements carry a fence record the member has not lifted yet
+	// (a decimal count): while it is above 0, the hub stamps
+	// AnnotationMemberAck on the member's ManifestWorks at every heartbeat.
+	// Absent: 0.
+	AnnotationMemberFencedPlacements = "fleetset.io/member-fenced-placements"
+	// AnnotationMemberAck on a FleetSet's ManifestWork for a member is the
+	// member's heartbeat renewTime (RFC 3339, microseconds, as the member
+	// wrote it) that the hub had read when it wrote the work: a hub
+	// acknowledgement of that heartbeat. The hub serializes the
+	// reconciles of one FleetSet, so every decision it made from a read
+	// of the member's Lease older than that renewTime is already in the
+	// work (or was never written). A member lifts a fence record only on
+	// a work that holds the placement and whose acknowledgement is at or
+	// after the first heartbeat of its return: a work the hub is about to
+	// replace, from a decision taken while the member was lost, is never
+	// enough.
+	AnnotationMemberAck = "fleetset.io/member-ack"
+	// AnnotationPeerURLs on a heartbeat Lease is the JSON object of the
+	// member component's replicas (by holder identity) to their peer URL
+	// and the time the replica last wrote it ({"url": ..., "seen": RFC
+	// 3339}): every replica keeps its own entry and drops those not
+	// rewritten for a heartbeat timeout, so the hub lists every live
+	// replica's URL and the list does not change at each beat.
+	AnnotationPeerURLs = "fleetset.io/peer-urls"
 	// PeersConfigMapName is the ConfigMap, in ResyncLeaseNamespace of every
 	// member, in which the hub delivers the peers' URLs (key PeersKey: a JSON
 	// object of cluster name to URL), with the resync lease's ManifestWork.
 	PeersConfigMapName = "fleetset-peers"
-	// PeersKey is the key of the peers' JSON in PeersConfigMapName.
+	// PeersKey is the key of the peers' JSON in PeersConfigMapName (one URL
+	// per cluster, the first of PeersAllKey's, for members before it).
 	PeersKey = "peers.json"
+	// PeersAllKey is the key, in PeersConfigMapName, of the JSON object of
+	// cluster name to every URL of its member component's replicas
+	// (sorted); a member asks each until one answers.
+	PeersAllKey = "peers-all.json"
 	// AnnotationFencedEpoch on a SubsetPlacement records that the member
 	// fenced it at that epoch (spec.fencing.epoch); see the contract above.
 	AnnotationFencedEpoch = "fleetset.io/fenced-epoch"

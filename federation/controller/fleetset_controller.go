@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/heartbeat"
@@ -77,6 +78,10 @@ type FleetSetReconciler struct {
 	// metawrite.Writer, which reads back only the answers' metadata. nil:
 	// Client, which reads back whole objects.
 	Writer Writer
+	// AckEvents, when set, carries a ManagedCluster (by name) whose member
+	// awaits the hub's acknowledgement of its heartbeat (Observer
+	// AwaitingAck): its FleetSets are reconciled (memberAcks).
+	AckEvents <-chan event.GenericEvent
 	// ReservedNamespaces are hub namespaces whose FleetSets are never
 	// delivered, besides v1alpha1.ReservedNamespaces (see Options).
 	ReservedNamespaces []string
@@ -103,7 +108,11 @@ type FleetSetReconciler struct {
 // Namespaces (the platform's Pod Security level), each mapped to the
 // FleetSets it concerns.
 func (r *FleetSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.AckEvents != nil {
+		b = b.WatchesRawSource(source.Channel(r.AckEvents, handler.EnqueueRequestsFromMapFunc(r.fleetSetsOnCluster)))
+	}
+	return b.
 		Named("fleetset").
 		For(&fleetv1.FleetSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(workOwner),

@@ -42,6 +42,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/manager"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
@@ -183,6 +184,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
+	acks := make(chan event.GenericEvent, 64)
+	beats.AwaitingAck = func(cluster string) {
+		mc := &clusterv1.ManagedCluster{}
+		mc.Name = cluster
+		select {
+		case acks <- event.GenericEvent{Object: mc}:
+		default: // full: the member's next heartbeat asks again
+		}
+	}
 	if err := exp.watch(ctx, mgr.GetCache(), map[string]client.Object{kindFleetSet: &fleetv1.FleetSet{}, kindManifestWork: &workv1.ManifestWork{}}); err != nil {
 		return err
 	}
@@ -191,7 +201,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	fr := &FleetSetReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("fleetset-hub"), RelocationMargin: opts.RelocationMargin, Clock: opts.Clock,
-		Heartbeats: beats, APIReader: mgr.GetAPIReader(), MaxParallelWrites: opts.MaxParallelWrites, Writer: writer, expectations: exp,
+		Heartbeats: beats, AckEvents: acks, APIReader: mgr.GetAPIReader(), MaxParallelWrites: opts.MaxParallelWrites, Writer: writer, expectations: exp,
 		ReservedNamespaces: opts.ReservedNamespaces}
 	if err := fr.SetupWithManager(mgr); err != nil {
 		return err

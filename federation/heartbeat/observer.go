@@ -49,6 +49,13 @@ type View struct {
 	// (AnnotationMemberFenceSeconds: fence grace plus its pods' termination
 	// grace); -1 when it reported none.
 	FenceSeconds int64
+	// FencedPlacements is how many placements the member reported fenced
+	// and not yet lifted (AnnotationMemberFencedPlacements); 0 when absent.
+	FencedPlacements int
+	// RenewTime is the Lease's renewTime as the member wrote it (RFC 3339,
+	// microseconds; "" none): what the hub acknowledges to the member
+	// (AnnotationMemberAck).
+	RenewTime string
 }
 
 // record is a View and the renewTime it was observed with.
@@ -57,11 +64,25 @@ type record struct {
 	renew string
 }
 
+// ackTime is the RFC 3339 form of a Lease time with microseconds, as the
+// apiserver serializes a MicroTime: the form of AnnotationMemberAck.
+const ackTime = "2006-01-02T15:04:05.000000Z07:00"
+
 // Observer keeps the Views of every member's heartbeat and the last full
 // disruption. Safe for concurrent use.
 type Observer struct {
 	clock   clock.PassiveClock
 	started time.Time
+	// AwaitingAck, when set, is called (without the Observer's lock held)
+	// for every observed heartbeat whose member reports fence records not
+	// yet lifted: the hub then acknowledges the heartbeat in the member's
+	// ManifestWorks. It must not block. Set before the first Observe.
+	AwaitingAck func(cluster string)
+	// IsMember, when set, reports whether a cluster is still a member (its
+	// ManagedCluster exists and the fleetset add-on is enabled on it):
+	// the heartbeats of other clusters are ignored (Peers, Tick) and
+	// forgotten. Set before the first Observe.
+	IsMember func(cluster string) bool
 
 	mu      sync.Mutex
 	members map[string]*record
@@ -93,6 +114,13 @@ func (o *Observer) Observe(l *coordinationv1.Lease) {
 		timeout = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
 	}
 	now := o.clock.Now()
+	fenced := 0
+	if n, err := strconv.Atoi(l.Annotations[fleetv1.AnnotationMemberFencedPlacements]); err == nil && n > 0 {
+		fenced = n
+	}
+	if fenced > 0 && o.AwaitingAck != nil {
+		defer o.AwaitingAck(l.Namespace)
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	r, ok := o.members[l.Namespace]
@@ -104,6 +132,11 @@ func (o *Observer) Observe(l *coordinationv1.Lease) {
 		r.Observed, r.renew = now, renew
 	}
 	r.Timeout = timeout
+	r.FencedPlacements = fenced
+	r.RenewTime = ""
+	if l.Spec.RenewTime != nil {
+		r.RenewTime = l.Spec.RenewTime.UTC().Format(ackTime)
+	}
 	r.PeerURL = l.Annotations[fleetv1.AnnotationPeerURL]
 	r.State = l.Annotations[fleetv1.AnnotationMemberState]
 	r.Reason = l.Annotations[fleetv1.AnnotationMemberReason]

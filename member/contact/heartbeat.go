@@ -65,6 +65,10 @@ type Report struct {
 	// FenceSeconds is the longest fence the member enforces, in seconds
 	// (AnnotationMemberFenceSeconds); -1: unknown, not reported.
 	FenceSeconds int64
+	// FencedPlacements is how many placements carry a fence record not
+	// yet lifted (AnnotationMemberFencedPlacements); -1: unknown, not
+	// reported.
+	FencedPlacements int
 }
 
 // Run renews every Period until ctx is done. Before the first attempt it
@@ -89,7 +93,7 @@ func (h *Heartbeat) Beat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, h.Period)
 	defer cancel()
 	sent := h.Clock.Now()
-	r := Report{Peers: -1, FenceSeconds: -1}
+	r := Report{Peers: -1, FenceSeconds: -1, FencedPlacements: -1}
 	if h.Report != nil {
 		r = h.Report()
 	}
@@ -174,6 +178,9 @@ func (h *Heartbeat) lease(sent time.Time, r Report) *coordinationv1.Lease {
 	}
 	if r.Peers >= 0 {
 		l.Annotations[fleetv1.AnnotationMemberPeers] = strconv.Itoa(r.Peers)
+	}
+	if r.FencedPlacements >= 0 {
+		l.Annotations[fleetv1.AnnotationMemberFencedPlacements] = strconv.Itoa(r.FencedPlacements)
 	}
 	return l
 }

@@ -231,7 +231,7 @@ func (g *Guard) Report() contact.Report {
 	if g.knownOK {
 		peers = g.known
 	}
-	return contact.Report{State: string(g.verdict.State), Reason: g.verdict.Reason, Peers: peers}
+	return contact.Report{State: string(g.verdict.State), Reason: g.verdict.Reason, Peers: peers, FenceSeconds: -1, FencedPlacements: -1}
 }
 
 // Current returns the last Verdict and when the fence started.
