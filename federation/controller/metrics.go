@@ -47,14 +47,14 @@ var (
 		Name: "fleetset_hub_member_acks_total",
 		Help: "Reconciles that acknowledged, in a member's ManifestWork, the heartbeat of a member reporting fence records not yet lifted (the member lifts them only on such an acknowledgement of a heartbeat sent after its return).",
 	})
-	// staleMembers counts heartbeat Leases forgotten because their cluster
+	// departedLeases counts heartbeat Leases forgotten because their cluster
 	// is no longer a member.
-	staleMembers = prometheus.NewCounter(prometheus.CounterOpts{
+	departedLeases = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "fleetset_hub_departed_member_leases_deleted_total",
 		Help: "Heartbeat Leases the hub deleted because their cluster is no longer a member (ManagedCluster deleted, or the fleetset add-on disabled); their peer URLs are no longer delivered and they no longer count as members.",
 	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(workWrites, leaseRenewals, relocations, relocationHolds, degradedReports, staleReads, memberAcks, staleMembers)
+	metrics.Registry.MustRegister(workWrites, leaseRenewals, relocations, relocationHolds, degradedReports, staleReads, memberAcks, departedLeases)
 }

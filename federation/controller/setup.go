@@ -31,6 +31,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -184,6 +185,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
+	beats.IsMember = func(cluster string) bool { return isMember(ctx, mgr.GetCache(), cluster) }
 	acks := make(chan event.GenericEvent, 64)
 	beats.AwaitingAck = func(cluster string) {
 		mc := &clusterv1.ManagedCluster{}
@@ -214,6 +216,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Clock:         opts.Clock,
 		APIReader:     mgr.GetAPIReader(),
 		Peers:         beats.Peers,
+		Heartbeats:    beats,
 	}
 	return rr.SetupWithManager(mgr)
 }
@@ -265,3 +268,18 @@ func (r observerRunnable) Start(ctx context.Context) error {
 }
 
 func (observerRunnable) NeedLeaderElection() bool { return false }
+
+// isMember reports whether cluster is a member for the heartbeat rules: its
+// ManagedCluster exists in reader (the manager's cache) and is not being
+// deleted. When the cache cannot answer (not synced yet, or an error), the
+// cluster counts as a member, as every heartbeat did before the rule.
+func isMember(ctx context.Context, reader client.Reader, cluster string) bool {
+	mc := &clusterv1.ManagedCluster{}
+	switch err := reader.Get(ctx, client.ObjectKey{Name: cluster}, mc); {
+	case apierrors.IsNotFound(err):
+		return false
+	case err != nil:
+		return true
+	}
+	return mc.DeletionTimestamp.IsZero()
+}

@@ -101,8 +101,15 @@ func NewObserver(clk clock.PassiveClock) *Observer {
 // Observe records heartbeat Lease l (namespace: the cluster). A renewTime
 // different from the last one seen counts as a renewal observed now; so does
 // the first sight of a Lease.
+//
+// The Lease of a cluster that is not a member (IsMember) is not recorded,
+// and forgets the cluster.
 func (o *Observer) Observe(l *coordinationv1.Lease) {
 	if l.Name != fleetv1.HeartbeatLeaseName {
+		return
+	}
+	if o.IsMember != nil && !o.IsMember(l.Namespace) {
+		o.Forget(l.Namespace)
 		return
 	}
 	renew := ""
@@ -159,6 +166,7 @@ func (o *Observer) Forget(cluster string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.members, cluster)
+	heartbeatAge.DeleteLabelValues(cluster)
 }
 
 // Refresh reads cluster's heartbeat Lease live through reader and observes
@@ -201,12 +209,17 @@ func (o *Observer) Since(v View) time.Time {
 	return v.Observed
 }
 
-// Peers returns every member's peer URL, by cluster.
+// Peers returns every member's peer URL, by cluster: only the clusters
+// that are still members (IsMember), so a departed cluster never counts as
+// a silent peer.
 func (o *Observer) Peers() map[string]string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	out := map[string]string{}
 	for c, r := range o.members {
+		if o.IsMember != nil && !o.IsMember(c) {
+			continue
+		}
 		if r.PeerURL != "" {
 			out[c] = r.PeerURL
 		}
@@ -227,11 +240,18 @@ func (o *Observer) Disrupted() bool {
 // member's own, so that the hub sees a full disruption no later than a
 // member that holds because of it — and more than half of the members lost
 // is a full disruption. It records the instant, updates the metrics and
-// returns the lost members, sorted.
+// returns the lost members, sorted. A cluster that is no longer a member
+// (IsMember) is forgotten first: it counts neither as lost nor as a member.
 func (o *Observer) Tick() (disrupted bool, lost []string) {
 	now := o.clock.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	for c := range o.members {
+		if o.IsMember != nil && !o.IsMember(c) {
+			delete(o.members, c)
+			heartbeatAge.DeleteLabelValues(c)
+		}
+	}
 	for c, r := range o.members {
 		age := now.Sub(r.Observed)
 		heartbeatAge.WithLabelValues(c).Set(age.Seconds())
@@ -249,6 +269,7 @@ func (o *Observer) Tick() (disrupted bool, lost []string) {
 		fullDisruption.Set(0)
 	}
 	membersLost.Set(float64(len(lost)))
+	membersCounted.Set(float64(len(o.members)))
 	return disrupted, lost
 }
 

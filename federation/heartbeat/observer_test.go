@@ -89,3 +89,34 @@ func TestObserverPeers(t *testing.T) {
 		}
 	}
 }
+
+// TestObserverForgetsDepartedMembers: heartbeats of clusters that are no
+// longer members (IsMember false: ManagedCluster deleted) count neither as
+// lost members nor as peers. Two departed clusters whose Leases went stale
+// would otherwise outnumber the one live member and make the hub see a full
+// disruption that holds every relocation.
+func TestObserverForgetsDepartedMembers(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	o := NewObserver(clk)
+	members := map[string]bool{"live": true, "gone-1": true, "gone-2": true}
+	o.IsMember = func(c string) bool { return members[c] }
+	for c := range members {
+		o.Observe(lease(c, clk.Now()))
+	}
+	clk.Step(time.Minute)
+	o.Observe(lease("live", clk.Now()))
+	if d, lost := o.Tick(); !d || len(lost) != 2 {
+		t.Fatalf("members all current: Tick = %v, %v; want a disruption of the two silent ones", d, lost)
+	}
+	members["gone-1"], members["gone-2"] = false, false
+	if d, lost := o.Tick(); d || len(lost) != 0 {
+		t.Errorf("after the two silent clusters departed: Tick = %v, %v, want no disruption, none lost", d, lost)
+	}
+	if p := o.Peers(); len(p) != 1 || p["live"] == "" {
+		t.Errorf("Peers = %v, want only live", p)
+	}
+	o.Observe(lease("gone-1", clk.Now()))
+	if _, ok := o.View("gone-1"); ok {
+		t.Error("a departed cluster's Lease was recorded")
+	}
+}
