@@ -401,13 +401,13 @@ func startFencing(ctx context.Context, cfg Config, host Host) (*fence.Guard, err
 	}
 	g := &fence.Guard{
 		Monitor: mon, Clock: clk, PeerPoll: fleetv1.FenceConfirmation(cfg.HeartbeatTimeout), FrozenAfter: cfg.HeartbeatTimeout,
-		Peers: func(ctx context.Context) (map[string]string, error) {
+		Peers: func(ctx context.Context) (peers.URLs, error) {
 			if clients == nil {
-				return map[string]string{}, nil // no certificate: no peer, never fence on hub silence
+				return peers.URLs{}, nil // no certificate: no peer, never fence on hub silence
 			}
 			return peerURLs(ctx, host.Client, cfg.Cluster)
 		},
-		Ask: func(ctx context.Context, p map[string]string) []peers.Result {
+		Ask: func(ctx context.Context, p peers.URLs) []peers.Result {
 			return peers.Ask(ctx, clients, p, min(2*time.Second, period))
 		},
 	}
@@ -499,16 +499,28 @@ func loadPeerCA(ctx context.Context, b *peers.CABundle, hub kubernetes.Interface
 	}
 }
 
-// peerURLs reads the peers the hub delivered (v1alpha1.PeersConfigMapName),
-// without this member.
-func peerURLs(ctx context.Context, cs kubernetes.Interface, self string) (map[string]string, error) {
+// peerURLs reads the peers the hub currently lists
+// (v1alpha1.PeersConfigMapName): every URL of each peer (PeersAllKey), or
+// one per peer (PeersKey) from a hub before PeersAllKey; without this
+// member. Errors: the read's, or a key that is not the JSON expected.
+func peerURLs(ctx context.Context, cs kubernetes.Interface, self string) (peers.URLs, error) {
 	cm, err := cs.CoreV1().ConfigMaps(fleetv1.ResyncLeaseNamespace).Get(ctx, fleetv1.PeersConfigMapName, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
-	if err := json.Unmarshal([]byte(cm.Data[fleetv1.PeersKey]), &out); err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s key %s: %w", fleetv1.ResyncLeaseNamespace, fleetv1.PeersConfigMapName, fleetv1.PeersKey, err)
+	out := peers.URLs{}
+	if all, ok := cm.Data[fleetv1.PeersAllKey]; ok {
+		if err := json.Unmarshal([]byte(all), &out); err != nil {
+			return nil, fmt.Errorf("ConfigMap %s/%s key %s: %w", fleetv1.ResyncLeaseNamespace, fleetv1.PeersConfigMapName, fleetv1.PeersAllKey, err)
+		}
+	} else {
+		one := map[string]string{}
+		if err := json.Unmarshal([]byte(cm.Data[fleetv1.PeersKey]), &one); err != nil {
+			return nil, fmt.Errorf("ConfigMap %s/%s key %s: %w", fleetv1.ResyncLeaseNamespace, fleetv1.PeersConfigMapName, fleetv1.PeersKey, err)
+		}
+		for c, u := range one {
+			out[c] = []string{u}
+		}
 	}
 	delete(out, self)
 	return out, nil

@@ -56,7 +56,7 @@ type ResyncReconciler struct {
 	APIReader client.Reader
 	// Peers returns the members' peer URLs by cluster (the hub's heartbeat
 	// observer), delivered to every member with its lease; nil: none.
-	Peers func() map[string]string
+	Peers func() map[string][]string
 	// Heartbeats, when set, forgets the heartbeat of a departed cluster
 	// (removeHeartbeat).
 	Heartbeats *heartbeat.Observer
@@ -345,7 +345,7 @@ func (r *ResyncReconciler) holdsMovedSubsets(ctx context.Context, cluster string
 }
 
 // peers returns the members' peer URLs, none without Peers.
-func (r *ResyncReconciler) peers() map[string]string {
+func (r *ResyncReconciler) peers() map[string][]string {
 	if r.Peers == nil {
 		return nil
 	}

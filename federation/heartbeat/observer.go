@@ -13,7 +13,9 @@ package heartbeat
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -35,8 +37,10 @@ type View struct {
 	// Timeout is the member's heartbeat timeout, from the Lease's
 	// leaseDurationSeconds.
 	Timeout time.Duration
-	// PeerURL is the member's advertised peer endpoint ("" none).
-	PeerURL string
+	// PeerURLs are the member's advertised peer endpoints, one per replica
+	// of its member component (AnnotationPeerURLs, sorted, each once), or
+	// the single AnnotationPeerURL of a member before it; nil: none.
+	PeerURLs []string
 	// State and Reason are what the member last reported of itself
 	// (InContact, Holding, Fenced), from the Lease's annotations.
 	State, Reason string
@@ -144,7 +148,7 @@ func (o *Observer) Observe(l *coordinationv1.Lease) {
 	if l.Spec.RenewTime != nil {
 		r.RenewTime = l.Spec.RenewTime.UTC().Format(ackTime)
 	}
-	r.PeerURL = l.Annotations[fleetv1.AnnotationPeerURL]
+	r.PeerURLs = peerURLs(l.Annotations)
 	r.State = l.Annotations[fleetv1.AnnotationMemberState]
 	r.Reason = l.Annotations[fleetv1.AnnotationMemberReason]
 	r.Peers = -1
@@ -209,22 +213,45 @@ func (o *Observer) Since(v View) time.Time {
 	return v.Observed
 }
 
-// Peers returns every member's peer URL, by cluster: only the clusters
+// Peers returns every member's peer URLs, by cluster: only the clusters
 // that are still members (IsMember), so a departed cluster never counts as
 // a silent peer.
-func (o *Observer) Peers() map[string]string {
+func (o *Observer) Peers() map[string][]string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	out := map[string]string{}
+	out := map[string][]string{}
 	for c, r := range o.members {
 		if o.IsMember != nil && !o.IsMember(c) {
 			continue
 		}
-		if r.PeerURL != "" {
-			out[c] = r.PeerURL
+		if len(r.PeerURLs) > 0 {
+			out[c] = slices.Clone(r.PeerURLs)
 		}
 	}
 	return out
+}
+
+// peerURLs returns the peer URLs a heartbeat Lease's annotations a
+// advertise: every replica's (AnnotationPeerURLs), sorted, each once; else
+// the one of AnnotationPeerURL (a member before AnnotationPeerURLs, or one
+// whose AnnotationPeerURLs does not decode); nil when neither.
+func peerURLs(a map[string]string) []string {
+	var entries map[string]struct {
+		URL string `json:"url"`
+	}
+	var out []string
+	if v, ok := a[fleetv1.AnnotationPeerURLs]; ok && json.Unmarshal([]byte(v), &entries) == nil {
+		for _, e := range entries {
+			if e.URL != "" {
+				out = append(out, e.URL)
+			}
+		}
+	}
+	if len(out) == 0 && a[fleetv1.AnnotationPeerURL] != "" {
+		out = []string{a[fleetv1.AnnotationPeerURL]}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Disrupted reports whether the last Tick found a full disruption, and the

@@ -1,6 +1,7 @@
 package heartbeat
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -47,7 +48,7 @@ func TestObserverClockSkew(t *testing.T) {
 		t.Errorf("ahead: observed %s, want its first sight %s (a renewTime in the future is no renewal)", v.Observed, start)
 	}
 	v, _ = o.View("old")
-	if !v.Observed.Equal(start) || v.Timeout != 15*time.Second || v.PeerURL != "http://old" {
+	if !v.Observed.Equal(start) || v.Timeout != 15*time.Second || !slices.Equal(v.PeerURLs, []string{"http://old"}) {
 		t.Errorf("old: %+v, want first sight %s, timeout 15s", v, start)
 	}
 	disrupted, lost := o.Tick()
@@ -61,7 +62,7 @@ func TestObserverClockSkew(t *testing.T) {
 	if disrupted, _ := o.Tick(); disrupted {
 		t.Error("1 of 3 lost is no full disruption")
 	}
-	if got := o.Peers(); len(got) != 3 || got["ahead"] != "http://ahead" {
+	if got := o.Peers(); len(got) != 3 || !slices.Equal(got["ahead"], []string{"http://ahead"}) {
 		t.Errorf("Peers = %v", got)
 	}
 	o.Forget("ahead")
@@ -112,7 +113,7 @@ func TestObserverForgetsDepartedMembers(t *testing.T) {
 	if d, lost := o.Tick(); d || len(lost) != 0 {
 		t.Errorf("after the two silent clusters departed: Tick = %v, %v, want no disruption, none lost", d, lost)
 	}
-	if p := o.Peers(); len(p) != 1 || p["live"] == "" {
+	if p := o.Peers(); len(p) != 1 || len(p["live"]) != 1 {
 		t.Errorf("Peers = %v, want only live", p)
 	}
 	o.Observe(lease("gone-1", clk.Now()))

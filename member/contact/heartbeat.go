@@ -2,6 +2,7 @@ package contact
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -100,7 +101,9 @@ func (h *Heartbeat) Beat(ctx context.Context) error {
 	// Every scheduler replica beats on the same Lease: a race with another
 	// replica's write is retried, not counted as lost contact.
 	err := retryRaced(ctx, func() error {
-		return renew(ctx, h.Hub.Leases(h.Cluster), fleetv1.HeartbeatLeaseName, h.lease(sent, r))
+		return renew(ctx, h.Hub.Leases(h.Cluster), fleetv1.HeartbeatLeaseName, h.lease(sent, r), func(a map[string]string) {
+			h.peerEntries(a, sent)
+		})
 	})
 	h.Monitor.AttemptReporting(sent, err, r.Peers)
 	if err != nil {
@@ -118,7 +121,7 @@ func (h *Heartbeat) Beat(ctx context.Context) error {
 		l.Annotations = map[string]string{fleetv1.AnnotationMemberPeers: strconv.Itoa(r.Peers)}
 	}
 	if err := retryRaced(ctx, func() error {
-		return renew(ctx, h.Local.Leases(fleetv1.ResyncLeaseNamespace), fleetv1.MemberLeaseName, l.DeepCopy())
+		return renew(ctx, h.Local.Leases(fleetv1.ResyncLeaseNamespace), fleetv1.MemberLeaseName, l.DeepCopy(), nil)
 	}); err != nil {
 		return fmt.Errorf("renewing the member's record Lease %s/%s: %w", fleetv1.ResyncLeaseNamespace, fleetv1.MemberLeaseName, err)
 	}
@@ -185,14 +188,56 @@ func (h *Heartbeat) lease(sent time.Time, r Report) *coordinationv1.Lease {
 	return l
 }
 
+// peerEntry is one replica's entry in AnnotationPeerURLs.
+type peerEntry struct {
+	// URL is the replica's peer URL.
+	URL string `json:"url"`
+	// Seen is when the replica last wrote its entry (its clock).
+	Seen time.Time `json:"seen"`
+}
+
+// peerEntries sets, in the annotations a of the heartbeat Lease about to be
+// written at sent, this replica's entry (Identity → PeerURL) in
+// AnnotationPeerURLs and drops the entries of replicas that did not write
+// theirs for two heartbeat timeouts (a replica gone; the margin covers the
+// clock differences between the member's nodes). Without PeerURL, this
+// replica's entry is dropped. An unreadable annotation is replaced.
+func (h *Heartbeat) peerEntries(a map[string]string, sent time.Time) {
+	entries := map[string]peerEntry{}
+	if v, ok := a[fleetv1.AnnotationPeerURLs]; ok {
+		_ = json.Unmarshal([]byte(v), &entries)
+	}
+	for id, e := range entries {
+		if id == h.Identity || sent.Sub(e.Seen) > 2*h.Monitor.Timeout() {
+			delete(entries, id)
+		}
+	}
+	if h.PeerURL != "" {
+		entries[h.Identity] = peerEntry{URL: h.PeerURL, Seen: sent.UTC().Truncate(time.Second)}
+	}
+	if len(entries) == 0 {
+		delete(a, fleetv1.AnnotationPeerURLs)
+		return
+	}
+	b, _ := json.Marshal(entries) // sorted keys
+	a[fleetv1.AnnotationPeerURLs] = string(b)
+}
+
 // renew creates the Lease name in c, or updates its spec, labels and
-// annotations to want's. It returns nil only when the server answered the
-// write with the Lease as written (acknowledged); any error of the read or
-// the write is returned as is.
-func renew(ctx context.Context, c coordinationclient.LeaseInterface, name string, want *coordinationv1.Lease) error {
+// annotations to want's, then lets annotate (nil: none) change the
+// annotations to write, starting from those read. It returns nil only when
+// the server answered the write with the Lease as written (acknowledged);
+// any error of the read or the write is returned as is.
+func renew(ctx context.Context, c coordinationclient.LeaseInterface, name string, want *coordinationv1.Lease, annotate func(map[string]string)) error {
 	want.Name = name
 	cur, err := c.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
+		if annotate != nil {
+			if want.Annotations == nil {
+				want.Annotations = map[string]string{}
+			}
+			annotate(want.Annotations)
+		}
 		want.Spec.AcquireTime = want.Spec.RenewTime
 		got, err := c.Create(ctx, want, metav1.CreateOptions{})
 		if err != nil {
@@ -217,6 +262,12 @@ func renew(ctx context.Context, c coordinationclient.LeaseInterface, name string
 	}
 	for k, v := range want.Annotations {
 		cur.Annotations[k] = v
+	}
+	if annotate != nil {
+		if cur.Annotations == nil {
+			cur.Annotations = map[string]string{}
+		}
+		annotate(cur.Annotations)
 	}
 	if cur.Spec.HolderIdentity == nil || *cur.Spec.HolderIdentity != *want.Spec.HolderIdentity || cur.Spec.AcquireTime == nil {
 		cur.Spec.AcquireTime = want.Spec.RenewTime

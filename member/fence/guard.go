@@ -24,11 +24,12 @@ type Guard struct {
 	Monitor *contact.Monitor
 	// Clock is the Monitor's clock.
 	Clock clock.PassiveClock
-	// Peers returns the other members' URLs (cluster → URL), as the hub
-	// delivered them; an error is treated as no peers known.
-	Peers func(ctx context.Context) (map[string]string, error)
+	// Peers returns the other members' URLs (cluster → the URLs of its
+	// replicas), as the hub currently lists them; an error is treated as no
+	// peers known.
+	Peers func(ctx context.Context) (peers.URLs, error)
 	// Ask asks the peers (peers.Ask with the member's HTTP client).
-	Ask func(ctx context.Context, peers map[string]string) []peers.Result
+	Ask func(ctx context.Context, peers peers.URLs) []peers.Result
 	// PeerPoll is the least time between two rounds of questions, and how
 	// long a Fenced decision must hold before the member fences: one
 	// heartbeat period (v1alpha1.FenceConfirmation).

@@ -114,7 +114,7 @@ func TestGuardAsksPeersOnlyWhenLost(t *testing.T) {
 	d := fencetest.New()
 	asked := 0
 	ask := d.Guard.Ask
-	d.Guard.Ask = func(ctx context.Context, p map[string]string) []peers.Result {
+	d.Guard.Ask = func(ctx context.Context, p peers.URLs) []peers.Result {
 		asked++
 		return ask(ctx, p)
 	}
