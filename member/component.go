@@ -419,7 +419,7 @@ func startFencing(ctx context.Context, cfg Config, host Host) (*fence.Guard, err
 	identity, _ := os.Hostname()
 	hb := &contact.Heartbeat{Cluster: cfg.Cluster, Identity: identity, PeerURL: cfg.PeerURL, Hub: hubCS.CoordinationV1(),
 		Local: host.Client.CoordinationV1(), Monitor: mon, Clock: clk, Period: period,
-		Report: reportWith(g, f)}
+		Report: reportWith(g, f), Restored: g.Restore}
 
 	go hb.Run(ctx)
 	go f.Run(ctx, host.Pods.Informer().HasSynced)

@@ -96,6 +96,15 @@ const (
 	// AnnotationMemberAck on the member's ManifestWorks at every heartbeat.
 	// Absent: 0.
 	AnnotationMemberFencedPlacements = "fleetset.io/member-fenced-placements"
+	// AnnotationMemberAlive on the member's record Lease (MemberLeaseName,
+	// in the member cluster) is when the member component last ran a
+	// heartbeat attempt, successful or not (RFC 3339, the member's clock):
+	// a process that restarts reads from it how long no process watched,
+	// and fences on start as a thawed one does when that gap is over the
+	// heartbeat timeout while it was out of contact for timeout + one
+	// confirmation (FenceConfirmation). Absent (a member before it): no
+	// fence on start.
+	AnnotationMemberAlive = "fleetset.io/member-alive"
 	// AnnotationMemberAck on a FleetSet's ManifestWork for a member is the
 	// member's heartbeat renewTime (RFC 3339, microseconds, as the member
 	// wrote it) that the hub had read when it wrote the work: a hub

@@ -3,6 +3,7 @@ package contact
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -10,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/klog/v2"
@@ -52,6 +54,11 @@ type Heartbeat struct {
 	// Period is the time between attempts (seconds; a third of the timeout
 	// by default); each attempt is bounded by it too.
 	Period time.Duration
+	// Restored, when set, is called once by Run with what the local record
+	// says of the process before this one: how long ago it last ran an
+	// attempt (AnnotationMemberAlive) and how long ago it last reached the
+	// hub; called only when the record has both.
+	Restored func(sinceAlive, sinceContact time.Duration)
 }
 
 // Report is what a heartbeat tells the hub of the member.
@@ -108,22 +115,42 @@ func (h *Heartbeat) Beat(ctx context.Context) error {
 	h.Monitor.AttemptReporting(sent, err, r.Peers)
 	if err != nil {
 		heartbeatFailures.Inc()
-		return fmt.Errorf("renewing Lease %s/%s on the hub: %w", h.Cluster, fleetv1.HeartbeatLeaseName, err)
+		err = fmt.Errorf("renewing Lease %s/%s on the hub: %w", h.Cluster, fleetv1.HeartbeatLeaseName, err)
+		if h.Local != nil {
+			if aerr := h.markAlive(ctx, sent); aerr != nil {
+				err = errors.Join(err, aerr)
+			}
+		}
+		return err
 	}
 	if h.Local == nil {
 		return nil
 	}
-	// The local record keeps the time and the peers of this contact only.
+	// The local record keeps the time and the peers of this contact, and
+	// that this process ran.
 	l := h.lease(sent, r)
 	l.Labels = nil
-	l.Annotations = nil
+	l.Annotations = map[string]string{fleetv1.AnnotationMemberAlive: sent.UTC().Format(time.RFC3339Nano)}
 	if r.Peers >= 0 {
-		l.Annotations = map[string]string{fleetv1.AnnotationMemberPeers: strconv.Itoa(r.Peers)}
+		l.Annotations[fleetv1.AnnotationMemberPeers] = strconv.Itoa(r.Peers)
 	}
 	if err := retryRaced(ctx, func() error {
 		return renew(ctx, h.Local.Leases(fleetv1.ResyncLeaseNamespace), fleetv1.MemberLeaseName, l.DeepCopy(), nil)
 	}); err != nil {
 		return fmt.Errorf("renewing the member's record Lease %s/%s: %w", fleetv1.ResyncLeaseNamespace, fleetv1.MemberLeaseName, err)
+	}
+	return nil
+}
+
+// markAlive records on the member's record Lease, when there is one, that
+// this process ran an attempt at sent (AnnotationMemberAlive), leaving the
+// last contact as it is. The error is the patch's; a missing record is
+// none (the first contact creates it).
+func (h *Heartbeat) markAlive(ctx context.Context, sent time.Time) error {
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, fleetv1.AnnotationMemberAlive, sent.UTC().Format(time.RFC3339Nano))
+	_, err := h.Local.Leases(fleetv1.ResyncLeaseNamespace).Patch(ctx, fleetv1.MemberLeaseName, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("recording that the member ran in its record Lease %s/%s: %w", fleetv1.ResyncLeaseNamespace, fleetv1.MemberLeaseName, err)
 	}
 	return nil
 }
@@ -333,6 +360,14 @@ func (h *Heartbeat) restore(ctx context.Context, logger klog.Logger) {
 	}
 	h.Monitor.Restore(age, peers)
 	logger.V(2).Info("Restored last contact with the hub", "age", age.Round(time.Second), "peers", peers)
+	alive, err := time.Parse(time.RFC3339Nano, l.Annotations[fleetv1.AnnotationMemberAlive])
+	if err != nil || h.Restored == nil {
+		return
+	}
+	// The last attempt ran no earlier than the last contact.
+	sinceAlive := min(h.Clock.Since(alive), age)
+	logger.V(2).Info("Restored when the previous process last ran", "sinceAlive", sinceAlive.Round(time.Second))
+	h.Restored(max(sinceAlive, 0), age)
 }
 
 // raced reports whether err is another writer's create or update of the
