@@ -64,7 +64,9 @@ const (
 	// hub watches only those.
 	LabelHeartbeat = "fleetset.io/member-heartbeat"
 	// AnnotationPeerURL on a heartbeat Lease is the URL at which other
-	// members ask this one whether it reaches the hub.
+	// members ask this one whether it reaches the hub, as the replica that
+	// wrote the last heartbeat advertises it; the hub reads it only when
+	// AnnotationPeerURLs is absent (a member before it).
 	AnnotationPeerURL = "fleetset.io/peer-url"
 	// AnnotationMemberState and AnnotationMemberReason on a heartbeat Lease
 	// are the member's own state (InContact, Holding, Fenced) and why, as it

@@ -78,8 +78,8 @@ type Observer struct {
 	clock   clock.PassiveClock
 	started time.Time
 	// AwaitingAck, when set, is called (without the Observer's lock held)
-	// for every observed heartbeat whose member reports fence records not
-	// yet lifted: the hub then acknowledges the heartbeat in the member's
+	// once for every new heartbeat (a renewTime not observed before) whose
+	// member reports fence records not yet lifted: the hub then acknowledges the heartbeat in the member's
 	// ManifestWorks. It must not block. Set before the first Observe.
 	AwaitingAck func(cluster string)
 	// IsMember, when set, reports whether a cluster is still a member (its
@@ -129,9 +129,15 @@ func (o *Observer) Observe(l *coordinationv1.Lease) {
 	if n, err := strconv.Atoi(l.Annotations[fleetv1.AnnotationMemberFencedPlacements]); err == nil && n > 0 {
 		fenced = n
 	}
-	if fenced > 0 && o.AwaitingAck != nil {
-		defer o.AwaitingAck(l.Namespace)
-	}
+	renewed := false
+	defer func() {
+		// Once per heartbeat (a renewTime not seen before), whether the
+		// informer or a live read (Refresh) shows it first: the reconcile
+		// that acknowledges it reads the Lease again without re-queueing.
+		if renewed && fenced > 0 && o.AwaitingAck != nil {
+			o.AwaitingAck(l.Namespace)
+		}
+	}()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	r, ok := o.members[l.Namespace]
@@ -141,6 +147,7 @@ func (o *Observer) Observe(l *coordinationv1.Lease) {
 	}
 	if !ok || r.renew != renew {
 		r.Observed, r.renew = now, renew
+		renewed = true
 	}
 	r.Timeout = timeout
 	r.FencedPlacements = fenced

@@ -121,3 +121,32 @@ func TestObserverForgetsDepartedMembers(t *testing.T) {
 		t.Error("a departed cluster's Lease was recorded")
 	}
 }
+
+// TestObserverAwaitingAckOncePerHeartbeat: a member reporting fence records
+// asks for the hub's acknowledgement once per heartbeat, however many times
+// the hub observes that heartbeat (its informer, then its own live read),
+// so an acknowledging reconcile never re-queues itself; a member without
+// records never asks.
+func TestObserverAwaitingAckOncePerHeartbeat(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	o := NewObserver(clk)
+	asked := map[string]int{}
+	o.AwaitingAck = func(c string) { asked[c]++ }
+	fenced := func(c string, renew time.Time, n string) *coordinationv1.Lease {
+		l := lease(c, renew)
+		l.Annotations[fleetv1.AnnotationMemberFencedPlacements] = n
+		return l
+	}
+	t0 := clk.Now()
+	o.Observe(fenced("east", t0, "2"))
+	o.Observe(fenced("east", t0, "2")) // the same heartbeat, read live
+	o.Observe(fenced("west", t0, "0"))
+	clk.Step(time.Second)
+	o.Observe(fenced("east", t0.Add(time.Second), "2"))
+	if asked["east"] != 2 || asked["west"] != 0 {
+		t.Errorf("asked %v, want east twice (two heartbeats), west never", asked)
+	}
+	if v, _ := o.View("east"); v.FencedPlacements != 2 || v.RenewTime != "2026-11-25T12:00:01.000000Z" {
+		t.Errorf("east view %+v, want 2 fenced placements, renewTime 2026-11-25T12:00:01.000000Z", v)
+	}
+}
