@@ -98,6 +98,13 @@ const (
 	// AnnotationMemberAck on the member's ManifestWorks at every heartbeat.
 	// Absent: 0.
 	AnnotationMemberFencedPlacements = "fleetset.io/member-fenced-placements"
+	// AddOnName is the name of fleetset's OCM add-on: its
+	// ClusterManagementAddOn, and the ManagedClusterAddOn that enables it
+	// in a cluster's namespace. While the ClusterManagementAddOn exists,
+	// a cluster without the ManagedClusterAddOn (or with it being deleted)
+	// is no member: the hub deletes its heartbeat Lease and stops listing
+	// it as a peer.
+	AddOnName = "fleetset"
 	// AnnotationMemberAlive on the member's record Lease (MemberLeaseName,
 	// in the member cluster) is when the member component last ran a
 	// heartbeat attempt, successful or not (RFC 3339, the member's clock):

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -103,4 +104,59 @@ func client0(err error) error {
 		return nil
 	}
 	return err
+}
+
+// addOn returns OCM add-on object kind (ClusterManagementAddOn or
+// ManagedClusterAddOn) fleetset in namespace ns ("" cluster-scoped).
+func addOn(kind, ns string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(addOnGroupVersion)
+	u.SetKind(kind)
+	u.SetNamespace(ns)
+	u.SetName(fleetv1.AddOnName)
+	u.Object["spec"] = map[string]any{}
+	return u
+}
+
+// TestAddOnDisabledMemberForgotten: with fleetset installed as an OCM
+// add-on (ClusterManagementAddOn fleetset), disabling it in a cluster
+// (deleting its ManagedClusterAddOn) makes the cluster no member: the hub
+// deletes its heartbeat Lease and stops delivering its peer URL, while its
+// ManagedCluster stays.
+func TestAddOnDisabledMemberForgotten(t *testing.T) {
+	cma := addOn(kindClusterManagementAddOn, "")
+	if err := k8sClient.Create(t.Context(), cma); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), addOn(kindClusterManagementAddOn, "")) })
+	for _, c := range []string{"ad-a", "ad-b", "ad-c"} {
+		createCluster(t, c, true)
+		if err := k8sClient.Create(t.Context(), addOn(kindManagedClusterAddOn, c)); err != nil {
+			t.Fatal(err)
+		}
+		memberBeat(t, c)
+	}
+	createNamespace(t, "addonoff")
+	startHub(t, 3*time.Second)
+	if err := k8sClient.Create(t.Context(), threeClusterFleetSet("addonoff", "db", "ad-a", "ad-b", "ad-c")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "ad-a delivered both peers", func() (bool, error) {
+		p := deliveredPeers(t, "ad-a")
+		return p["ad-b"] != "" && p["ad-c"] != "", nil
+	})
+	if err := k8sClient.Delete(t.Context(), addOn(kindManagedClusterAddOn, "ad-c")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "heartbeat Lease of ad-c, whose add-on is disabled, deleted", func() (bool, error) {
+		err := k8sClient.Get(t.Context(), types.NamespacedName{Namespace: "ad-c", Name: fleetv1.HeartbeatLeaseName}, &coordinationv1.Lease{})
+		if err == nil {
+			return false, nil
+		}
+		return apierrors.IsNotFound(err), client0(err)
+	})
+	eventually(t, 15*time.Second, "ad-c no longer delivered as a peer", func() (bool, error) {
+		_, ok := deliveredPeers(t, "ad-a")["ad-c"]
+		return !ok && deliveredPeers(t, "ad-a")["ad-b"] != "", nil
+	})
 }

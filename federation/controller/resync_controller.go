@@ -58,8 +58,12 @@ type ResyncReconciler struct {
 	// observer), delivered to every member with its lease; nil: none.
 	Peers func() map[string][]string
 	// Heartbeats, when set, forgets the heartbeat of a departed cluster
-	// (removeHeartbeat).
+	// (removeHeartbeat), and says which clusters are members (IsMember).
 	Heartbeats *heartbeat.Observer
+	// AddOns is true when the hub serves OCM's add-on API: the
+	// ManagedClusterAddOn v1alpha1.AddOnName is watched, so disabling the
+	// add-on in a cluster forgets its heartbeat.
+	AddOns bool
 }
 
 // SetupWithManager watches ManagedClusters (creation, deletion, change of
@@ -67,7 +71,12 @@ type ResyncReconciler struct {
 // see leaseClustersChanged) and the hub's ManifestWorks (mapped to their cluster namespace; see
 // leaseRelevant).
 func (r *ResyncReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.AddOns {
+		b = b.Watches(addOnMeta(kindManagedClusterAddOn), handler.EnqueueRequestsFromMapFunc(workCluster),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == fleetv1.AddOnName })))
+	}
+	return b.
 		Named("resync-lease").
 		For(&clusterv1.ManagedCluster{}, builder.WithPredicates(availabilityChanged())).
 		Watches(&fleetv1.FleetSet{}, handler.EnqueueRequestsFromMapFunc(clustersOfFleetSet), builder.WithPredicates(leaseClustersChanged())).
@@ -186,7 +195,9 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if mc == nil || !mc.DeletionTimestamp.IsZero() {
+	departed := mc == nil || !mc.DeletionTimestamp.IsZero() ||
+		(r.Heartbeats != nil && r.Heartbeats.IsMember != nil && !r.Heartbeats.IsMember(cluster))
+	if departed {
 		if err := r.removeHeartbeat(ctx, cluster); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -211,7 +222,8 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 }
 
 // removeHeartbeat deletes the heartbeat Lease of cluster, whose
-// ManagedCluster is gone or being deleted, and forgets it: a departed
+// ManagedCluster is gone or being deleted or whose fleetset add-on is
+// disabled (isMember), and forgets it: a departed
 // cluster is no member, its peer URL is no longer delivered and it counts
 // neither as a peer nor as lost (a stale Lease would count as a silent peer
 // in every member's decision during a hub outage). It returns the delete's
