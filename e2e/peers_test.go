@@ -82,7 +82,11 @@ func TestPeersOverOCMCertificates(t *testing.T) {
 			return true, "", nil
 		})
 		start := time.Now()
-		for _, r := range peers.Ask(ctx, asker.Clients(), urls, 5*time.Second) {
+		ask := peers.URLs{}
+		for c, u := range urls {
+			ask[c] = []string{u}
+		}
+		for _, r := range peers.Ask(ctx, asker.Clients(), ask, 5*time.Second) {
 			if r.Err != nil || !r.Answer.InContact || r.Answer.Cluster != r.Cluster {
 				t.Errorf("%s asking %s at %s: %+v, want an answer in contact", m.name, r.Cluster, urls[r.Cluster], r)
 			}
@@ -93,7 +97,7 @@ func TestPeersOverOCMCertificates(t *testing.T) {
 			// The same endpoint asked as another cluster: the pinning refuses.
 			for _, o := range all {
 				if o.name != peer && o.name != m.name {
-					r := peers.Ask(ctx, asker.Clients(), map[string]string{o.name: u}, 5*time.Second)
+					r := peers.Ask(ctx, asker.Clients(), peers.URLs{o.name: {u}}, 5*time.Second)
 					if reason := refusedReason(r[0]); reason != peers.ReasonIdentity {
 						t.Errorf("%s's endpoint asked as %s: %+v, want refused %s", peer, o.name, r[0], peers.ReasonIdentity)
 					}

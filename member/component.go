@@ -401,25 +401,25 @@ func startFencing(ctx context.Context, cfg Config, host Host) (*fence.Guard, err
 	}
 	g := &fence.Guard{
 		Monitor: mon, Clock: clk, PeerPoll: fleetv1.FenceConfirmation(cfg.HeartbeatTimeout), FrozenAfter: cfg.HeartbeatTimeout,
-		Peers: func(ctx context.Context) (map[string]string, error) {
+		Peers: func(ctx context.Context) (peers.URLs, error) {
 			if clients == nil {
-				return map[string]string{}, nil // no certificate: no peer, never fence on hub silence
+				return peers.URLs{}, nil // no certificate: no peer, never fence on hub silence
 			}
 			return peerURLs(ctx, host.Client, cfg.Cluster)
 		},
-		Ask: func(ctx context.Context, p map[string]string) []peers.Result {
+		Ask: func(ctx context.Context, p peers.URLs) []peers.Result {
 			return peers.Ask(ctx, clients, p, min(2*time.Second, period))
 		},
 	}
 	f := &fence.Fencer{Guard: g, Placements: host.Placements, Writer: host.Writer, Pods: host.Pods.Lister(), Client: host.Client,
-		Confirm: func(ctx context.Context, sp *fleetv1.SubsetPlacement, e int64) (bool, error) {
-			return confirm(ctx, hubC, cfg.Cluster, sp, e)
+		Confirm: func(ctx context.Context, sp *fleetv1.SubsetPlacement, e int64, returned time.Time) (bool, error) {
+			return confirm(ctx, hubC, cfg.Cluster, sp, e, returned)
 		},
 		ConfirmAfter: period, ConfirmTimeout: hubRequestTimeout(period), Clock: clk, Interval: time.Second}
 	identity, _ := os.Hostname()
 	hb := &contact.Heartbeat{Cluster: cfg.Cluster, Identity: identity, PeerURL: cfg.PeerURL, Hub: hubCS.CoordinationV1(),
 		Local: host.Client.CoordinationV1(), Monitor: mon, Clock: clk, Period: period,
-		Report: reportWith(g, f)}
+		Report: reportWith(g, f), Restored: g.Restore}
 
 	go hb.Run(ctx)
 	go f.Run(ctx, host.Pods.Informer().HasSynced)
@@ -499,24 +499,38 @@ func loadPeerCA(ctx context.Context, b *peers.CABundle, hub kubernetes.Interface
 	}
 }
 
-// peerURLs reads the peers the hub delivered (v1alpha1.PeersConfigMapName),
-// without this member.
-func peerURLs(ctx context.Context, cs kubernetes.Interface, self string) (map[string]string, error) {
+// peerURLs reads the peers the hub currently lists
+// (v1alpha1.PeersConfigMapName): every URL of each peer (PeersAllKey), or
+// one per peer (PeersKey) from a hub before PeersAllKey; without this
+// member. Errors: the read's, or a key that is not the JSON expected.
+func peerURLs(ctx context.Context, cs kubernetes.Interface, self string) (peers.URLs, error) {
 	cm, err := cs.CoreV1().ConfigMaps(fleetv1.ResyncLeaseNamespace).Get(ctx, fleetv1.PeersConfigMapName, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
-	if err := json.Unmarshal([]byte(cm.Data[fleetv1.PeersKey]), &out); err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s key %s: %w", fleetv1.ResyncLeaseNamespace, fleetv1.PeersConfigMapName, fleetv1.PeersKey, err)
+	out := peers.URLs{}
+	if all, ok := cm.Data[fleetv1.PeersAllKey]; ok {
+		if err := json.Unmarshal([]byte(all), &out); err != nil {
+			return nil, fmt.Errorf("ConfigMap %s/%s key %s: %w", fleetv1.ResyncLeaseNamespace, fleetv1.PeersConfigMapName, fleetv1.PeersAllKey, err)
+		}
+	} else {
+		one := map[string]string{}
+		if err := json.Unmarshal([]byte(cm.Data[fleetv1.PeersKey]), &one); err != nil {
+			return nil, fmt.Errorf("ConfigMap %s/%s key %s: %w", fleetv1.ResyncLeaseNamespace, fleetv1.PeersConfigMapName, fleetv1.PeersKey, err)
+		}
+		for c, u := range one {
+			out[c] = []string{u}
+		}
 	}
 	delete(out, self)
 	return out, nil
 }
 
 // confirm reads the hub's ManifestWork of sp's FleetSet for this cluster and
-// reports whether it still holds sp at epoch or above.
-func confirm(ctx context.Context, hub client.Reader, cluster string, sp *fleetv1.SubsetPlacement, epoch int64) (bool, error) {
+// reports whether it still holds sp at epoch or above and acknowledges a
+// heartbeat sent at or after returned (fence.WorkAcknowledges): a work the
+// hub wrote after it read the member back.
+func confirm(ctx context.Context, hub client.Reader, cluster string, sp *fleetv1.SubsetPlacement, epoch int64, returned time.Time) (bool, error) {
 	set := sp.Labels[fleetv1.LabelSet]
 	if set == "" {
 		return false, nil
@@ -525,7 +539,7 @@ func confirm(ctx context.Context, hub client.Reader, cluster string, sp *fleetv1
 	if err := hub.Get(ctx, types.NamespacedName{Namespace: cluster, Name: fleetv1.ManifestWorkName(sp.Namespace, set)}, w); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	return fence.WorkHolds(w, sp.Namespace, sp.Name, epoch), nil
+	return fence.Confirms(w, sp.Namespace, sp.Name, epoch, returned), nil
 }
 
 // hubRequestTimeout returns the deadline of each request the member's
@@ -581,6 +595,7 @@ func reportWith(g *fence.Guard, f *fence.Fencer) func() contact.Report {
 		if s, err := f.EnforcedSeconds(context.Background()); err == nil {
 			r.FenceSeconds = s
 		}
+		r.FencedPlacements = f.Records()
 		return r
 	}
 }

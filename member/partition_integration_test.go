@@ -83,10 +83,10 @@ func TestSilentPartitionFences(t *testing.T) {
 	clk := clock.RealClock{}
 	mon := contact.NewMonitor(clk, timeout)
 	g := &fence.Guard{Monitor: mon, Clock: clk, PeerPoll: fleetv1.FenceConfirmation(timeout), FrozenAfter: timeout,
-		Peers: func(context.Context) (map[string]string, error) {
-			return map[string]string{"west": "http://" + peerLink.Addr()}, nil
+		Peers: func(context.Context) (peers.URLs, error) {
+			return peers.URLs{"west": {"http://" + peerLink.Addr()}}, nil
 		},
-		Ask: func(ctx context.Context, p map[string]string) []peers.Result {
+		Ask: func(ctx context.Context, p peers.URLs) []peers.Result {
 			return peers.Ask(ctx, peers.Plain(peers.NewClient()), p, min(2*time.Second, period))
 		},
 	}

@@ -29,6 +29,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/clock"
 	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
@@ -231,7 +232,11 @@ func checkFencedPending(t *testing.T, ns, app string, n int, old map[types.UID]s
 // grantWork writes, on the hub (the test apiserver), the ManifestWork of
 // FleetSet ns/set in the member's cluster namespace holding SubsetPlacement
 // sp at epoch: the hub's word that the placement is still the member's.
-func grantWork(t *testing.T, ns, set string, sp *fleetv1.SubsetPlacement, epoch int64) {
+// With ack, the work acknowledges the member's heartbeat as the hub reads
+// it now (fleetset.io/member-ack: its heartbeat Lease's renewTime), as the
+// hub does once it has seen the member back; without, it is a work the hub
+// wrote before.
+func grantWork(t *testing.T, ns, set string, sp *fleetv1.SubsetPlacement, epoch int64, ack bool) {
 	t.Helper()
 	p := sp.DeepCopy()
 	p.TypeMeta = metav1.TypeMeta{APIVersion: fleetv1.GroupVersion.String(), Kind: "SubsetPlacement"}
@@ -243,6 +248,21 @@ func grantWork(t *testing.T, ns, set string, sp *fleetv1.SubsetPlacement, epoch 
 	}
 	w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: memberCluster, Name: fleetv1.ManifestWorkName(ns, set)},
 		Spec: workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: []workv1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}}}}
+	if ack {
+		l, err := cs.CoordinationV1().Leases(memberCluster).Get(context.Background(), fleetv1.HeartbeatLeaseName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Annotations = map[string]string{fleetv1.AnnotationMemberAck: l.Spec.RenewTime.UTC().Format("2006-01-02T15:04:05.000000Z07:00")}
+	}
+	cur := &workv1.ManifestWork{}
+	if err := wcl.Get(context.Background(), client.ObjectKeyFromObject(w), cur); err == nil {
+		w.ResourceVersion = cur.ResourceVersion
+		if err := wcl.Update(context.Background(), w); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
 	if err := wcl.Create(context.Background(), w); err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +392,16 @@ func TestFencing(t *testing.T) {
 		}
 	}
 	waitFailedScheduling(t, ns, "fenced at epoch 0 while cut off; waiting for the hub to confirm")
-	grantWork(t, ns, "db", fenced, 0)
+	// A work holding the placement but written before the hub saw the
+	// member back (no acknowledgement of its return) confirms nothing.
+	grantWork(t, ns, "db", fenced, 0, false)
+	time.Sleep(memberTimeout)
+	for _, p := range podsOf(t, ns, "db") {
+		if p.Spec.NodeName != "" {
+			t.Fatalf("pod %s bound %s on a work that acknowledges no heartbeat since the return", p.Name, p.Spec.NodeName)
+		}
+	}
+	grantWork(t, ns, "db", fenced, 0, true)
 	granted := time.Now()
 	db = uids(waitBound(t, ns, "db", 3))
 	t.Logf("pods bound again %s after the heal, %s after the hub's confirmation", time.Since(healed).Round(10*time.Millisecond), time.Since(granted).Round(10*time.Millisecond))

@@ -64,7 +64,9 @@ const (
 	// hub watches only those.
 	LabelHeartbeat = "fleetset.io/member-heartbeat"
 	// AnnotationPeerURL on a heartbeat Lease is the URL at which other
-	// members ask this one whether it reaches the hub.
+	// members ask this one whether it reaches the hub, as the replica that
+	// wrote the last heartbeat advertises it; the hub reads it only when
+	// AnnotationPeerURLs is absent (a member before it).
 	AnnotationPeerURL = "fleetset.io/peer-url"
 	// AnnotationMemberState and AnnotationMemberReason on a heartbeat Lease
 	// are the member's own state (InContact, Holding, Fenced) and why, as it
@@ -90,12 +92,58 @@ const (
 	// (old revisions, a subset patch), never relocate before the member has
 	// fenced. Absent: the spec alone.
 	AnnotationMemberFenceSeconds = "fleetset.io/member-fence-seconds"
+	// AnnotationMemberFencedPlacements on a heartbeat Lease is how many
+	// SubsetPlacements carry a fence record the member has not lifted yet
+	// (a decimal count): while it is above 0, the hub stamps
+	// AnnotationMemberAck on the member's ManifestWorks at every heartbeat.
+	// Absent: 0.
+	AnnotationMemberFencedPlacements = "fleetset.io/member-fenced-placements"
+	// AddOnName is the name of fleetset's OCM add-on: its
+	// ClusterManagementAddOn, and the ManagedClusterAddOn that enables it
+	// in a cluster's namespace. While the ClusterManagementAddOn exists,
+	// a cluster without the ManagedClusterAddOn (or with it being deleted)
+	// is no member: the hub deletes its heartbeat Lease and stops listing
+	// it as a peer.
+	AddOnName = "fleetset"
+	// AnnotationMemberAlive on the member's record Lease (MemberLeaseName,
+	// in the member cluster) is when the member component last ran a
+	// heartbeat attempt, successful or not (RFC 3339, the member's clock):
+	// a process that restarts reads from it how long no process watched,
+	// and fences on start as a thawed one does when that gap is over the
+	// heartbeat timeout while it was out of contact for timeout + one
+	// confirmation (FenceConfirmation). Absent (a member before it): no
+	// fence on start.
+	AnnotationMemberAlive = "fleetset.io/member-alive"
+	// AnnotationMemberAck on a FleetSet's ManifestWork for a member is the
+	// member's heartbeat renewTime (RFC 3339, microseconds, as the member
+	// wrote it) that the hub had read when it wrote the work: a hub
+	// acknowledgement of that heartbeat. The hub serializes the
+	// reconciles of one FleetSet, so every decision it made from a read
+	// of the member's Lease older than that renewTime is already in the
+	// work (or was never written). A member lifts a fence record only on
+	// a work that holds the placement and whose acknowledgement is at or
+	// after the first heartbeat of its return: a work the hub is about to
+	// replace, from a decision taken while the member was lost, is never
+	// enough.
+	AnnotationMemberAck = "fleetset.io/member-ack"
+	// AnnotationPeerURLs on a heartbeat Lease is the JSON object of the
+	// member component's replicas (by holder identity) to their peer URL
+	// and the time the replica last wrote it ({"url": ..., "seen": RFC
+	// 3339}): every replica keeps its own entry and drops those not
+	// rewritten for a heartbeat timeout, so the hub lists every live
+	// replica's URL and the list does not change at each beat.
+	AnnotationPeerURLs = "fleetset.io/peer-urls"
 	// PeersConfigMapName is the ConfigMap, in ResyncLeaseNamespace of every
 	// member, in which the hub delivers the peers' URLs (key PeersKey: a JSON
 	// object of cluster name to URL), with the resync lease's ManifestWork.
 	PeersConfigMapName = "fleetset-peers"
-	// PeersKey is the key of the peers' JSON in PeersConfigMapName.
+	// PeersKey is the key of the peers' JSON in PeersConfigMapName (one URL
+	// per cluster, the first of PeersAllKey's, for members before it).
 	PeersKey = "peers.json"
+	// PeersAllKey is the key, in PeersConfigMapName, of the JSON object of
+	// cluster name to every URL of its member component's replicas
+	// (sorted); a member asks each until one answers.
+	PeersAllKey = "peers-all.json"
 	// AnnotationFencedEpoch on a SubsetPlacement records that the member
 	// fenced it at that epoch (spec.fencing.epoch); see the contract above.
 	AnnotationFencedEpoch = "fleetset.io/fenced-epoch"

@@ -183,7 +183,7 @@ func renderAsHub(fs *fleetv1.FleetSet) ([]*workv1.ManifestWork, error) {
 	if err := planRollout(st); err != nil {
 		return nil, err
 	}
-	changes, err := chooseWrites(fs, st.subsets, st.existingWorks, nil, nil)
+	changes, err := chooseWrites(fs, st.subsets, st.existingWorks, nil, nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/heartbeat"
@@ -78,6 +79,10 @@ type FleetSetReconciler struct {
 	// metawrite.Writer, which reads back only the answers' metadata. nil:
 	// Client, which reads back whole objects.
 	Writer Writer
+	// AckEvents, when set, carries a ManagedCluster (by name) whose member
+	// awaits the hub's acknowledgement of its heartbeat (Observer
+	// AwaitingAck): its FleetSets are reconciled (memberAcks).
+	AckEvents <-chan event.GenericEvent
 	// ReservedNamespaces are hub namespaces whose FleetSets are never
 	// delivered, besides v1alpha1.ReservedNamespaces (see Options).
 	ReservedNamespaces []string
@@ -104,7 +109,11 @@ type FleetSetReconciler struct {
 // Namespaces (the platform's Pod Security level), each mapped to the
 // FleetSets it concerns.
 func (r *FleetSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.AckEvents != nil {
+		b = b.WatchesRawSource(source.Channel(r.AckEvents, handler.EnqueueRequestsFromMapFunc(r.fleetSetsOnCluster)))
+	}
+	return b.
 		Named("fleetset").
 		For(&fleetv1.FleetSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(workOwner),
@@ -195,10 +204,11 @@ func (r *FleetSetReconciler) orphaned(o client.Object) bool {
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=managedclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=managedclustersets;managedclustersetbindings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placementdecisions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=addon.open-cluster-management.io,resources=managedclusteraddons;clustermanagementaddons,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=fleetset-system
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;delete
 
 // Reconcile delivers one FleetSet; see reconcile. A FleetSet that is gone
 // has its ManifestWorks deleted (collect). While the cache has not

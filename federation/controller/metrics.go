@@ -49,8 +49,20 @@ var (
 		Name: "fleetset_hub_relocation_holds_total",
 		Help: "Relocations held back (full disruption, a FleetSet's majority lost, or no member heartbeat), counted once per subset and reason.",
 	})
+	// memberAcks counts acknowledgements of a returned member's heartbeat
+	// stamped on its works (v1alpha1.AnnotationMemberAck).
+	memberAcks = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fleetset_hub_member_acks_total",
+		Help: "Reconciles that acknowledged, in a member's ManifestWork, the heartbeat of a member reporting fence records not yet lifted (the member lifts them only on such an acknowledgement of a heartbeat sent after its return).",
+	})
+	// departedLeases counts heartbeat Leases forgotten because their cluster
+	// is no longer a member.
+	departedLeases = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fleetset_hub_departed_member_leases_deleted_total",
+		Help: "Heartbeat Leases the hub deleted because their cluster is no longer a member (ManagedCluster deleted, or the fleetset add-on disabled); their peer URLs are no longer delivered and they no longer count as members.",
+	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(workWrites, tenantWrites, leaseRenewals, relocations, relocationHolds, degradedReports, staleReads)
+	metrics.Registry.MustRegister(workWrites, tenantWrites, leaseRenewals, relocations, relocationHolds, degradedReports, staleReads, memberAcks, departedLeases)
 }

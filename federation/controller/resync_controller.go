@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/heartbeat"
 	"github.com/fleetset/fleetset/federation/manifestwork"
 )
 
@@ -54,7 +56,14 @@ type ResyncReconciler struct {
 	APIReader client.Reader
 	// Peers returns the members' peer URLs by cluster (the hub's heartbeat
 	// observer), delivered to every member with its lease; nil: none.
-	Peers func() map[string]string
+	Peers func() map[string][]string
+	// Heartbeats, when set, forgets the heartbeat of a departed cluster
+	// (removeHeartbeat), and says which clusters are members (IsMember).
+	Heartbeats *heartbeat.Observer
+	// AddOns is true when the hub serves OCM's add-on API: the
+	// ManagedClusterAddOn v1alpha1.AddOnName is watched, so disabling the
+	// add-on in a cluster forgets its heartbeat.
+	AddOns bool
 }
 
 // SetupWithManager watches ManagedClusters (creation, deletion, change of
@@ -62,12 +71,30 @@ type ResyncReconciler struct {
 // see leaseClustersChanged) and the hub's ManifestWorks (mapped to their cluster namespace; see
 // leaseRelevant).
 func (r *ResyncReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.AddOns {
+		b = b.Watches(addOnMeta(kindManagedClusterAddOn), handler.EnqueueRequestsFromMapFunc(workCluster),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == fleetv1.AddOnName })))
+	}
+	return b.
 		Named("resync-lease").
 		For(&clusterv1.ManagedCluster{}, builder.WithPredicates(availabilityChanged())).
 		Watches(&fleetv1.FleetSet{}, handler.EnqueueRequestsFromMapFunc(clustersOfFleetSet), builder.WithPredicates(leaseClustersChanged())).
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(workCluster), builder.WithPredicates(leaseRelevant())).
+		// A heartbeat Lease created in the namespace of a departed cluster
+		// is deleted again (removeHeartbeat).
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(workCluster), builder.WithPredicates(heartbeatCreated())).
 		Complete(r)
+}
+
+// heartbeatCreated passes the creations of heartbeat Leases only.
+func heartbeatCreated() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return e.Object.GetName() == fleetv1.HeartbeatLeaseName },
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 }
 
 // leaseClustersChanged passes FleetSet creations and deletions, and the
@@ -168,6 +195,13 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	departed := mc == nil || !mc.DeletionTimestamp.IsZero() ||
+		(r.Heartbeats != nil && r.Heartbeats.IsMember != nil && !r.Heartbeats.IsMember(cluster))
+	if departed {
+		if err := r.removeHeartbeat(ctx, cluster); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if mc == nil || !hosted {
 		return ctrl.Result{}, r.removeLease(ctx, cluster, mc, hosted)
 	}
@@ -185,6 +219,31 @@ func (r *ResyncReconciler) reconcile(ctx context.Context, cluster string, mc *cl
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
 	return r.renewLease(ctx, cluster, mc)
+}
+
+// removeHeartbeat deletes the heartbeat Lease of cluster, whose
+// ManagedCluster is gone or being deleted or whose fleetset add-on is
+// disabled (isMember), and forgets it: a departed
+// cluster is no member, its peer URL is no longer delivered and it counts
+// neither as a peer nor as lost (a stale Lease would count as a silent peer
+// in every member's decision during a hub outage). It returns the delete's
+// error; a Lease already gone is none.
+func (r *ResyncReconciler) removeHeartbeat(ctx context.Context, cluster string) error {
+	if r.Heartbeats != nil {
+		r.Heartbeats.Forget(cluster)
+	}
+	l := &coordinationv1.Lease{}
+	l.Namespace, l.Name = cluster, fleetv1.HeartbeatLeaseName
+	err := r.Delete(ctx, l)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("deleting the heartbeat Lease of departed cluster %s: %w", cluster, err)
+	}
+	departedLeases.Inc()
+	log.FromContext(ctx).Info("Deleted the heartbeat Lease of a cluster that is no longer a member", "cluster", cluster)
+	return nil
 }
 
 // removeLease deletes the resync work of cluster (mc nil: gone), unless it
@@ -298,7 +357,7 @@ func (r *ResyncReconciler) holdsMovedSubsets(ctx context.Context, cluster string
 }
 
 // peers returns the members' peer URLs, none without Peers.
-func (r *ResyncReconciler) peers() map[string]string {
+func (r *ResyncReconciler) peers() map[string][]string {
 	if r.Peers == nil {
 		return nil
 	}

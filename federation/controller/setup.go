@@ -35,8 +35,12 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -46,6 +50,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/manager"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
@@ -187,6 +192,20 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
+	addOns, err := addOnsServed(mgr)
+	if err != nil {
+		return err
+	}
+	beats.IsMember = func(cluster string) bool { return isMember(ctx, mgr.GetCache(), cluster, addOns) }
+	acks := make(chan event.GenericEvent, 64)
+	beats.AwaitingAck = func(cluster string) {
+		mc := &clusterv1.ManagedCluster{}
+		mc.Name = cluster
+		select {
+		case acks <- event.GenericEvent{Object: mc}:
+		default: // full: the member's next heartbeat asks again
+		}
+	}
 	if err := exp.watch(ctx, mgr.GetCache(), map[string]client.Object{kindFleetSet: &fleetv1.FleetSet{}, kindManifestWork: &workv1.ManifestWork{}}); err != nil {
 		return err
 	}
@@ -195,7 +214,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	fr := &FleetSetReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("fleetset-hub"), RelocationMargin: opts.RelocationMargin, Clock: opts.Clock,
-		Heartbeats: beats, APIReader: mgr.GetAPIReader(), MaxParallelWrites: opts.MaxParallelWrites, Writer: writer, expectations: exp,
+		Heartbeats: beats, AckEvents: acks, APIReader: mgr.GetAPIReader(), MaxParallelWrites: opts.MaxParallelWrites, Writer: writer, expectations: exp,
 		ReservedNamespaces: opts.ReservedNamespaces}
 	if err := fr.SetupWithManager(mgr); err != nil {
 		return err
@@ -208,6 +227,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Clock:         opts.Clock,
 		APIReader:     mgr.GetAPIReader(),
 		Peers:         beats.Peers,
+		Heartbeats:    beats,
+		AddOns:        addOns,
 	}
 	if err := rr.SetupWithManager(mgr); err != nil {
 		return err
@@ -263,3 +284,66 @@ func (r observerRunnable) Start(ctx context.Context) error {
 }
 
 func (observerRunnable) NeedLeaderElection() bool { return false }
+
+// isMember reports whether cluster is a member for the heartbeat rules: its
+// ManagedCluster exists in reader (the manager's cache) and is not being
+// deleted; and, with addOns (the hub serves OCM's add-on API) while the
+// ClusterManagementAddOn v1alpha1.AddOnName exists (fleetset installed as
+// an add-on), its ManagedClusterAddOn AddOnName exists and is not being
+// deleted. When the cache cannot answer (not synced yet, or an error), the
+// cluster counts as a member, as every heartbeat did before the rule.
+func isMember(ctx context.Context, reader client.Reader, cluster string, addOns bool) bool {
+	mc := &clusterv1.ManagedCluster{}
+	switch err := reader.Get(ctx, client.ObjectKey{Name: cluster}, mc); {
+	case apierrors.IsNotFound(err):
+		return false
+	case err != nil:
+		return true
+	case !mc.DeletionTimestamp.IsZero():
+		return false
+	case !addOns:
+		return true
+	}
+	switch err := reader.Get(ctx, client.ObjectKey{Name: fleetv1.AddOnName}, addOnMeta(kindClusterManagementAddOn)); {
+	case apierrors.IsNotFound(err):
+		return true // not installed as an add-on
+	case err != nil:
+		return true
+	}
+	enabled := addOnMeta(kindManagedClusterAddOn)
+	switch err := reader.Get(ctx, client.ObjectKey{Namespace: cluster, Name: fleetv1.AddOnName}, enabled); {
+	case apierrors.IsNotFound(err):
+		return false
+	case err != nil:
+		return true
+	}
+	return enabled.DeletionTimestamp.IsZero()
+}
+
+// OCM's add-on kinds, read as metadata only.
+const (
+	addOnGroupVersion          = "addon.open-cluster-management.io/v1alpha1"
+	kindClusterManagementAddOn = "ClusterManagementAddOn"
+	kindManagedClusterAddOn    = "ManagedClusterAddOn"
+)
+
+// addOnMeta is an empty metadata-only object of OCM add-on kind kind.
+func addOnMeta(kind string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: addOnGroupVersion, Kind: kind}}
+}
+
+// addOnsServed reports whether the hub's apiserver serves OCM's add-on
+// API (ManagedClusterAddOn and ClusterManagementAddOn v1alpha1). The error
+// is the discovery's, other than the kinds not being served.
+func addOnsServed(mgr ctrl.Manager) (bool, error) {
+	for _, kind := range []string{kindClusterManagementAddOn, kindManagedClusterAddOn} {
+		_, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: "addon.open-cluster-management.io", Kind: kind}, "v1alpha1")
+		switch {
+		case apimeta.IsNoMatchError(err):
+			return false, nil
+		case err != nil:
+			return false, fmt.Errorf("discovering OCM's add-on API: %w", err)
+		}
+	}
+	return true, nil
+}

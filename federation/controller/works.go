@@ -102,9 +102,11 @@ type workChanges struct {
 // no longer needed). Each cluster's works carry the fleet DNS records of
 // the other clusters' instances accepted from reports (the members'
 // EndpointSlices on the hub, by cluster; manifestwork.AcceptRecords): in
-// its ManifestWork, or for a large fleet in its fleet DNS works. The error
-// names the spec field.
-func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types.NamespacedName]*workv1.ManifestWork, edited func(*workv1.ManifestWork) bool, reports map[string]*discoveryv1.EndpointSlice) (workChanges, error) {
+// its ManifestWork, or for a large fleet in its fleet DNS works; and, in
+// the clusters of acks, the hub's acknowledgement of the member's
+// heartbeat (v1alpha1.AnnotationMemberAck: acks[cluster], a renewTime). The
+// error names the spec field.
+func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types.NamespacedName]*workv1.ManifestWork, edited func(*workv1.ManifestWork) bool, reports map[string]*discoveryv1.EndpointSlice, acks map[string]string) (workChanges, error) {
 	var delivered []manifestwork.Subset
 	missing := map[string]bool{}
 	for i := range subsets {
@@ -126,6 +128,12 @@ func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types
 		kept.rendered[client.ObjectKeyFromObject(w)] = true
 		if missing[w.Namespace] {
 			continue
+		}
+		if ack, ok := acks[w.Namespace]; ok {
+			if w.Annotations == nil {
+				w.Annotations = map[string]string{}
+			}
+			w.Annotations[fleetv1.AnnotationMemberAck] = ack
 		}
 		if err := workvalidator.ManifestValidator.ValidateManifests(w.Spec.Workload.Manifests); err != nil {
 			out.tooLarge = append(out.tooLarge, clusterProblem(fleetv1.ReasonWorkTooLarge, w.Namespace, fmt.Sprintf(
@@ -205,7 +213,11 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 	if err != nil {
 		return err
 	}
-	changes, err := chooseWrites(st.deliveredFleetSet(), st.subsets, st.existingWorks, r.editedByOthers, reports)
+	acks, err := r.memberAcks(ctx, st)
+	if err != nil {
+		return err
+	}
+	changes, err := chooseWrites(st.deliveredFleetSet(), st.subsets, st.existingWorks, r.editedByOthers, reports, acks)
 	if err != nil {
 		st.invalidSpec(err)
 		return nil
@@ -295,4 +307,42 @@ func (r *FleetSetReconciler) holdForTenants(ctx context.Context, st *state, chan
 	}
 	changes.apply = kept
 	return nil
+}
+
+// memberAcks returns, for every cluster of st's subsets whose member last
+// reported fence records not yet lifted (heartbeat View
+// FencedPlacements), the renewTime of the member's heartbeat Lease read
+// live now: the acknowledgement the works written by this reconcile carry
+// (v1alpha1.AnnotationMemberAck). Reconciles of one FleetSet never overlap,
+// so every write decided from an older read of the Lease is done by then.
+// Errors are the Lease reads'.
+func (r *FleetSetReconciler) memberAcks(ctx context.Context, st *state) (map[string]string, error) {
+	if r.Heartbeats == nil {
+		return nil, nil
+	}
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	var out map[string]string
+	for _, sp := range st.subsets {
+		c := sp.planned.Cluster
+		if _, done := out[c]; done {
+			continue
+		}
+		if v, ok := r.Heartbeats.View(c); !ok || v.FencedPlacements == 0 {
+			continue
+		}
+		if err := r.Heartbeats.Refresh(ctx, reader, c); err != nil {
+			return nil, err
+		}
+		if v, ok := r.Heartbeats.View(c); ok && v.FencedPlacements > 0 && v.RenewTime != "" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[c] = v.RenewTime
+			memberAcks.Inc()
+		}
+	}
+	return out, nil
 }

@@ -129,7 +129,7 @@ func TestChooseWrites(t *testing.T) {
 			for _, w := range tc.existing {
 				existing[client.ObjectKeyFromObject(w)] = w
 			}
-			got, err := chooseWrites(tc.fs, tc.subsets, existing, tc.edited, nil)
+			got, err := chooseWrites(tc.fs, tc.subsets, existing, tc.edited, nil, nil)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("chooseWrites error = %v, want an error: %v", err, tc.wantErr)
 			}
@@ -198,7 +198,7 @@ func TestChooseWritesRefusesWorksOverOCMsLimit(t *testing.T) {
 	west.rendered.dependencies = []runtime.Object{&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "huge"}, Data: map[string]string{"blob": string(big)}}}
 	old := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: "west", Name: manifestwork.WorkName("db", "mydb"), ResourceVersion: "1"}}
-	got, err := chooseWrites(fs, []subsetPlan{east, west}, map[types.NamespacedName]*workv1.ManifestWork{client.ObjectKeyFromObject(old): old}, nil, nil)
+	got, err := chooseWrites(fs, []subsetPlan{east, west}, map[types.NamespacedName]*workv1.ManifestWork{client.ObjectKeyFromObject(old): old}, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

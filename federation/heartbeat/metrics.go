@@ -14,6 +14,10 @@ var (
 		Name: "fleetset_hub_members_lost",
 		Help: "Members whose heartbeat the hub has not observed for half their timeout.",
 	})
+	membersCounted = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "fleetset_hub_members",
+		Help: "Members whose heartbeat the hub counts (clusters that are still members and have a heartbeat Lease): the count a member's peers (fleetset.io/member-peers) is one less than.",
+	})
 	fullDisruption = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "fleetset_hub_full_disruption",
 		Help: "1 while more than half of the members are lost at once: the hub relocates nothing.",
@@ -21,5 +25,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(heartbeatAge, membersLost, fullDisruption)
+	metrics.Registry.MustRegister(heartbeatAge, membersLost, fullDisruption, membersCounted)
 }

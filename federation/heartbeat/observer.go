@@ -13,7 +13,9 @@ package heartbeat
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -35,8 +37,10 @@ type View struct {
 	// Timeout is the member's heartbeat timeout, from the Lease's
 	// leaseDurationSeconds.
 	Timeout time.Duration
-	// PeerURL is the member's advertised peer endpoint ("" none).
-	PeerURL string
+	// PeerURLs are the member's advertised peer endpoints, one per replica
+	// of its member component (AnnotationPeerURLs, sorted, each once), or
+	// the single AnnotationPeerURL of a member before it; nil: none.
+	PeerURLs []string
 	// State and Reason are what the member last reported of itself
 	// (InContact, Holding, Fenced), from the Lease's annotations.
 	State, Reason string
@@ -49,6 +53,13 @@ type View struct {
 	// (AnnotationMemberFenceSeconds: fence grace plus its pods' termination
 	// grace); -1 when it reported none.
 	FenceSeconds int64
+	// FencedPlacements is how many placements the member reported fenced
+	// and not yet lifted (AnnotationMemberFencedPlacements); 0 when absent.
+	FencedPlacements int
+	// RenewTime is the Lease's renewTime as the member wrote it (RFC 3339,
+	// microseconds; "" none): what the hub acknowledges to the member
+	// (AnnotationMemberAck).
+	RenewTime string
 }
 
 // record is a View and the renewTime it was observed with.
@@ -57,11 +68,25 @@ type record struct {
 	renew string
 }
 
+// ackTime is the RFC 3339 form of a Lease time with microseconds, as the
+// apiserver serializes a MicroTime: the form of AnnotationMemberAck.
+const ackTime = "2006-01-02T15:04:05.000000Z07:00"
+
 // Observer keeps the Views of every member's heartbeat and the last full
 // disruption. Safe for concurrent use.
 type Observer struct {
 	clock   clock.PassiveClock
 	started time.Time
+	// AwaitingAck, when set, is called (without the Observer's lock held)
+	// once for every new heartbeat (a renewTime not observed before) whose
+	// member reports fence records not yet lifted: the hub then acknowledges the heartbeat in the member's
+	// ManifestWorks. It must not block. Set before the first Observe.
+	AwaitingAck func(cluster string)
+	// IsMember, when set, reports whether a cluster is still a member (its
+	// ManagedCluster exists and the fleetset add-on is enabled on it):
+	// the heartbeats of other clusters are ignored (Peers, Tick) and
+	// forgotten. Set before the first Observe.
+	IsMember func(cluster string) bool
 
 	mu      sync.Mutex
 	members map[string]*record
@@ -80,8 +105,15 @@ func NewObserver(clk clock.PassiveClock) *Observer {
 // Observe records heartbeat Lease l (namespace: the cluster). A renewTime
 // different from the last one seen counts as a renewal observed now; so does
 // the first sight of a Lease.
+//
+// The Lease of a cluster that is not a member (IsMember) is not recorded,
+// and forgets the cluster.
 func (o *Observer) Observe(l *coordinationv1.Lease) {
 	if l.Name != fleetv1.HeartbeatLeaseName {
+		return
+	}
+	if o.IsMember != nil && !o.IsMember(l.Namespace) {
+		o.Forget(l.Namespace)
 		return
 	}
 	renew := ""
@@ -93,6 +125,19 @@ func (o *Observer) Observe(l *coordinationv1.Lease) {
 		timeout = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
 	}
 	now := o.clock.Now()
+	fenced := 0
+	if n, err := strconv.Atoi(l.Annotations[fleetv1.AnnotationMemberFencedPlacements]); err == nil && n > 0 {
+		fenced = n
+	}
+	renewed := false
+	defer func() {
+		// Once per heartbeat (a renewTime not seen before), whether the
+		// informer or a live read (Refresh) shows it first: the reconcile
+		// that acknowledges it reads the Lease again without re-queueing.
+		if renewed && fenced > 0 && o.AwaitingAck != nil {
+			o.AwaitingAck(l.Namespace)
+		}
+	}()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	r, ok := o.members[l.Namespace]
@@ -102,9 +147,15 @@ func (o *Observer) Observe(l *coordinationv1.Lease) {
 	}
 	if !ok || r.renew != renew {
 		r.Observed, r.renew = now, renew
+		renewed = true
 	}
 	r.Timeout = timeout
-	r.PeerURL = l.Annotations[fleetv1.AnnotationPeerURL]
+	r.FencedPlacements = fenced
+	r.RenewTime = ""
+	if l.Spec.RenewTime != nil {
+		r.RenewTime = l.Spec.RenewTime.UTC().Format(ackTime)
+	}
+	r.PeerURLs = peerURLs(l.Annotations)
 	r.State = l.Annotations[fleetv1.AnnotationMemberState]
 	r.Reason = l.Annotations[fleetv1.AnnotationMemberReason]
 	r.Peers = -1
@@ -126,6 +177,7 @@ func (o *Observer) Forget(cluster string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.members, cluster)
+	heartbeatAge.DeleteLabelValues(cluster)
 }
 
 // Refresh reads cluster's heartbeat Lease live through reader and observes
@@ -168,17 +220,45 @@ func (o *Observer) Since(v View) time.Time {
 	return v.Observed
 }
 
-// Peers returns every member's peer URL, by cluster.
-func (o *Observer) Peers() map[string]string {
+// Peers returns every member's peer URLs, by cluster: only the clusters
+// that are still members (IsMember), so a departed cluster never counts as
+// a silent peer.
+func (o *Observer) Peers() map[string][]string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	out := map[string]string{}
+	out := map[string][]string{}
 	for c, r := range o.members {
-		if r.PeerURL != "" {
-			out[c] = r.PeerURL
+		if o.IsMember != nil && !o.IsMember(c) {
+			continue
+		}
+		if len(r.PeerURLs) > 0 {
+			out[c] = slices.Clone(r.PeerURLs)
 		}
 	}
 	return out
+}
+
+// peerURLs returns the peer URLs a heartbeat Lease's annotations a
+// advertise: every replica's (AnnotationPeerURLs), sorted, each once; else
+// the one of AnnotationPeerURL (a member before AnnotationPeerURLs, or one
+// whose AnnotationPeerURLs does not decode); nil when neither.
+func peerURLs(a map[string]string) []string {
+	var entries map[string]struct {
+		URL string `json:"url"`
+	}
+	var out []string
+	if v, ok := a[fleetv1.AnnotationPeerURLs]; ok && json.Unmarshal([]byte(v), &entries) == nil {
+		for _, e := range entries {
+			if e.URL != "" {
+				out = append(out, e.URL)
+			}
+		}
+	}
+	if len(out) == 0 && a[fleetv1.AnnotationPeerURL] != "" {
+		out = []string{a[fleetv1.AnnotationPeerURL]}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Disrupted reports whether the last Tick found a full disruption, and the
@@ -194,11 +274,18 @@ func (o *Observer) Disrupted() bool {
 // member's own, so that the hub sees a full disruption no later than a
 // member that holds because of it — and more than half of the members lost
 // is a full disruption. It records the instant, updates the metrics and
-// returns the lost members, sorted.
+// returns the lost members, sorted. A cluster that is no longer a member
+// (IsMember) is forgotten first: it counts neither as lost nor as a member.
 func (o *Observer) Tick() (disrupted bool, lost []string) {
 	now := o.clock.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	for c := range o.members {
+		if o.IsMember != nil && !o.IsMember(c) {
+			delete(o.members, c)
+			heartbeatAge.DeleteLabelValues(c)
+		}
+	}
 	for c, r := range o.members {
 		age := now.Sub(r.Observed)
 		heartbeatAge.WithLabelValues(c).Set(age.Seconds())
@@ -216,6 +303,7 @@ func (o *Observer) Tick() (disrupted bool, lost []string) {
 		fullDisruption.Set(0)
 	}
 	membersLost.Set(float64(len(lost)))
+	membersCounted.Set(float64(len(o.members)))
 	return disrupted, lost
 }
 

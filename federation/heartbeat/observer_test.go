@@ -1,6 +1,7 @@
 package heartbeat
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -47,7 +48,7 @@ func TestObserverClockSkew(t *testing.T) {
 		t.Errorf("ahead: observed %s, want its first sight %s (a renewTime in the future is no renewal)", v.Observed, start)
 	}
 	v, _ = o.View("old")
-	if !v.Observed.Equal(start) || v.Timeout != 15*time.Second || v.PeerURL != "http://old" {
+	if !v.Observed.Equal(start) || v.Timeout != 15*time.Second || !slices.Equal(v.PeerURLs, []string{"http://old"}) {
 		t.Errorf("old: %+v, want first sight %s, timeout 15s", v, start)
 	}
 	disrupted, lost := o.Tick()
@@ -61,7 +62,7 @@ func TestObserverClockSkew(t *testing.T) {
 	if disrupted, _ := o.Tick(); disrupted {
 		t.Error("1 of 3 lost is no full disruption")
 	}
-	if got := o.Peers(); len(got) != 3 || got["ahead"] != "http://ahead" {
+	if got := o.Peers(); len(got) != 3 || !slices.Equal(got["ahead"], []string{"http://ahead"}) {
 		t.Errorf("Peers = %v", got)
 	}
 	o.Forget("ahead")
@@ -87,5 +88,65 @@ func TestObserverPeers(t *testing.T) {
 		if v, _ := o.View(name); v.Peers != tc.want {
 			t.Errorf("%s: Peers %d, want %d", name, v.Peers, tc.want)
 		}
+	}
+}
+
+// TestObserverForgetsDepartedMembers: heartbeats of clusters that are no
+// longer members (IsMember false: ManagedCluster deleted) count neither as
+// lost members nor as peers. Two departed clusters whose Leases went stale
+// would otherwise outnumber the one live member and make the hub see a full
+// disruption that holds every relocation.
+func TestObserverForgetsDepartedMembers(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	o := NewObserver(clk)
+	members := map[string]bool{"live": true, "gone-1": true, "gone-2": true}
+	o.IsMember = func(c string) bool { return members[c] }
+	for c := range members {
+		o.Observe(lease(c, clk.Now()))
+	}
+	clk.Step(time.Minute)
+	o.Observe(lease("live", clk.Now()))
+	if d, lost := o.Tick(); !d || len(lost) != 2 {
+		t.Fatalf("members all current: Tick = %v, %v; want a disruption of the two silent ones", d, lost)
+	}
+	members["gone-1"], members["gone-2"] = false, false
+	if d, lost := o.Tick(); d || len(lost) != 0 {
+		t.Errorf("after the two silent clusters departed: Tick = %v, %v, want no disruption, none lost", d, lost)
+	}
+	if p := o.Peers(); len(p) != 1 || len(p["live"]) != 1 {
+		t.Errorf("Peers = %v, want only live", p)
+	}
+	o.Observe(lease("gone-1", clk.Now()))
+	if _, ok := o.View("gone-1"); ok {
+		t.Error("a departed cluster's Lease was recorded")
+	}
+}
+
+// TestObserverAwaitingAckOncePerHeartbeat: a member reporting fence records
+// asks for the hub's acknowledgement once per heartbeat, however many times
+// the hub observes that heartbeat (its informer, then its own live read),
+// so an acknowledging reconcile never re-queues itself; a member without
+// records never asks.
+func TestObserverAwaitingAckOncePerHeartbeat(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	o := NewObserver(clk)
+	asked := map[string]int{}
+	o.AwaitingAck = func(c string) { asked[c]++ }
+	fenced := func(c string, renew time.Time, n string) *coordinationv1.Lease {
+		l := lease(c, renew)
+		l.Annotations[fleetv1.AnnotationMemberFencedPlacements] = n
+		return l
+	}
+	t0 := clk.Now()
+	o.Observe(fenced("east", t0, "2"))
+	o.Observe(fenced("east", t0, "2")) // the same heartbeat, read live
+	o.Observe(fenced("west", t0, "0"))
+	clk.Step(time.Second)
+	o.Observe(fenced("east", t0.Add(time.Second), "2"))
+	if asked["east"] != 2 || asked["west"] != 0 {
+		t.Errorf("asked %v, want east twice (two heartbeats), west never", asked)
+	}
+	if v, _ := o.View("east"); v.FencedPlacements != 2 || v.RenewTime != "2026-11-25T12:00:01.000000Z" {
+		t.Errorf("east view %+v, want 2 fenced placements, renewTime 2026-11-25T12:00:01.000000Z", v)
 	}
 }

@@ -3,6 +3,7 @@ package manifestwork
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,9 +30,12 @@ type Lease struct {
 
 // ResyncWork renders ManifestWork v1alpha1.ResyncWorkName for cluster: the
 // namespace v1alpha1.ResyncLeaseNamespace (orphaned on deletion), the resync
-// Lease holding l, and the peers ConfigMap (every other cluster's peer URL).
-// All are force-applied, so each renewTime reaches the member.
-func ResyncWork(cluster string, l Lease, peers map[string]string) (*workv1.ManifestWork, error) {
+// Lease holding l, and the peers ConfigMap: every other cluster's peer
+// URLs (v1alpha1.PeersAllKey, each cluster's sorted) and the first of each
+// (v1alpha1.PeersKey, for members before PeersAllKey). All are
+// force-applied, so each renewTime reaches the member; the same peers give
+// the same ConfigMap.
+func ResyncWork(cluster string, l Lease, peers map[string][]string) (*workv1.ManifestWork, error) {
 	ns := &corev1.Namespace{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 		ObjectMeta: metav1.ObjectMeta{Name: fleetv1.ResyncLeaseNamespace},
@@ -46,20 +50,25 @@ func ResyncWork(cluster string, l Lease, peers map[string]string) (*workv1.Manif
 			RenewTime:            ptr.To(l.RenewTime),
 		},
 	}
-	others := map[string]string{}
-	for c, u := range peers {
-		if c != cluster {
-			others[c] = u
+	first, all := map[string]string{}, map[string][]string{}
+	for c, us := range peers {
+		us = slices.Compact(slices.Sorted(slices.Values(us)))
+		if c != cluster && len(us) > 0 {
+			first[c], all[c] = us[0], us
 		}
 	}
-	peersJSON, err := json.Marshal(others) // sorted keys: the same peers give the same work
+	firstJSON, err := json.Marshal(first) // sorted keys: the same peers give the same work
+	if err != nil {
+		return nil, err
+	}
+	allJSON, err := json.Marshal(all)
 	if err != nil {
 		return nil, err
 	}
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Name: fleetv1.PeersConfigMapName, Namespace: fleetv1.ResyncLeaseNamespace},
-		Data:       map[string]string{fleetv1.PeersKey: string(peersJSON)},
+		Data:       map[string]string{fleetv1.PeersKey: string(firstJSON), fleetv1.PeersAllKey: string(allJSON)},
 	}
 	manifests, err := envelope.Encode([]runtime.Object{ns, lease, cm})
 	if err != nil {

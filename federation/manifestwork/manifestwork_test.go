@@ -368,7 +368,7 @@ func TestResyncWorkLeaseRoundTrip(t *testing.T) {
 	t0 := metav1.NewMicroTime(time.Date(2025, 1, 2, 3, 4, 5, 123456000, time.UTC))
 	t1 := metav1.NewMicroTime(t0.Add(20 * time.Second))
 	in := Lease{HolderIdentity: "hub-1", DurationSeconds: 60, AcquireTime: t0, RenewTime: t1}
-	w, err := ResyncWork("east", in, map[string]string{"east": "http://127.0.0.1:1", "west": "http://127.0.0.1:2", "north": "http://127.0.0.1:3"})
+	w, err := ResyncWork("east", in, map[string][]string{"east": {"http://127.0.0.1:1"}, "west": {"http://127.0.0.1:2"}, "north": {"http://127.0.0.1:4", "http://127.0.0.1:3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,6 +381,9 @@ func TestResyncWorkLeaseRoundTrip(t *testing.T) {
 	}
 	if want := `{"north":"http://127.0.0.1:3","west":"http://127.0.0.1:2"}`; peers.Data[fleetv1.PeersKey] != want {
 		t.Errorf("peers of east = %s, want %s (every other member, sorted)", peers.Data[fleetv1.PeersKey], want)
+	}
+	if want := `{"north":["http://127.0.0.1:3","http://127.0.0.1:4"],"west":["http://127.0.0.1:2"]}`; peers.Data[fleetv1.PeersAllKey] != want {
+		t.Errorf("all peers of east = %s, want %s (every replica of every other member, sorted)", peers.Data[fleetv1.PeersAllKey], want)
 	}
 	if w.Namespace != "east" || w.Name != fleetv1.ResyncWorkName {
 		t.Errorf("ResyncWork() is %s/%s, want east/%s", w.Namespace, w.Name, fleetv1.ResyncWorkName)

@@ -2,6 +2,8 @@ package contact
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -9,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/klog/v2"
@@ -51,6 +54,11 @@ type Heartbeat struct {
 	// Period is the time between attempts (seconds; a third of the timeout
 	// by default); each attempt is bounded by it too.
 	Period time.Duration
+	// Restored, when set, is called once by Run with what the local record
+	// says of the process before this one: how long ago it last ran an
+	// attempt (AnnotationMemberAlive) and how long ago it last reached the
+	// hub; called only when the record has both.
+	Restored func(sinceAlive, sinceContact time.Duration)
 }
 
 // Report is what a heartbeat tells the hub of the member.
@@ -65,6 +73,10 @@ type Report struct {
 	// FenceSeconds is the longest fence the member enforces, in seconds
 	// (AnnotationMemberFenceSeconds); -1: unknown, not reported.
 	FenceSeconds int64
+	// FencedPlacements is how many placements carry a fence record not
+	// yet lifted (AnnotationMemberFencedPlacements); -1: unknown, not
+	// reported.
+	FencedPlacements int
 }
 
 // Run renews every Period until ctx is done. Before the first attempt it
@@ -89,34 +101,56 @@ func (h *Heartbeat) Beat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, h.Period)
 	defer cancel()
 	sent := h.Clock.Now()
-	r := Report{Peers: -1, FenceSeconds: -1}
+	r := Report{Peers: -1, FenceSeconds: -1, FencedPlacements: -1}
 	if h.Report != nil {
 		r = h.Report()
 	}
 	// Every scheduler replica beats on the same Lease: a race with another
 	// replica's write is retried, not counted as lost contact.
 	err := retryRaced(ctx, func() error {
-		return renew(ctx, h.Hub.Leases(h.Cluster), fleetv1.HeartbeatLeaseName, h.lease(sent, r))
+		return renew(ctx, h.Hub.Leases(h.Cluster), fleetv1.HeartbeatLeaseName, h.lease(sent, r), func(a map[string]string) {
+			h.peerEntries(a, sent)
+		})
 	})
 	h.Monitor.AttemptReporting(sent, err, r.Peers)
 	if err != nil {
 		heartbeatFailures.Inc()
-		return fmt.Errorf("renewing Lease %s/%s on the hub: %w", h.Cluster, fleetv1.HeartbeatLeaseName, err)
+		err = fmt.Errorf("renewing Lease %s/%s on the hub: %w", h.Cluster, fleetv1.HeartbeatLeaseName, err)
+		if h.Local != nil {
+			if aerr := h.markAlive(ctx, sent); aerr != nil {
+				err = errors.Join(err, aerr)
+			}
+		}
+		return err
 	}
 	if h.Local == nil {
 		return nil
 	}
-	// The local record keeps the time and the peers of this contact only.
+	// The local record keeps the time and the peers of this contact, and
+	// that this process ran.
 	l := h.lease(sent, r)
 	l.Labels = nil
-	l.Annotations = nil
+	l.Annotations = map[string]string{fleetv1.AnnotationMemberAlive: sent.UTC().Format(time.RFC3339Nano)}
 	if r.Peers >= 0 {
-		l.Annotations = map[string]string{fleetv1.AnnotationMemberPeers: strconv.Itoa(r.Peers)}
+		l.Annotations[fleetv1.AnnotationMemberPeers] = strconv.Itoa(r.Peers)
 	}
 	if err := retryRaced(ctx, func() error {
-		return renew(ctx, h.Local.Leases(fleetv1.ResyncLeaseNamespace), fleetv1.MemberLeaseName, l.DeepCopy())
+		return renew(ctx, h.Local.Leases(fleetv1.ResyncLeaseNamespace), fleetv1.MemberLeaseName, l.DeepCopy(), nil)
 	}); err != nil {
 		return fmt.Errorf("renewing the member's record Lease %s/%s: %w", fleetv1.ResyncLeaseNamespace, fleetv1.MemberLeaseName, err)
+	}
+	return nil
+}
+
+// markAlive records on the member's record Lease, when there is one, that
+// this process ran an attempt at sent (AnnotationMemberAlive), leaving the
+// last contact as it is. The error is the patch's; a missing record is
+// none (the first contact creates it).
+func (h *Heartbeat) markAlive(ctx context.Context, sent time.Time) error {
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, fleetv1.AnnotationMemberAlive, sent.UTC().Format(time.RFC3339Nano))
+	_, err := h.Local.Leases(fleetv1.ResyncLeaseNamespace).Patch(ctx, fleetv1.MemberLeaseName, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("recording that the member ran in its record Lease %s/%s: %w", fleetv1.ResyncLeaseNamespace, fleetv1.MemberLeaseName, err)
 	}
 	return nil
 }
@@ -175,17 +209,62 @@ func (h *Heartbeat) lease(sent time.Time, r Report) *coordinationv1.Lease {
 	if r.Peers >= 0 {
 		l.Annotations[fleetv1.AnnotationMemberPeers] = strconv.Itoa(r.Peers)
 	}
+	if r.FencedPlacements >= 0 {
+		l.Annotations[fleetv1.AnnotationMemberFencedPlacements] = strconv.Itoa(r.FencedPlacements)
+	}
 	return l
 }
 
+// peerEntry is one replica's entry in AnnotationPeerURLs.
+type peerEntry struct {
+	// URL is the replica's peer URL.
+	URL string `json:"url"`
+	// Seen is when the replica last wrote its entry (its clock).
+	Seen time.Time `json:"seen"`
+}
+
+// peerEntries sets, in the annotations a of the heartbeat Lease about to be
+// written at sent, this replica's entry (Identity → PeerURL) in
+// AnnotationPeerURLs and drops the entries of replicas that did not write
+// theirs for two heartbeat timeouts (a replica gone; the margin covers the
+// clock differences between the member's nodes). Without PeerURL, this
+// replica's entry is dropped. An unreadable annotation is replaced.
+func (h *Heartbeat) peerEntries(a map[string]string, sent time.Time) {
+	entries := map[string]peerEntry{}
+	if v, ok := a[fleetv1.AnnotationPeerURLs]; ok {
+		_ = json.Unmarshal([]byte(v), &entries)
+	}
+	for id, e := range entries {
+		if id == h.Identity || sent.Sub(e.Seen) > 2*h.Monitor.Timeout() {
+			delete(entries, id)
+		}
+	}
+	if h.PeerURL != "" {
+		entries[h.Identity] = peerEntry{URL: h.PeerURL, Seen: sent.UTC().Truncate(time.Second)}
+	}
+	if len(entries) == 0 {
+		delete(a, fleetv1.AnnotationPeerURLs)
+		return
+	}
+	b, _ := json.Marshal(entries) // sorted keys
+	a[fleetv1.AnnotationPeerURLs] = string(b)
+}
+
 // renew creates the Lease name in c, or updates its spec, labels and
-// annotations to want's. It returns nil only when the server answered the
-// write with the Lease as written (acknowledged); any error of the read or
-// the write is returned as is.
-func renew(ctx context.Context, c coordinationclient.LeaseInterface, name string, want *coordinationv1.Lease) error {
+// annotations to want's, then lets annotate (nil: none) change the
+// annotations to write, starting from those read. It returns nil only when
+// the server answered the write with the Lease as written (acknowledged);
+// any error of the read or the write is returned as is.
+func renew(ctx context.Context, c coordinationclient.LeaseInterface, name string, want *coordinationv1.Lease, annotate func(map[string]string)) error {
 	want.Name = name
 	cur, err := c.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
+		if annotate != nil {
+			if want.Annotations == nil {
+				want.Annotations = map[string]string{}
+			}
+			annotate(want.Annotations)
+		}
 		want.Spec.AcquireTime = want.Spec.RenewTime
 		got, err := c.Create(ctx, want, metav1.CreateOptions{})
 		if err != nil {
@@ -210,6 +289,12 @@ func renew(ctx context.Context, c coordinationclient.LeaseInterface, name string
 	}
 	for k, v := range want.Annotations {
 		cur.Annotations[k] = v
+	}
+	if annotate != nil {
+		if cur.Annotations == nil {
+			cur.Annotations = map[string]string{}
+		}
+		annotate(cur.Annotations)
 	}
 	if cur.Spec.HolderIdentity == nil || *cur.Spec.HolderIdentity != *want.Spec.HolderIdentity || cur.Spec.AcquireTime == nil {
 		cur.Spec.AcquireTime = want.Spec.RenewTime
@@ -275,6 +360,14 @@ func (h *Heartbeat) restore(ctx context.Context, logger klog.Logger) {
 	}
 	h.Monitor.Restore(age, peers)
 	logger.V(2).Info("Restored last contact with the hub", "age", age.Round(time.Second), "peers", peers)
+	alive, err := time.Parse(time.RFC3339Nano, l.Annotations[fleetv1.AnnotationMemberAlive])
+	if err != nil || h.Restored == nil {
+		return
+	}
+	// The last attempt ran no earlier than the last contact.
+	sinceAlive := min(h.Clock.Since(alive), age)
+	logger.V(2).Info("Restored when the previous process last ran", "sinceAlive", sinceAlive.Round(time.Second))
+	h.Restored(max(sinceAlive, 0), age)
 }
 
 // raced reports whether err is another writer's create or update of the

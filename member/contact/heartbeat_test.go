@@ -2,6 +2,7 @@ package contact
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"testing"
@@ -209,4 +210,49 @@ func failures(t *testing.T) float64 {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestBeatKeepsEveryReplicasPeerURL: two replicas beating on the one hub
+// Lease each keep their own entry in fleetset.io/peer-urls, whichever wrote
+// last; an entry not rewritten for two timeouts (a replica gone) is
+// dropped by the next beat of another.
+func TestBeatKeepsEveryReplicasPeerURL(t *testing.T) {
+	hub := fake.NewClientset()
+	clk := clocktesting.NewFakeClock(time.Now())
+	mon := NewMonitor(clk, 9*time.Second)
+	beat := func(id string) {
+		t.Helper()
+		hb := &Heartbeat{Cluster: "east", Identity: id, PeerURL: "https://" + id + ":9443", Hub: hub.CoordinationV1(), Monitor: mon, Clock: clk, Period: 3 * time.Second}
+		if err := hb.Beat(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries := func() map[string]peerEntry {
+		t.Helper()
+		l, err := hub.CoordinationV1().Leases("east").Get(context.Background(), fleetv1.HeartbeatLeaseName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]peerEntry{}
+		if err := json.Unmarshal([]byte(l.Annotations[fleetv1.AnnotationPeerURLs]), &out); err != nil {
+			t.Fatalf("%s: %v", fleetv1.AnnotationPeerURLs, err)
+		}
+		return out
+	}
+	beat("r1")
+	clk.Step(time.Second)
+	beat("r2")
+	clk.Step(time.Second)
+	beat("r1")
+	if e := entries(); len(e) != 2 || e["r1"].URL != "https://r1:9443" || e["r2"].URL != "https://r2:9443" {
+		t.Fatalf("entries after both replicas beat: %v, want r1's and r2's", e)
+	}
+	// r2 is gone: r1 beats on alone for two timeouts and more.
+	for range 8 {
+		clk.Step(3 * time.Second)
+		beat("r1")
+	}
+	if e := entries(); len(e) != 1 || e["r1"].URL == "" {
+		t.Errorf("entries 24 s after r2's last beat: %v, want r1's alone", e)
+	}
 }

@@ -36,6 +36,10 @@ type Monitor struct {
 	// peers is how many peers the member reported in the heartbeat of the
 	// last contact; -1: unknown.
 	peers int
+	// returned is when the first successful attempt of the current
+	// contact was sent: the first of this process, or the first after a
+	// timeout without one.
+	returned time.Time
 }
 
 // NewMonitor returns a Monitor on clk that considers the hub lost once no
@@ -76,8 +80,23 @@ func (m *Monitor) AttemptReporting(sent time.Time, err error, peers int) {
 	m.attempted = true
 	m.failed = err != nil
 	if err == nil && (!m.known || !sent.Before(m.last)) {
+		if !m.known || m.returned.IsZero() || sent.Sub(m.last) >= m.timeout {
+			m.returned = sent
+		}
 		m.last, m.known, m.peers = sent, true, peers
 	}
+}
+
+// Returned is when the first successful attempt of the member's current
+// contact with the hub was sent (the renewTime that heartbeat wrote): the
+// first success of this process, or the first after a whole timeout
+// without one. Zero until a success. A fence record is lifted only on a
+// hub acknowledgement of a heartbeat at or after it
+// (v1alpha1.AnnotationMemberAck).
+func (m *Monitor) Returned() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.returned
 }
 
 // Status is the Monitor's view at one instant.

@@ -86,3 +86,34 @@ func TestMonitorNoPeers(t *testing.T) {
 		t.Errorf("restored a record of 0 peers: %+v, want NoPeers", s)
 	}
 }
+
+// TestMonitorReturned: the return is the first success of the process, or
+// the first after a whole timeout without one; successes within the
+// timeout keep it, failures never move it.
+func TestMonitorReturned(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	m := contact.NewMonitor(clk, 9*time.Second)
+	m.Restore(time.Minute, 2) // a restart: the old contact is no return
+	if !m.Returned().IsZero() {
+		t.Fatalf("Returned after a restore = %s, want zero", m.Returned())
+	}
+	first := clk.Now()
+	m.Attempt(first, nil)
+	for range 3 {
+		clk.Step(3 * time.Second)
+		m.Attempt(clk.Now(), nil)
+	}
+	if !m.Returned().Equal(first) {
+		t.Errorf("Returned = %s, want the first success %s", m.Returned(), first)
+	}
+	for range 4 {
+		clk.Step(3 * time.Second)
+		m.Attempt(clk.Now(), errors.New("cut"))
+	}
+	clk.Step(3 * time.Second)
+	back := clk.Now()
+	m.Attempt(back, nil)
+	if !m.Returned().Equal(back) {
+		t.Errorf("Returned = %s, want the first success after 15 s without one %s", m.Returned(), back)
+	}
+}

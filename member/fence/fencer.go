@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -42,7 +43,9 @@ import (
 // While the member is InContact it lifts the records: at once when the hub
 // delivered the placement at a higher epoch; otherwise when the hub's own
 // ManifestWork for this cluster still holds the placement at the recorded
-// epoch or a higher one (Confirm), asked no earlier than ConfirmAfter after
+// epoch or a higher one and acknowledges a heartbeat sent at or after the
+// member's return (Confirm with Monitor.Returned; see
+// v1alpha1.AnnotationMemberAck), asked no earlier than ConfirmAfter after
 // the member reached the hub again. While Holding it does nothing.
 type Fencer struct {
 	Guard *Guard
@@ -55,8 +58,10 @@ type Fencer struct {
 	// Client deletes pods.
 	Client kubernetes.Interface
 	// Confirm asks the hub whether it still places sp in this cluster at
-	// epoch or above.
-	Confirm func(ctx context.Context, sp *fleetv1.SubsetPlacement, epoch int64) (bool, error)
+	// epoch or above, in a work that acknowledges a heartbeat of the
+	// member sent at or after returned (the member's return: its Monitor's
+	// Returned).
+	Confirm func(ctx context.Context, sp *fleetv1.SubsetPlacement, epoch int64, returned time.Time) (bool, error)
 	// ConfirmAfter is how long the member must be InContact before it asks
 	// the hub to confirm a fenced placement: long enough for the hub to see
 	// the member back and to have written any move it decided before.
@@ -70,6 +75,20 @@ type Fencer struct {
 	Interval time.Duration
 
 	inContactSince time.Time
+	// records is how many placements carried a fence record at the last
+	// sweep; -1 before the first.
+	records atomic.Int64
+	swept   atomic.Bool
+}
+
+// Records returns how many placements carried a fence record at the last
+// sweep, for the heartbeat to report (AnnotationMemberFencedPlacements);
+// -1 before the first sweep.
+func (f *Fencer) Records() int {
+	if !f.swept.Load() {
+		return -1
+	}
+	return int(f.records.Load())
 }
 
 // Run sweeps every Interval until ctx is done, once synced reports true.
@@ -113,6 +132,8 @@ func (f *Fencer) Sweep(ctx context.Context) (int, error) {
 		}
 	}
 	fencedPlacements.Set(float64(records))
+	f.records.Store(int64(records))
+	f.swept.Store(true)
 	switch v.State {
 	case Fenced:
 		return f.fence(ctx, v, since, now, fencing)
@@ -190,15 +211,19 @@ func (f *Fencer) lift(ctx context.Context, now time.Time, fencing []*fleetv1.Sub
 			if cctx.Err() != nil {
 				continue // out of time this sweep: asked at the next one
 			}
-			ok, err := f.Confirm(cctx, sp, e)
+			returned := f.Guard.Monitor.Returned()
+			if returned.IsZero() {
+				continue
+			}
+			ok, err := f.Confirm(cctx, sp, e, returned)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("confirming SubsetPlacement %s with the hub: %w", klog.KObj(sp), err))
 				continue
 			}
 			if !ok {
-				continue // moved away: the work agent removes it
+				continue // moved away (the work agent removes it), or not yet acknowledged since the return
 			}
-			why = fmt.Sprintf("the hub confirms it here at epoch %d", e)
+			why = fmt.Sprintf("the hub confirms it here at epoch %d, acknowledging a heartbeat sent at or after the return at %s", e, returned.UTC().Format(time.RFC3339Nano))
 		}
 		if err := f.record(ctx, sp, nil); err != nil {
 			errs = append(errs, err)

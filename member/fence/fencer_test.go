@@ -13,10 +13,12 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/member/contact"
 )
 
 // TestFenceCoversOrphansAndLabelledPods: once the grace is over, the fence
@@ -107,8 +109,10 @@ func TestLiftBoundsHungConfirmations(t *testing.T) {
 			Spec: fleetv1.SubsetPlacementSpec{Fencing: &fleetv1.PlacementFencing{Epoch: 3}}})
 	}
 	asked := 0
-	f := &Fencer{ConfirmTimeout: 200 * time.Millisecond,
-		Confirm: func(ctx context.Context, _ *fleetv1.SubsetPlacement, _ int64) (bool, error) {
+	mon := contact.NewMonitor(clock.RealClock{}, time.Minute)
+	mon.Attempt(time.Now(), nil)
+	f := &Fencer{ConfirmTimeout: 200 * time.Millisecond, Guard: &Guard{Monitor: mon},
+		Confirm: func(ctx context.Context, _ *fleetv1.SubsetPlacement, _ int64, _ time.Time) (bool, error) {
 			asked++
 			<-ctx.Done() // the hub never answers
 			return false, ctx.Err()

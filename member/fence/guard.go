@@ -24,11 +24,12 @@ type Guard struct {
 	Monitor *contact.Monitor
 	// Clock is the Monitor's clock.
 	Clock clock.PassiveClock
-	// Peers returns the other members' URLs (cluster → URL), as the hub
-	// delivered them; an error is treated as no peers known.
-	Peers func(ctx context.Context) (map[string]string, error)
+	// Peers returns the other members' URLs (cluster → the URLs of its
+	// replicas), as the hub currently lists them; an error is treated as no
+	// peers known.
+	Peers func(ctx context.Context) (peers.URLs, error)
 	// Ask asks the peers (peers.Ask with the member's HTTP client).
-	Ask func(ctx context.Context, peers map[string]string) []peers.Result
+	Ask func(ctx context.Context, peers peers.URLs) []peers.Result
 	// PeerPoll is the least time between two rounds of questions, and how
 	// long a Fenced decision must hold before the member fences: one
 	// heartbeat period (v1alpha1.FenceConfirmation).
@@ -54,6 +55,9 @@ type Guard struct {
 	known   int
 	knownOK bool
 	counted time.Time
+	// restarted is true while evaluated and lastContact come from the
+	// previous process (Restore), not from an evaluation of this one.
+	restarted bool
 	// evaluated is when Evaluate last ran, and lastContact the member's
 	// last contact with the hub as that evaluation saw it: a gap in the
 	// evaluations longer than the timeout means the process did not run
@@ -142,6 +146,27 @@ func (g *Guard) Evaluate(ctx context.Context) (Verdict, time.Time) {
 	return v, since
 }
 
+// Restore tells the Guard of the process before this one, from the
+// member's own record (contact.Heartbeat's Restored): it last ran
+// sinceAlive ago and last reached the hub sinceContact ago. The first
+// evaluation then judges the gap as it judges a thaw (thawed): a process
+// restarted after more than FrozenAfter without any process running, while
+// out of contact for at least the timeout + PeerPoll, fences at once, its
+// records kept until the hub confirms its placements, whatever the first
+// heartbeat of the new process finds. A restart after a shorter gap (a
+// rollout, a crash restarted at once) continues the observation: a hub
+// outage the peers confirm still holds. It changes nothing once this
+// process has evaluated with a contact of its own.
+func (g *Guard) Restore(sinceAlive, sinceContact time.Duration) {
+	now := g.Clock.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.evaluated.IsZero() && !g.restarted && g.lastContact.After(now.Add(-sinceContact)) {
+		return
+	}
+	g.evaluated, g.lastContact, g.restarted = now.Add(-sinceAlive), now.Add(-sinceContact), true
+}
+
 // thawed handles the first evaluation after the process did not run for
 // longer than the heartbeat timeout (frozen whole, suspended) while the
 // member was out of contact for at least timeout + PeerPoll: the hub may
@@ -157,8 +182,10 @@ func (g *Guard) Evaluate(ctx context.Context) (Verdict, time.Time) {
 func (g *Guard) thawed(s contact.Status, now time.Time) (Verdict, time.Time, bool) {
 	g.mu.Lock()
 	timeout := g.Monitor.Timeout()
-	prevEval, prevContact := g.evaluated, g.lastContact
-	g.evaluated = now
+	prevEval, prevContact, restarted := g.evaluated, g.lastContact, g.restarted
+	g.evaluated, g.restarted = now, false
+	// After a restart prevContact is the previous process's last contact: a
+	// contact this process has just made says nothing of the gap.
 	if s.Known {
 		g.lastContact = now.Add(-s.SinceContact)
 	}
@@ -167,13 +194,21 @@ func (g *Guard) thawed(s contact.Status, now time.Time) (Verdict, time.Time, boo
 		g.mu.Unlock()
 		return Verdict{}, time.Time{}, false
 	}
-	v := Verdict{State: Fenced, Reason: fmt.Sprintf("this process did not run for %s (frozen or suspended) while out of contact with the hub for %s: fencing as it would have, until the hub confirms its placements",
+	what := "this process did not run for %s (frozen or suspended)"
+	if restarted {
+		what = "no process of the member component ran for %s (restarted, as its record says)"
+	}
+	v := Verdict{State: Fenced, Reason: fmt.Sprintf(what+" while out of contact with the hub for %s: fencing as it would have, until the hub confirms its placements",
 		now.Sub(prevEval).Round(time.Second), now.Sub(prevContact).Round(time.Second))}
 	g.verdict, g.candidate = v, time.Time{}
 	g.fencedSince = prevContact.Add(timeout + g.PeerPoll)
 	since, fire := g.fencedSince, g.listeners
 	g.mu.Unlock()
-	thaws.Inc()
+	if restarted {
+		restartFences.Inc()
+	} else {
+		thaws.Inc()
+	}
 	setStateMetrics(v, s)
 	for _, fn := range fire {
 		fn()
@@ -231,7 +266,7 @@ func (g *Guard) Report() contact.Report {
 	if g.knownOK {
 		peers = g.known
 	}
-	return contact.Report{State: string(g.verdict.State), Reason: g.verdict.Reason, Peers: peers}
+	return contact.Report{State: string(g.verdict.State), Reason: g.verdict.Reason, Peers: peers, FenceSeconds: -1, FencedPlacements: -1}
 }
 
 // Current returns the last Verdict and when the fence started.

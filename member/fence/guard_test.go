@@ -114,7 +114,7 @@ func TestGuardAsksPeersOnlyWhenLost(t *testing.T) {
 	d := fencetest.New()
 	asked := 0
 	ask := d.Guard.Ask
-	d.Guard.Ask = func(ctx context.Context, p map[string]string) []peers.Result {
+	d.Guard.Ask = func(ctx context.Context, p peers.URLs) []peers.Result {
 		asked++
 		return ask(ctx, p)
 	}
@@ -214,5 +214,47 @@ func TestGuardFencesOnThaw(t *testing.T) {
 	}
 	if v := d.Contact(); v.State != fence.InContact {
 		t.Errorf("after an observed hub outage: %s %q, want InContact", v.State, v.Reason)
+	}
+}
+
+// TestGuardFencesOnRestart: a member component that starts (a new process)
+// after no process of it ran for longer than the timeout, while its last
+// contact is older than timeout + poll (its record, Restore), fences on its
+// first evaluation even when its first heartbeat reaches the hub, as a
+// thawed process does; one that starts after a short gap (a rollout)
+// continues the observation, and a hub outage its peers confirm still
+// holds.
+func TestGuardFencesOnRestart(t *testing.T) {
+	d := fencetest.New()
+	d.Guard.PeerPoll = 5 * time.Second
+	d.Guard.FrozenAfter = fencetest.Timeout
+	// The previous process last ran 2 minutes ago, last reached the hub 3
+	// minutes ago; this one's first heartbeat succeeds.
+	d.Guard.Restore(2*time.Minute, 3*time.Minute)
+	start := d.Clock.Now()
+	v := d.Contact()
+	_, since := d.Guard.Current()
+	if v.State != fence.Fenced || !strings.Contains(v.Reason, "restarted") {
+		t.Fatalf("started after a 2m gap, 3m out of contact: %s %q, want Fenced", v.State, v.Reason)
+	}
+	if want := start.Add(-3*time.Minute + fencetest.Timeout + 5*time.Second); !since.Equal(want) {
+		t.Errorf("fence counted from %s, want the previous process's last contact + timeout + poll %s", since, want)
+	}
+
+	// A rollout: the previous process ran a second ago, through a hub
+	// outage its peers confirm; the new one holds.
+	d = fencetest.New()
+	d.Guard.PeerPoll = 5 * time.Second
+	d.Guard.FrozenAfter = fencetest.Timeout
+	d.SetPeers(nil, []string{"west", "north"}, nil)
+	d.Monitor.Restore(3*time.Minute, 2)
+	d.Guard.Restore(time.Second, 3*time.Minute)
+	for range 40 {
+		if v = d.Lose(time.Second); v.State == fence.Fenced {
+			t.Fatalf("restarted at once during a hub outage the peers confirm: %s %q, want Holding", v.State, v.Reason)
+		}
+	}
+	if v.State != fence.Holding || !v.Disruption {
+		t.Errorf("40 s into the outage: %s %q, want Holding (full disruption)", v.State, v.Reason)
 	}
 }

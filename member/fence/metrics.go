@@ -40,6 +40,11 @@ var (
 		Help:           "Times the member fenced on resuming after its process did not run for longer than the heartbeat timeout (frozen, suspended) while out of contact with the hub long enough to have been relocated.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	restartFences = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: "fleetset", Subsystem: "member", Name: "restart_fences_total",
+		Help:           "Times the member component fenced on start because, as its record says, no process of it ran for longer than the heartbeat timeout while the member was out of contact with the hub long enough to have been relocated.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	fencedPlacements = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace: "fleetset", Subsystem: "member", Name: "fenced_placements",
 		Help:           "SubsetPlacements carrying a fence record the hub has not yet confirmed.",
@@ -48,7 +53,7 @@ var (
 )
 
 func init() {
-	legacyregistry.MustRegister(stateGauge, contactAge, peersAnswered, peersInContact, fencedPods, thaws, fencedPlacements)
+	legacyregistry.MustRegister(stateGauge, contactAge, peersAnswered, peersInContact, fencedPods, thaws, restartFences, fencedPlacements)
 }
 
 // setStateMetrics publishes a verdict and the contact status.

@@ -126,26 +126,41 @@ type Result struct {
 	Err error
 }
 
-// Ask asks every peer (cluster name → base URL) at once, each with the
-// client clients gives for its cluster and bounded by timeout, and returns
-// the results sorted by cluster. Each question carries a fresh random
-// nonce; an answer without it, or naming another cluster, is refused. It
-// never fails as a whole: an unreachable or refused peer is a Result with
-// Err, and every refusal counts in fleetset_member_peer_answers_refused_total.
-func Ask(ctx context.Context, clients Clients, peers map[string]string, timeout time.Duration) []Result {
+// URLs is, by cluster name, the base URLs of a peer's member component:
+// one per replica of fleetset-scheduler (v1alpha1.PeersAllKey).
+type URLs map[string][]string
+
+// Ask asks every peer (cluster name → base URLs) at once, each with the
+// client clients gives for its cluster, and returns the results sorted by
+// cluster. A peer's URLs are tried in order, each bounded by timeout, until
+// one answers: any replica of the peer's member component answers for it.
+// Each question carries a fresh random nonce; an answer without it, or
+// naming another cluster, is refused (and the next URL tried). It never
+// fails as a whole: a peer no URL of which answers is a Result with the
+// last Err, and every refusal counts in
+// fleetset_member_peer_answers_refused_total.
+func Ask(ctx context.Context, clients Clients, peers URLs, timeout time.Duration) []Result {
 	out := make([]Result, 0, len(peers))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for cluster, url := range peers {
+	for cluster, urls := range peers {
 		wg.Go(func() {
-			r := Result{Cluster: cluster}
-			r.Answer, r.Err = ask(ctx, clients(cluster), url, timeout)
-			if r.Err == nil && r.Answer.Cluster != cluster {
-				r.Err = &Refused{ReasonCluster, fmt.Errorf("peer at %s answered as cluster %q", url, r.Answer.Cluster)}
-				r.Answer = Answer{}
-			}
-			if rf := (*Refused)(nil); errors.As(r.Err, &rf) {
-				refusedAnswers.WithLabelValues(rf.Reason).Inc()
+			r := Result{Cluster: cluster, Err: fmt.Errorf("peer %s: no URL", cluster)}
+			for _, url := range urls {
+				if ctx.Err() != nil {
+					break
+				}
+				r.Answer, r.Err = ask(ctx, clients(cluster), url, timeout)
+				if r.Err == nil && r.Answer.Cluster != cluster {
+					r.Err = &Refused{ReasonCluster, fmt.Errorf("peer at %s answered as cluster %q", url, r.Answer.Cluster)}
+					r.Answer = Answer{}
+				}
+				if rf := (*Refused)(nil); errors.As(r.Err, &rf) {
+					refusedAnswers.WithLabelValues(rf.Reason).Inc()
+				}
+				if r.Err == nil {
+					break
+				}
 			}
 			mu.Lock()
 			out = append(out, r)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/fleetset/fleetset/member/contact"
@@ -32,8 +33,8 @@ func TestAsk(t *testing.T) {
 	closedURL := closed.URL
 	closed.Close()
 
-	got := peers.Ask(context.Background(), peers.Plain(http.DefaultClient), map[string]string{
-		"west": west.URL, "north": north.URL, "south": closedURL, "liar": west.URL,
+	got := peers.Ask(context.Background(), peers.Plain(http.DefaultClient), peers.URLs{
+		"west": {west.URL}, "north": {north.URL}, "south": {closedURL}, "liar": {west.URL},
 	}, time.Second)
 	errored := map[string]bool{}
 	for i := range got {
@@ -69,7 +70,7 @@ func TestAnswerCountsOnlyRecentContact(t *testing.T) {
 	}
 	srv := httptest.NewServer(peers.Handler("west", m))
 	defer srv.Close()
-	got := peers.Ask(context.Background(), peers.Plain(http.DefaultClient), map[string]string{"west": srv.URL}, time.Second)
+	got := peers.Ask(context.Background(), peers.Plain(http.DefaultClient), peers.URLs{"west": {srv.URL}}, time.Second)
 	if len(got) != 1 || got[0].Err != nil || got[0].Answer.InContact || got[0].Answer.SinceContactSeconds != 10 {
 		t.Errorf("answer %+v, want not in contact, 10 s since contact", got)
 	}
@@ -78,7 +79,7 @@ func TestAnswerCountsOnlyRecentContact(t *testing.T) {
 	m2.Restore(6*time.Second, -1)
 	srv2 := httptest.NewServer(peers.Handler("west", m2))
 	defer srv2.Close()
-	got = peers.Ask(context.Background(), peers.Plain(http.DefaultClient), map[string]string{"west": srv2.URL}, time.Second)
+	got = peers.Ask(context.Background(), peers.Plain(http.DefaultClient), peers.URLs{"west": {srv2.URL}}, time.Second)
 	if len(got) != 1 || !got[0].Answer.InContact {
 		t.Errorf("answer %+v, want in contact (6 s < 7.5 s)", got)
 	}
@@ -98,7 +99,7 @@ func TestAskFollowsNoRedirect(t *testing.T) {
 	defer target.Close()
 	redirector := httptest.NewServer(http.RedirectHandler(target.URL+peers.Path, http.StatusFound))
 	defer redirector.Close()
-	got := peers.Ask(context.Background(), peers.Plain(peers.NewClient()), map[string]string{"west": redirector.URL}, time.Second)
+	got := peers.Ask(context.Background(), peers.Plain(peers.NewClient()), peers.URLs{"west": {redirector.URL}}, time.Second)
 	if len(got) != 1 || got[0].Err == nil || got[0].Answer.InContact {
 		t.Fatalf("Ask through a redirect = %+v, want a failed answer", got)
 	}
@@ -132,17 +133,34 @@ func TestServeLimitsConnections(t *testing.T) {
 		}
 		idle = append(idle, c)
 	}
-	got := peers.Ask(context.Background(), peers.Plain(peers.NewClient()), map[string]string{"west": url}, 500*time.Millisecond)
+	got := peers.Ask(context.Background(), peers.Plain(peers.NewClient()), peers.URLs{"west": {url}}, 500*time.Millisecond)
 	if got[0].Err == nil {
 		t.Fatalf("answered with %d idle connections held: %+v, want the question to wait past its timeout", peers.MaxConnections, got[0])
 	}
 	start := time.Now()
-	got = peers.Ask(context.Background(), peers.Plain(peers.NewClient()), map[string]string{"west": url}, 5*time.Second)
+	got = peers.Ask(context.Background(), peers.Plain(peers.NewClient()), peers.URLs{"west": {url}}, 5*time.Second)
 	if got[0].Err != nil || !got[0].Answer.InContact {
 		t.Fatalf("after the idle connections timed out: %+v, want an answer", got[0])
 	}
 	t.Logf("answered %s after the idle connections were dropped by the server", time.Since(start).Round(100*time.Millisecond))
 	for _, c := range idle {
 		_ = c.Close()
+	}
+}
+
+// TestAskTriesEveryReplica: a peer whose member component runs two
+// replicas answers through either; with the first replica down, the second
+// answers for the cluster. No URL answering is a failed answer.
+func TestAskTriesEveryReplica(t *testing.T) {
+	m := contact.NewMonitor(clock.RealClock{}, time.Minute)
+	m.Attempt(time.Now(), nil)
+	up := httptest.NewServer(peers.Handler("west", m))
+	defer up.Close()
+	down := httptest.NewServer(http.NotFoundHandler())
+	downURL := down.URL
+	down.Close()
+	got := peers.Ask(context.Background(), peers.Plain(peers.NewClient()), peers.URLs{"west": {downURL, up.URL}, "north": {downURL}}, time.Second)
+	if len(got) != 2 || got[0].Cluster != "north" || got[0].Err == nil || got[1].Cluster != "west" || got[1].Err != nil || !got[1].Answer.InContact {
+		t.Errorf("results %+v, want north failed and west answering in contact through its second replica", got)
 	}
 }

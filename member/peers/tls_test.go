@@ -140,8 +140,8 @@ func TestMutualTLS(t *testing.T) {
 		_, _ = w.Write(recorded)
 	}))
 
-	got := peers.Ask(context.Background(), east.Clients(), map[string]string{
-		"west": west, "north": impostor, "south": misnamed, "replay": replayer,
+	got := peers.Ask(context.Background(), east.Clients(), peers.URLs{
+		"west": {west}, "north": {impostor}, "south": {misnamed}, "replay": {replayer},
 	}, 2*time.Second)
 	want := map[string]string{"west": "", "north": peers.ReasonUntrusted, "south": peers.ReasonIdentity, "replay": peers.ReasonNonce}
 	for _, r := range got {
@@ -174,10 +174,10 @@ func TestServerRefusesClients(t *testing.T) {
 		t.Errorf("a client without a certificate got %s, want the handshake refused", resp.Status)
 	}
 	foreign := member(t, other, "east", other)
-	if r := peers.Ask(context.Background(), foreign.Clients(), map[string]string{"west": url}, 2*time.Second); r[0].Err == nil {
+	if r := peers.Ask(context.Background(), foreign.Clients(), peers.URLs{"west": {url}}, 2*time.Second); r[0].Err == nil {
 		t.Errorf("a client with another CA's certificate got %+v, want refused", r[0])
 	}
-	if r := peers.Ask(context.Background(), asker.Clients(), map[string]string{"west": url}, 2*time.Second); r[0].Err != nil || !r[0].Answer.InContact {
+	if r := peers.Ask(context.Background(), asker.Clients(), peers.URLs{"west": {url}}, 2*time.Second); r[0].Err != nil || !r[0].Answer.InContact {
 		t.Errorf("a fleet member got %+v, want an answer", r[0])
 	}
 }
@@ -188,7 +188,7 @@ func TestNoCARefuses(t *testing.T) {
 	fleet := newCA(t, "fleet peer CA")
 	url := serveTLS(t, member(t, fleet, "west", fleet), peers.Handler("west", inContact()))
 	asker := &peers.TLS{CertDir: fleet.issue(t, "east"), CA: (&peers.CABundle{}).Pool}
-	r := peers.Ask(context.Background(), asker.Clients(), map[string]string{"west": url}, 2*time.Second)
+	r := peers.Ask(context.Background(), asker.Clients(), peers.URLs{"west": {url}}, 2*time.Second)
 	if refusedFor(r[0]) != peers.ReasonNoCA {
 		t.Errorf("without a CA: %+v, want refused %s", r[0], peers.ReasonNoCA)
 	}

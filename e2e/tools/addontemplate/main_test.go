@@ -126,3 +126,75 @@ func TestTemplateWiresPeers(t *testing.T) {
 		t.Error("the template still takes a per-cluster peer variable")
 	}
 }
+
+// TestTemplateSurvivesOneNodeLoss: the add-on runs two fleetset-scheduler
+// replicas spread over nodes (preferred pod anti-affinity by hostname) and
+// a PodDisruptionBudget keeping one of them (minAvailable 1): losing or
+// draining one node never leaves the member without its member component
+// (heartbeat, peer answers, fencing).
+func TestTemplateSurvivesOneNodeLoss(t *testing.T) {
+	b, err := Render(schedulerDir, crdFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tmpl struct {
+		Spec struct {
+			AgentSpec struct {
+				Workload struct {
+					Manifests []map[string]any `json:"manifests"`
+				} `json:"workload"`
+			} `json:"agentSpec"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(b, &tmpl); err != nil {
+		t.Fatal(err)
+	}
+	var deploy, pdb map[string]any
+	for _, m := range tmpl.Spec.AgentSpec.Workload.Manifests {
+		switch m["kind"] {
+		case "Deployment":
+			deploy = m
+		case "PodDisruptionBudget":
+			pdb = m
+		}
+	}
+	if deploy == nil || pdb == nil {
+		t.Fatalf("the template lacks the Deployment (%v) or the PodDisruptionBudget (%v)", deploy != nil, pdb != nil)
+	}
+	get := func(o map[string]any, path ...string) any {
+		var cur any = o
+		for _, p := range path {
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return nil
+			}
+			cur = m[p]
+		}
+		return cur
+	}
+	if r := get(deploy, "spec", "replicas"); r != float64(2) {
+		t.Errorf("Deployment replicas %v, want 2", r)
+	}
+	labels := get(deploy, "spec", "template", "metadata", "labels")
+	terms, _ := get(deploy, "spec", "template", "spec", "affinity", "podAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution").([]any)
+	spread := false
+	for _, term := range terms {
+		tm, _ := term.(map[string]any)
+		if get(tm, "podAffinityTerm", "topologyKey") == "kubernetes.io/hostname" &&
+			fmt.Sprint(get(tm, "podAffinityTerm", "labelSelector", "matchLabels")) == fmt.Sprint(labels) {
+			spread = true
+		}
+	}
+	if !spread {
+		t.Errorf("Deployment has no preferred pod anti-affinity by kubernetes.io/hostname on its own pods' labels %v: %v", labels, terms)
+	}
+	if m := get(pdb, "spec", "minAvailable"); m != float64(1) {
+		t.Errorf("PodDisruptionBudget minAvailable %v, want 1", m)
+	}
+	if get(pdb, "spec", "maxUnavailable") != nil {
+		t.Error("PodDisruptionBudget sets maxUnavailable besides minAvailable")
+	}
+	if sel := get(pdb, "spec", "selector", "matchLabels"); fmt.Sprint(sel) != fmt.Sprint(labels) {
+		t.Errorf("PodDisruptionBudget selects %v, not the Deployment's pods %v", sel, labels)
+	}
+}

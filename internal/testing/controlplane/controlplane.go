@@ -33,7 +33,8 @@ func BinDir() string {
 	return filepath.Join(RepoRoot(), "bin")
 }
 
-// OCMCRDs returns the paths of the ManagedCluster, ManifestWork,
+// OCMCRDs returns the paths of the ManagedCluster, ManifestWork, Placement,
+// PlacementDecision, ManagedClusterAddOn, ClusterManagementAddOn,
 // ManagedClusterSet and ManagedClusterSetBinding CRDs of
 // the open-cluster-management.io/api module in the module cache, for Start.
 // The error says when `go list` cannot locate the module.
@@ -52,6 +53,8 @@ func OCMCRDs() ([]string, error) {
 		filepath.Join(dir, "cluster", "v1beta2", "0000_01_clusters.open-cluster-management.io_managedclustersetbindings.crd.yaml"),
 		filepath.Join(dir, "cluster", "v1beta1", "0000_02_clusters.open-cluster-management.io_placements.crd.yaml"),
 		filepath.Join(dir, "cluster", "v1beta1", "0000_03_clusters.open-cluster-management.io_placementdecisions.crd.yaml"),
+		filepath.Join(dir, "addon", "v1alpha1", "0000_00_addon.open-cluster-management.io_clustermanagementaddons.crd.yaml"),
+		filepath.Join(dir, "addon", "v1alpha1", "0000_01_addon.open-cluster-management.io_managedclusteraddons.crd.yaml"),
 	}, nil
 }
 

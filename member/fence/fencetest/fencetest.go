@@ -35,8 +35,8 @@ func New() *Driver {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
 	d := &Driver{Clock: clk, Monitor: contact.NewMonitor(clk, Timeout)}
 	d.Guard = &fence.Guard{Monitor: d.Monitor, Clock: clk, PeerPoll: 0,
-		Peers: func(context.Context) (map[string]string, error) { return map[string]string{}, nil },
-		Ask: func(context.Context, map[string]string) []peers.Result {
+		Peers: func(context.Context) (peers.URLs, error) { return peers.URLs{}, nil },
+		Ask: func(context.Context, peers.URLs) []peers.Result {
 			d.mu.Lock()
 			defer d.mu.Unlock()
 			return append([]peers.Result(nil), d.answers...)
