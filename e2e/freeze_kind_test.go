@@ -71,8 +71,8 @@ type freezeSampler struct {
 	thawed, until time.Time
 	thawDual      []string
 	moved         time.Time // first sample with an instance of the victim elsewhere
-	wg      sync.WaitGroup
-	stop    context.CancelFunc
+	wg            sync.WaitGroup
+	stop          context.CancelFunc
 }
 
 func memberFrozen(t *testing.T, f *fleet, k *framework.Kind, proc string, hold time.Duration) {
