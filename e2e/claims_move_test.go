@@ -78,6 +78,7 @@ func TestMoveKeepsClaimsWhenScaledDelete(t *testing.T) {
 	})
 	moved := time.Since(start)
 	time.Sleep(5 * time.Second) // a late claim deletion would show by now
+	kept := 0
 	for name, uid := range claims {
 		var pvc corev1.PersistentVolumeClaim
 		switch err := from.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &pvc); {
@@ -85,7 +86,9 @@ func TestMoveKeepsClaimsWhenScaledDelete(t *testing.T) {
 			t.Errorf("claim %s in %s after the move: %v, want kept", name, from.name, err)
 		case pvc.UID != uid || pvc.DeletionTimestamp != nil:
 			t.Errorf("claim %s in %s after the move: UID %s (was %s), being deleted %v: want the same claim, kept", name, from.name, pvc.UID, uid, pvc.DeletionTimestamp != nil)
+		default:
+			kept++
 		}
 	}
-	t.Logf("RESULT subset moved %s → %s with whenScaled/whenDeleted Delete in %v; %d claims in %s kept", from.name, to.name, moved.Round(time.Second), len(claims), from.name)
+	t.Logf("RESULT subset moved %s → %s with whenScaled/whenDeleted Delete in %v; %d of %d claims in %s kept", from.name, to.name, moved.Round(time.Second), kept, len(claims), from.name)
 }
