@@ -36,35 +36,10 @@ import (
 func TestSilentPartitionFences(t *testing.T) {
 	const timeout = 6 * time.Second
 	period := timeout / 3
-	env, err := controlplane.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-
-	u, err := url.Parse(env.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hubLink, err := netcut.Start("127.0.0.1:0", u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hubLink.Close()
-	hubCfg := rest.CopyConfig(env.Config)
-	hubCfg.Host = "https://" + hubLink.Addr()
-	hub, err := newHubClient(dedicatedHubConfig(hubCfg, hubRequestTimeout(period)), hubRequestTimeout(period))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := kubernetes.NewForConfigOrDie(env.Config) // the member's own apiserver and the test's view of the hub
-	for _, ns := range []string{"east", fleetv1.ResyncLeaseNamespace} {
-		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// admin: the member's own apiserver and the test's view of the hub.
+	hubLink, hub, admin := hubBehindLink(t, ctx, period)
 
 	// The peer west, in contact with the hub, behind a link of its own.
 	westMon := contact.NewMonitor(clock.RealClock{}, time.Hour)
@@ -169,4 +144,39 @@ func TestSilentPartitionFences(t *testing.T) {
 	if renewed := lease(); renewed.Equal(renewedBefore) {
 		t.Error("hub Lease not renewed after the heal")
 	}
+}
+
+// hubBehindLink starts a real kube-apiserver that plays both the hub and
+// the member's own apiserver, with the namespaces east and
+// v1alpha1.ResyncLeaseNamespace, and a netcut link to it: hub is the
+// member's hub client (startFencing's, requests bounded to half of period)
+// through the link, admin a clientset straight to the apiserver. Both stop
+// with the test.
+func hubBehindLink(t *testing.T, ctx context.Context, period time.Duration) (hubLink *netcut.Proxy, hub, admin kubernetes.Interface) {
+	t.Helper()
+	env, err := controlplane.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	u, err := url.Parse(env.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hubLink, err = netcut.Start("127.0.0.1:0", u.Host); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hubLink.Close() })
+	hubCfg := rest.CopyConfig(env.Config)
+	hubCfg.Host = "https://" + hubLink.Addr()
+	if hub, err = newHubClient(dedicatedHubConfig(hubCfg, hubRequestTimeout(period)), hubRequestTimeout(period)); err != nil {
+		t.Fatal(err)
+	}
+	admin = kubernetes.NewForConfigOrDie(env.Config)
+	for _, ns := range []string{"east", fleetv1.ResyncLeaseNamespace} {
+		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return hubLink, hub, admin
 }

@@ -4,21 +4,15 @@ package member
 
 import (
 	"context"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
-	"github.com/fleetset/fleetset/internal/testing/controlplane"
-	"github.com/fleetset/fleetset/internal/testing/netcut"
 	"github.com/fleetset/fleetset/member/contact"
 	"github.com/fleetset/fleetset/member/fence"
 	"github.com/fleetset/fleetset/member/peers"
@@ -35,34 +29,10 @@ import (
 func TestRestartedMemberFences(t *testing.T) {
 	const timeout = 6 * time.Second
 	period := timeout / 3
-	env, err := controlplane.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	u, err := url.Parse(env.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hubLink, err := netcut.Start("127.0.0.1:0", u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hubLink.Close()
-	hubCfg := rest.CopyConfig(env.Config)
-	hubCfg.Host = "https://" + hubLink.Addr()
-	hub, err := newHubClient(dedicatedHubConfig(hubCfg, hubRequestTimeout(period)), hubRequestTimeout(period))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := kubernetes.NewForConfigOrDie(env.Config) // the member's own apiserver
-	for _, ns := range []string{"east", fleetv1.ResyncLeaseNamespace} {
-		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// admin: the member's own apiserver.
+	hubLink, hub, admin := hubBehindLink(t, ctx, period)
 	clk := clock.RealClock{}
 	record := func() *metav1.ObjectMeta {
 		l, err := admin.CoordinationV1().Leases(fleetv1.ResyncLeaseNamespace).Get(ctx, fleetv1.MemberLeaseName, metav1.GetOptions{})
