@@ -125,6 +125,9 @@ func run() error {
 		LeaderElectionNamespace:       f.leaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
 		Controller:                    config.Controller{MaxConcurrentReconciles: f.maxConcurrentRecs},
+		// Deprecated only for managers shorter-lived than their process;
+		// the hub's lives as long as the process.
+		EventBroadcaster: controller.NewEventBroadcaster(), //nolint:staticcheck
 	}, logger)
 	if err != nil {
 		return err

@@ -2,16 +2,41 @@ package controller
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 )
 
 // The events of a status change, emitted once the status holding it is
 // written.
+
+// NewEventBroadcaster returns the hub's event broadcaster: client-go's, with
+// its spam filter keyed per reason as well as per object (eventSpamKey).
+// client-go's filter allows 25 events per object, then one per 5 minutes,
+// across every reason: a rolling update writes a FleetSet's works once per
+// instance step, and its WorksApplied events used to use up the allowance so
+// that the rollout's own SubsetUpdating/SubsetUpdated events, and any
+// Warning after them, were dropped without a trace. Per reason, each kind of
+// event keeps client-go's 25 and one per 5 minutes.
+func NewEventBroadcaster() record.EventBroadcaster {
+	return record.NewBroadcaster(record.WithCorrelatorOptions(record.CorrelatorOptions{SpamKeyFunc: eventSpamKey}))
+}
+
+// eventSpamKey returns the spam filter's key of event: client-go's fields
+// (source, involved object, type) and the reason.
+func eventSpamKey(event *corev1.Event) string {
+	return strings.Join([]string{
+		event.Source.Component, event.Source.Host,
+		event.InvolvedObject.Kind, event.InvolvedObject.Namespace, event.InvolvedObject.Name,
+		string(event.InvolvedObject.UID), event.InvolvedObject.APIVersion,
+		event.Type, event.Reason,
+	}, "/")
+}
 
 // statusEvents returns the events of the change from old to cur: Degraded
 // reported or changed (counted in degradedReports), rollout steps and

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -148,4 +149,37 @@ func boundTo(ns, set string) *clusterv1beta2.ManagedClusterSetBinding {
 		Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: set},
 		Status: clusterv1beta2.ManagedClusterSetBindingStatus{Conditions: []metav1.Condition{{
 			Type: clusterv1beta2.ClusterSetBindingBoundType, Status: metav1.ConditionTrue, Reason: "Bound"}}}}
+}
+
+// TestRolloutEventsOutliveWorkEvents: after a rolling update's many
+// WorksApplied events on one FleetSet, its SubsetUpdated event still passes
+// the hub's event correlator (client-go's, as NewEventBroadcaster configures
+// it). With client-go's default spam key, the 26th event of an object within
+// 5 minutes is dropped whatever its reason.
+func TestRolloutEventsOutliveWorkEvents(t *testing.T) {
+	obj := corev1.ObjectReference{Kind: "FleetSet", Namespace: "db", Name: "mydb", UID: "u1", APIVersion: fleetv1.GroupVersion.String()}
+	event := func(reason, msg string) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: reason + msg}, InvolvedObject: obj,
+			Reason: reason, Message: msg, Type: corev1.EventTypeNormal, Source: corev1.EventSource{Component: "fleetset-hub"}}
+	}
+	for _, tc := range []struct {
+		name string
+		opts record.CorrelatorOptions
+		want bool
+	}{
+		{"client-go's default key", record.CorrelatorOptions{}, false},
+		{"the hub's key", record.CorrelatorOptions{SpamKeyFunc: eventSpamKey}, true},
+	} {
+		c := record.NewEventCorrelatorWithOptions(tc.opts)
+		for i := range 30 {
+			c.EventCorrelate(event(EventWorksApplied, fmt.Sprintf("ManifestWork db.mydb: updated in 1 cluster (east) %d", i%3)))
+		}
+		r, err := c.EventCorrelate(event(EventSubsetUpdated, "Subset east on cluster east updated to revision r2"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := !r.Skip; got != tc.want {
+			t.Errorf("%s: SubsetUpdated after 30 WorksApplied passed = %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }
