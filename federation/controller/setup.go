@@ -55,6 +55,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/heartbeat"
+	"github.com/fleetset/fleetset/federation/manifestwork"
 	"github.com/fleetset/fleetset/federation/metawrite"
 )
 
@@ -125,17 +126,32 @@ func NewScheme() (*runtime.Scheme, error) {
 // wrote (label app.kubernetes.io/managed-by=fleetset-hub), so a hub shared
 // with other OCM users does not cache theirs, and strips managedFields from
 // every cached object: the hub never reads them, and an update without them
-// leaves the stored ones as they are.
+// leaves the stored ones as they are. Cached ManifestWorks also lose the
+// manifests the hub never reads back (stripWorkManifests).
 func CacheOptions() cache.Options {
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&workv1.ManifestWork{}:  {Label: labels.SelectorFromSet(labels.Set{fleetv1.LabelManagedBy: fleetv1.ManagedByHub})},
+			&workv1.ManifestWork{}: {
+				Label:     labels.SelectorFromSet(labels.Set{fleetv1.LabelManagedBy: fleetv1.ManagedByHub}),
+				Transform: stripWorkManifests,
+			},
 			&coordinationv1.Lease{}: {Label: labels.SelectorFromSet(labels.Set{fleetv1.LabelHeartbeat: "true"})},
 			// The members' fleet DNS reports only.
 			&discoveryv1.EndpointSlice{}: {Label: labels.SelectorFromSet(labels.Set{fleetv1.LabelMemberEndpoints: "true"})},
 		},
 		DefaultTransform: cache.TransformStripManagedFields(),
 	}
+}
+
+// stripWorkManifests is the cache transform of ManifestWorks: it strips
+// managedFields and the manifests the hub never reads back
+// (manifestwork.StripForCache), and returns obj.
+func stripWorkManifests(obj any) (any, error) {
+	obj, err := cache.TransformStripManagedFields()(obj)
+	if w, ok := obj.(*workv1.ManifestWork); ok {
+		manifestwork.StripForCache(w)
+	}
+	return obj, err
 }
 
 // Setup registers the indexes, the expectations that keep the FleetSet

@@ -179,6 +179,10 @@ func TestDeletionPolicy(t *testing.T) {
 				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}}
 	})
 	create("drop", func(fs *fleetv1.FleetSet) { fs.Spec.DeletionPolicy = fleetv1.DeletionDelete })
+	manifests := map[string]int{}
+	for c, w := range works(t, "deletion", "keep") {
+		manifests[c] = len(w.Spec.Workload.Manifests)
+	}
 	for name, want := range map[string]string{"keep": "Retain", "drop": "Delete"} {
 		for c, w := range works(t, "deletion", name) {
 			if got := w.Annotations[fleetv1.AnnotationDeletionPolicy]; got != want {
@@ -205,6 +209,11 @@ func TestDeletionPolicy(t *testing.T) {
 	for c, w := range works(t, "deletion", "keep") {
 		if !w.DeletionTimestamp.IsZero() {
 			t.Errorf("keep: work in %s deleted before the agent applied it as orphaning", c)
+		}
+		// The hub's cache holds works without manifests: setting the
+		// orphan option must not write that copy back.
+		if got := len(w.Spec.Workload.Manifests); got != manifests[c] || got == 0 {
+			t.Errorf("keep: work in %s set to orphan has %d manifests, had %d", c, got, manifests[c])
 		}
 		setWorkCondition(t, c, w.Name, metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, Reason: "AppliedManifestWorkComplete", ObservedGeneration: w.Generation})
 	}

@@ -131,11 +131,14 @@ func (r *FleetSetReconciler) orphanOnDelete(ctx context.Context, fs *fleetv1.Fle
 	if err != nil {
 		return err
 	}
+	// A merge patch of deleteOption alone, at w's resourceVersion: w comes
+	// from the cache, which holds most manifests emptied (CacheOptions).
 	orphan := w.DeepCopy()
 	orphan.Spec.DeleteOption = &workv1.DeleteOption{PropagationPolicy: workv1.DeletePropagationPolicyTypeOrphan}
-	if err := r.writer().Update(ctx, orphan); err != nil {
+	if err := r.Patch(ctx, orphan, client.MergeFromWithOptions(w, client.MergeFromWithOptimisticLock{})); err != nil {
 		return client.IgnoreNotFound(err)
 	}
+	manifestwork.StripForCache(orphan) // as cached
 	r.expectations.expectWrite(r.owner(fs), kindManifestWork, orphan)
 	*w = *orphan
 	return nil

@@ -2,7 +2,9 @@ package manifestwork
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/labels"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -24,6 +26,9 @@ type Writer interface {
 // spec. It returns what it did, the work as it now is (metadata from the
 // answer), and the write's error wrapped with the work's key.
 func ApplyTo(ctx context.Context, c Writer, existing, desired *workv1.ManifestWork) (controllerutil.OperationResult, *workv1.ManifestWork, error) {
+	if err := hasManifests(desired); err != nil {
+		return controllerutil.OperationResultNone, nil, err
+	}
 	if existing == nil {
 		w := desired.DeepCopy()
 		if err := c.Create(ctx, w); err != nil {
@@ -43,6 +48,9 @@ func ApplyTo(ctx context.Context, c Writer, existing, desired *workv1.ManifestWo
 // resourceVersion as the precondition. It returns OperationResultUpdated and
 // the work as written, or the write's error.
 func Update(ctx context.Context, c Writer, existing, desired *workv1.ManifestWork) (controllerutil.OperationResult, *workv1.ManifestWork, error) {
+	if err := hasManifests(desired); err != nil {
+		return controllerutil.OperationResultNone, nil, err
+	}
 	w := existing.DeepCopy()
 	w.Labels = labels.Merge(w.Labels, desired.Labels)
 	w.Annotations = labels.Merge(w.Annotations, desired.Annotations)
@@ -51,4 +59,49 @@ func Update(ctx context.Context, c Writer, existing, desired *workv1.ManifestWor
 		return controllerutil.OperationResultNone, nil, fmt.Errorf("updating ManifestWork %s/%s: %w", desired.Namespace, desired.Name, err)
 	}
 	return controllerutil.OperationResultUpdated, w, nil
+}
+
+// hasManifests returns an error when desired has no manifests or one of
+// them is empty: the hub's cache holds works with most manifests emptied
+// (StripForCache), and a cached copy written back would make the work agent
+// delete what the work delivered. Every work the hub renders has at least
+// one manifest, none empty.
+func hasManifests(desired *workv1.ManifestWork) error {
+	if len(desired.Spec.Workload.Manifests) == 0 {
+		return fmt.Errorf("refusing to write ManifestWork %s/%s without manifests (a cached copy, not a rendered work)", desired.Namespace, desired.Name)
+	}
+	for i, m := range desired.Spec.Workload.Manifests {
+		if len(m.Raw) == 0 && m.Object == nil {
+			return fmt.Errorf("refusing to write ManifestWork %s/%s: spec.workload.manifests[%d] is empty (a cached copy, not a rendered work)", desired.Namespace, desired.Name, i)
+		}
+	}
+	return nil
+}
+
+// readBackKinds are the kinds of manifest the hub reads back from a written
+// work (envelope.Find): the StatefulSet (heldStatefulSet, Drained), the
+// SubsetPlacement (HeldEpoch) and the resync Lease (LeaseOf). A new reader
+// of another kind must add it here, or it finds nothing in a cached work.
+var readBackKinds = []string{"StatefulSet", "SubsetPlacement", "Lease"}
+
+// StripForCache empties, in place, every manifest of w whose kind is not in
+// readBackKinds, keeping each manifest's place in the list, and returns w.
+// The emptied ones (the fleet view ConfigMap, fleet DNS EndpointSlices,
+// Services) are most of a work's bytes and carry every subset's instances,
+// so that a cache of whole works grows with FleetSets × subsets²; the hub
+// decides whether to write from the spec-hash annotation (UpToDate), never
+// from a written work's manifests. ApplyTo and Update refuse to write a work
+// with an empty manifest.
+func StripForCache(w *workv1.ManifestWork) *workv1.ManifestWork {
+	for i := range w.Spec.Workload.Manifests {
+		m := &w.Spec.Workload.Manifests[i]
+		var h struct {
+			Kind string `json:"kind"`
+		}
+		if json.Unmarshal(m.Raw, &h) == nil && slices.Contains(readBackKinds, h.Kind) {
+			continue
+		}
+		m.Raw, m.Object = nil, nil
+	}
+	return w
 }

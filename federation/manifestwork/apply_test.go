@@ -2,6 +2,7 @@ package manifestwork
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,7 +41,8 @@ func TestApplyTo(t *testing.T) {
 	desired := func(tag string) *workv1.ManifestWork {
 		w := &workv1.ManifestWork{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "east", Name: "db.mydb", Labels: OwnerLabels("db", "mydb")},
-			Spec:       workv1.ManifestWorkSpec{DeleteOption: orphanNamespace(tag)},
+			Spec: workv1.ManifestWorkSpec{DeleteOption: orphanNamespace(tag), Workload: workv1.ManifestsTemplate{Manifests: []workv1.Manifest{
+				{RawExtension: runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"db","namespace":"db"}}`)}}}}},
 		}
 		if err := stampHash(w); err != nil {
 			t.Fatal(err)
@@ -71,5 +73,25 @@ func TestApplyTo(t *testing.T) {
 	}
 	if _, _, err := ApplyTo(ctx, c, created, desired("c")); !apierrors.IsConflict(err) {
 		t.Errorf("update from a stale read: %v, want a conflict", err)
+	}
+	// A work without manifests (the hub's cached copy) is never written:
+	// the agent would delete everything the work delivered.
+	writes = 0
+	empty := desired("d")
+	empty.Spec.Workload.Manifests = nil
+	stripped := StripForCache(desired("e"))
+	for name, apply := range map[string]func() error{
+		"ApplyTo":          func() error { _, _, err := ApplyTo(ctx, c, updated, empty); return err },
+		"Update":           func() error { _, _, err := Update(ctx, c, updated, empty); return err },
+		"create":           func() error { _, _, err := ApplyTo(ctx, c, nil, empty); return err },
+		"a cached copy":    func() error { _, _, err := ApplyTo(ctx, c, updated, stripped); return err },
+		"a cached, Update": func() error { _, _, err := Update(ctx, c, updated, stripped); return err },
+	} {
+		if err := apply(); err == nil || !strings.Contains(err.Error(), "a cached copy") {
+			t.Errorf("%s of a work without manifests: %v, want refused", name, err)
+		}
+	}
+	if writes != 0 {
+		t.Errorf("works without manifests: %d writes, want none", writes)
 	}
 }
