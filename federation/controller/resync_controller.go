@@ -103,6 +103,13 @@ func heartbeatCreated() predicate.Predicate {
 // its subsets run and their failover phases; not the status updates of
 // feedback and conditions.
 func leaseClustersChanged() predicate.Predicate {
+	return fleetSetChanged(func(o, n *fleetv1.FleetSet) bool { return !slices.Equal(leaseView(o), leaseView(n)) })
+}
+
+// fleetSetChanged passes FleetSet updates that start its deletion, change
+// the clusters its spec and status name (clustersOf), or for which
+// changed(old, new) is true; updates of other objects pass.
+func fleetSetChanged(changed func(o, n *fleetv1.FleetSet) bool) predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, ok1 := e.ObjectOld.(*fleetv1.FleetSet)
@@ -110,8 +117,7 @@ func leaseClustersChanged() predicate.Predicate {
 			if !ok1 || !ok2 {
 				return true
 			}
-			return o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() || !slices.Equal(clustersOf(o), clustersOf(n)) ||
-				!slices.Equal(leaseView(o), leaseView(n))
+			return o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() || !slices.Equal(clustersOf(o), clustersOf(n)) || changed(o, n)
 		},
 	}
 }

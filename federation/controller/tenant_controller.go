@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -105,17 +104,7 @@ func (r *TenantReconciler) clustersOfNamespace(ctx context.Context, o client.Obj
 // updates that change its deletionTimestamp, the clusters it may use
 // (clustersOf) or its spec.podSecurityLevel.
 func tenantFleetSetChanged() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, ok1 := e.ObjectOld.(*fleetv1.FleetSet)
-			n, ok2 := e.ObjectNew.(*fleetv1.FleetSet)
-			if !ok1 || !ok2 {
-				return true
-			}
-			return o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() || !slices.Equal(clustersOf(o), clustersOf(n)) ||
-				o.Spec.PodSecurityLevel != n.Spec.PodSecurityLevel
-		},
-	}
+	return fleetSetChanged(func(o, n *fleetv1.FleetSet) bool { return o.Spec.PodSecurityLevel != n.Spec.PodSecurityLevel })
 }
 
 // tenantRelevant passes the ManifestWork events that can change which
