@@ -444,6 +444,11 @@ chaos: fleet-binaries ## Seeded fault injection on the local fleet (CHAOS_SEED, 
 	  $(GO) test -tags chaos -count=1 -timeout $(CHAOS_TIMEOUT) -run '^TestChaos$$' -v ./e2e/chaos/ || rc=$$?; \
 	e2e/fleet/fleet-down.sh; exit $$rc
 
+.PHONY: chaos-plan
+chaos-plan: ## Print the schedule of CHAOS_SEED over CHAOS_MINUTES without a fleet (faults, operations, counts by kind).
+	CHAOS_PLAN=1 CHAOS_SEED=$(CHAOS_SEED) CHAOS_MINUTES=$(CHAOS_MINUTES) CHAOS_MAX_FAULTS=$(CHAOS_MAX_FAULTS) CHAOS_FLEET_MEMBERS="$(CHAOS_FLEET_MEMBERS)" \
+	  $(GO) test -count=1 -run '^TestPlan$$' -v ./e2e/chaos/ | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS' -e '^ok '
+
 .PHONY: chaos-short
 chaos-short: ## The CI chaos run: 3 minutes, fixed seed (CHAOS_SHORT_SEED).
 	$(MAKE) chaos CHAOS_SEED=$(CHAOS_SHORT_SEED) CHAOS_MINUTES=3

@@ -21,10 +21,17 @@ const (
 	WrongZone    Invariant = "wrong-zone"
 	RolloutUnav  Invariant = "rollout-unavailability"
 	NotConverged Invariant = "not-converged"
+	// FencedUnisolated: a member recorded a fence (a SubsetPlacement's
+	// fleetset.io/fenced-epoch set or changed) while no fault that may
+	// isolate it (FaultKind.Isolates) was active on it or ended less than
+	// Options.FenceSlack before. A hub outage, stale peers or not, fences
+	// nothing (docs/failover.md: the members hold during a full
+	// disruption).
+	FencedUnisolated Invariant = "fenced-without-isolation"
 )
 
 // Invariants are every invariant, in report order.
-var Invariants = []Invariant{DualRunning, PVCDeleted, WrongZone, RolloutUnav, NotConverged}
+var Invariants = []Invariant{DualRunning, PVCDeleted, WrongZone, RolloutUnav, NotConverged, FencedUnisolated}
 
 // Violation is one broken invariant: when, the faults active then, the
 // objects involved.
@@ -54,10 +61,15 @@ type Options struct {
 	// ConvergeBound: every FleetSet must converge within it of the last
 	// fault's end or the last operation, whichever is later.
 	ConvergeBound time.Duration `json:"convergeBound"`
+	// FenceSlack: a fence record first seen less than FenceSlack after an
+	// isolating fault on its member ended is the fault's (the member
+	// unreadable while frozen, a record written as the link came back).
+	FenceSlack time.Duration `json:"fenceSlack"`
 }
 
-// DefaultOptions: 2 minutes of recovery, 5 minutes to converge.
-var DefaultOptions = Options{Recovery: 2 * time.Minute, ConvergeBound: 5 * time.Minute}
+// DefaultOptions: 2 minutes of recovery, 5 minutes to converge, 30
+// seconds of fence slack (two heartbeat timeouts of the local fleet).
+var DefaultOptions = Options{Recovery: 2 * time.Minute, ConvergeBound: 5 * time.Minute, FenceSlack: 30 * time.Second}
 
 // Result is what Check found.
 type Result struct {
@@ -83,6 +95,7 @@ func Check(h *History, o Options) Result {
 	r.Violations = append(r.Violations, CheckPVCs(h)...)
 	r.Violations = append(r.Violations, CheckZones(h)...)
 	r.Violations = append(r.Violations, CheckRollout(h, o, &r)...)
+	r.Violations = append(r.Violations, CheckFences(h, o)...)
 	conv, quiet, vs := CheckConvergence(h, o)
 	r.Violations = append(r.Violations, vs...)
 	r.Convergence, r.Quiet = conv, quiet
@@ -113,6 +126,54 @@ func (h *History) disturbed(cluster string, t time.Time, recovery time.Duration)
 		}
 	}
 	return false
+}
+
+// isolated reports whether cluster had a fault that may isolate it
+// (FaultKind.Isolates) active at t or ended less than slack before t.
+func (h *History) isolated(cluster string, t time.Time, slack time.Duration) bool {
+	for _, f := range h.Faults {
+		if f.Cluster != cluster || !f.Kind.Isolates() || f.Injected.IsZero() || t.Before(f.Injected) {
+			continue
+		}
+		if f.Healed.IsZero() || t.Sub(f.Healed) < slack {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckFences: a fence record (PlacementObs.FencedEpoch) that appears on a
+// SubsetPlacement, or changes epoch, between two readings of its member is
+// a fence the member decided; it must fall while the member was isolated
+// (History.isolated, o.FenceSlack). A record present at the member's first
+// reading counts as appearing then. One violation per record seen.
+func CheckFences(h *History, o Options) []Violation {
+	var out []Violation
+	last := map[string]*int64{} // cluster/ns/placement → record at the member's last reading
+	for _, s := range h.Samples {
+		for _, m := range sortedMembers(s) {
+			mo := s.Members[m]
+			if mo.Err != "" {
+				continue
+			}
+			for _, pl := range mo.Placements {
+				k := m + "/" + pl.Namespace + "/" + pl.Name
+				was := last[k]
+				last[k] = pl.FencedEpoch
+				if pl.FencedEpoch == nil || (was != nil && *was == *pl.FencedEpoch) {
+					continue
+				}
+				if h.isolated(m, s.T, o.FenceSlack) {
+					continue
+				}
+				out = append(out, Violation{Invariant: FencedUnisolated, T: s.T, Faults: h.activeFaults(s.T),
+					Objects: []string{"subsetplacement " + k, "member " + m},
+					Detail: fmt.Sprintf("member %s fenced SubsetPlacement %s/%s at epoch %d (spec.fencing.epoch %d) while no fault isolated it (none active or ended less than %v before)",
+						m, pl.Namespace, pl.Name, *pl.FencedEpoch, pl.Epoch, o.FenceSlack)})
+			}
+		}
+	}
+	return out
 }
 
 func sortedMembers(s Sample) []string {

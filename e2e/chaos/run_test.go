@@ -4,6 +4,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,14 +78,7 @@ func TestChaos(t *testing.T) {
 		names = append(names, m.Name)
 	}
 	ns := fmt.Sprintf("chaos-%d", seed)
-	// web's fence is edited during cuts (fence-edit, fence-restore).
-	targets := []Target{{Name: "db", MinReplicas: 3, MaxReplicas: 9},
-		{Name: "web", MinReplicas: 3, MaxReplicas: 8, Failback: true, FenceGrace: webFenceGrace, TerminationGrace: 0},
-		{Name: "cache", MinReplicas: 2, MaxReplicas: 6}}
-	cfg := Config{Duration: time.Duration(minutes * float64(time.Minute)), Warmup: 10 * time.Second, MaxFaults: maxFaults,
-		Members: names, FleetSets: targets,
-		FaultGap: [2]time.Duration{3 * time.Second, 15 * time.Second}, OpGap: [2]time.Duration{8 * time.Second, 20 * time.Second},
-		ExtraGap: [2]time.Duration{15 * time.Second, 45 * time.Second}}
+	cfg := RunConfig(time.Duration(minutes*float64(time.Minute)), maxFaults, names)
 	sched := Draw(seed, cfg)
 	t.Logf("seed %d: %d faults and %d operations over %v on %v, at most %d faults at once", seed, len(sched.Faults), len(sched.Ops), cfg.Duration, names, maxFaults)
 	for _, f := range sched.Faults {
@@ -169,7 +164,13 @@ func TestChaos(t *testing.T) {
 			time.Sleep(time.Until(start.Add(f.At)))
 			injected := time.Now()
 			injectCalls, healCalls := f.Actions()
-			err := act(run, injectCalls)
+			var err error
+			if f.Kind == HubStalePeers {
+				// The stubs first, then the outage StubPeerLead later.
+				err = stubPeers(hub, true)
+				time.Sleep(time.Until(injected.Add(StubPeerLead)))
+			}
+			err = errors.Join(err, act(run, injectCalls))
 			mu.Lock()
 			h.Faults[i] = FaultRecord{Fault: f, Injected: injected}
 			if err != nil {
@@ -178,6 +179,9 @@ func TestChaos(t *testing.T) {
 			mu.Unlock()
 			time.Sleep(time.Until(injected.Add(f.Hold)))
 			herr := act(run, healCalls)
+			if f.Kind == HubStalePeers {
+				herr = errors.Join(herr, stubPeers(hub, false))
+			}
 			mu.Lock()
 			h.Faults[i].Healed = time.Now()
 			if herr != nil {
@@ -269,6 +273,61 @@ func TestChaos(t *testing.T) {
 	cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_ = hub.DeleteAllOf(cctx, &fleetv1.FleetSet{}, client.InNamespace(ns))
+	for i := range StubPeers {
+		_ = hub.Delete(cctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: stubPeerNamespace(i)}})
+	}
+}
+
+// stubPeerNamespace is the hub namespace of stub peer i: the namespace of
+// a cluster that has no ManagedCluster.
+func stubPeerNamespace(i int) string { return fmt.Sprintf("fleetset-stub-peer-%d", i) }
+
+// stubPeers creates (create) or deletes the heartbeat Leases of StubPeers
+// clusters that are no members, as a departed cluster's component would
+// leave them: label fleetset.io/member-heartbeat, a fresh renewTime and a
+// peer URL nothing answers on (127.0.0.1:1). The hub must delete them and
+// never deliver them as peers (docs/failover.md, departed members). Deleting
+// retries for up to two minutes (the hub's apiserver coming back); it
+// returns the errors.
+func stubPeers(hub client.Client, create bool) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var errs []error
+	for i := range StubPeers {
+		ns := stubPeerNamespace(i)
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fleetv1.HeartbeatLeaseName}}
+		if !create {
+			err := framework.Poll(ctx, 2*time.Second, 2*time.Minute, func(ctx context.Context) (bool, string, error) {
+				err := hub.Delete(ctx, lease)
+				return client.IgnoreNotFound(err) == nil, errString(err), nil
+			})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("deleting stub peer Lease %s: %w", ns, err))
+			}
+			continue
+		}
+		if err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
+			errs = append(errs, fmt.Errorf("stub peer namespace %s: %w", ns, err))
+			continue
+		}
+		url := fmt.Sprintf("https://127.0.0.1:1/stub-%d", i)
+		now := metav1.NewMicroTime(time.Now())
+		lease.Labels = map[string]string{fleetv1.LabelHeartbeat: "true"}
+		lease.Annotations = map[string]string{fleetv1.AnnotationPeerURL: url,
+			fleetv1.AnnotationPeerURLs: fmt.Sprintf(`{"stub-%d":{"url":%q,"seen":%q}}`, i, url, now.UTC().Format(time.RFC3339))}
+		lease.Spec = coordinationv1.LeaseSpec{HolderIdentity: ptr.To(fmt.Sprintf("stub-%d", i)), LeaseDurationSeconds: ptr.To[int32](15), RenewTime: &now}
+		if err := hub.Create(ctx, lease); client.IgnoreAlreadyExists(err) != nil {
+			errs = append(errs, fmt.Errorf("stub peer Lease %s: %w", ns, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 func errSuffix(errs ...error) string {
@@ -311,7 +370,7 @@ func operate(hub client.Client, ns string, o Op) error {
 				fs.Spec.UpdateStrategy.RollingUpdate = ru
 			}
 			switch o.Kind {
-			case OpScale:
+			case OpScale, OpClaimGrowth:
 				fs.Spec.Replicas = o.Replicas
 			case OpTemplate:
 				fs.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "VERSION", Value: strconv.Itoa(o.Version)}}
@@ -343,9 +402,6 @@ func operate(hub client.Client, ns string, o Op) error {
 	}
 	return last
 }
-
-// webFenceGrace is web's fenceGraceSeconds.
-const webFenceGrace = 40
 
 // ---------------------------------------------------------------- sampling
 
