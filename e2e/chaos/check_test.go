@@ -37,7 +37,7 @@ type world struct {
 	fs      FleetSetObs
 	pods    map[string][]PodObs // member → pods
 	pvcs    map[string][]PVCObs
-	sts     map[string]int32 // member → spec.replicas of its StatefulSet
+	sts     map[string]int32  // member → spec.replicas of its StatefulSet
 	fenced  map[string]*int64 // member → the fence record of its placement
 	hubDown bool
 }
