@@ -28,10 +28,14 @@ const (
 	// nothing (docs/failover.md: the members hold during a full
 	// disruption).
 	FencedUnisolated Invariant = "fenced-without-isolation"
+	// PodReplaced: a pod of a FleetSet a hub-restore re-created with a new
+	// UID stopped or was replaced between the restore and RestoreQuiet
+	// after the hub was back (CheckRestores).
+	PodReplaced Invariant = "pod-replaced"
 )
 
 // Invariants are every invariant, in report order.
-var Invariants = []Invariant{DualRunning, PVCDeleted, WrongZone, RolloutUnav, NotConverged, FencedUnisolated}
+var Invariants = []Invariant{DualRunning, PVCDeleted, WrongZone, RolloutUnav, NotConverged, FencedUnisolated, PodReplaced}
 
 // Violation is one broken invariant: when, the faults active then, the
 // objects involved.
@@ -85,6 +89,9 @@ type Result struct {
 	RolloutSamples         map[string]int `json:"rolloutSamples"`
 	PeakRolloutUnavailable map[string]int `json:"peakRolloutUnavailable"`
 	PeakFaultUnavailable   map[string]int `json:"peakFaultUnavailable"`
+	// RestoredPods counts, per hub-restore fault (its String), the pods
+	// CheckRestores followed through it to the end of its window.
+	RestoredPods map[string]int `json:"restoredPods,omitempty"`
 }
 
 // Check runs every checker over h.
@@ -96,6 +103,7 @@ func Check(h *History, o Options) Result {
 	r.Violations = append(r.Violations, CheckZones(h)...)
 	r.Violations = append(r.Violations, CheckRollout(h, o, &r)...)
 	r.Violations = append(r.Violations, CheckFences(h, o)...)
+	r.Violations = append(r.Violations, CheckRestores(h, o, &r)...)
 	conv, quiet, vs := CheckConvergence(h, o)
 	r.Violations = append(r.Violations, vs...)
 	r.Convergence, r.Quiet = conv, quiet
@@ -171,6 +179,104 @@ func CheckFences(h *History, o Options) []Violation {
 					Detail: fmt.Sprintf("member %s fenced SubsetPlacement %s/%s at epoch %d (spec.fencing.epoch %d) while no fault isolated it (none active or ended less than %v before)",
 						m, pl.Namespace, pl.Name, *pl.FencedEpoch, pl.Epoch, o.FenceSlack)})
 			}
+		}
+	}
+	return out
+}
+
+// CheckRestores: for each hub-restore fault, the pods of the FleetSets it
+// restored (Fault.Restore) that were Running and Ready in the last sample
+// before it, where the hub's status put their subset, the FleetSet neither
+// rolling out nor any subset of it failed over or moving, keep running
+// with the same UID in every later sample of their member up to
+// RestoreQuiet after the hub came back (the operations on those FleetSets
+// are deferred past that: deferOps). A pod whose member has a fault of its
+// own (active, or ended less than o.Recovery before) is no longer
+// followed. One violation per pod; r.RestoredPods counts the pods followed
+// to the end.
+func CheckRestores(h *History, o Options, r *Result) []Violation {
+	var out []Violation
+	for _, f := range h.Faults {
+		if f.Kind != HubRestore || f.Injected.IsZero() {
+			continue
+		}
+		var before *Sample
+		for i := range h.Samples {
+			if s := &h.Samples[i]; !s.T.After(f.Injected) && s.Hub != nil {
+				before = s
+			}
+		}
+		if before == nil {
+			continue
+		}
+		type pod struct{ member, key, uid, set string }
+		var follow []pod
+		for _, fs := range before.Hub.FleetSets {
+			if !slices.Contains(f.Restore, fs.Name) || fs.Deleted || fs.rollingOut() {
+				continue
+			}
+			stable := true
+			at := map[string]string{}
+			for _, ss := range fs.Subsets {
+				stable = stable && ss.Failover == ""
+				at[ss.Name] = ss.Cluster
+			}
+			if !stable {
+				continue
+			}
+			for _, m := range sortedMembers(*before) {
+				for _, p := range before.Members[m].Pods {
+					if p.Namespace == fs.Namespace && p.Set == fs.Name && at[p.Subset] == m && p.Available() {
+						follow = append(follow, pod{m, p.Namespace + "/" + p.Name, p.UID, fs.key()})
+					}
+				}
+			}
+		}
+		end := time.Time{}
+		if !f.Healed.IsZero() {
+			end = f.Healed.Add(RestoreQuiet)
+		}
+		dropped := map[int]bool{}
+		for _, s := range h.Samples {
+			if !s.T.After(before.T) || (!end.IsZero() && s.T.After(end)) {
+				continue
+			}
+			for i, p := range follow {
+				if dropped[i] {
+					continue
+				}
+				if h.disturbed(p.member, s.T, o.Recovery) {
+					dropped[i] = true
+					continue
+				}
+				mo := s.Members[p.member]
+				if mo.Err != "" {
+					continue
+				}
+				var what string
+				j := slices.IndexFunc(mo.Pods, func(q PodObs) bool { return q.Namespace+"/"+q.Name == p.key })
+				switch {
+				case j < 0:
+					what = "gone"
+				case mo.Pods[j].UID != p.uid:
+					what = "replaced (uid " + mo.Pods[j].UID + ")"
+				case !mo.Pods[j].Running() || mo.Pods[j].Deleting:
+					what = "stopped (" + mo.Pods[j].Phase + map[bool]string{true: ", being deleted", false: ""}[mo.Pods[j].Deleting] + ")"
+				default:
+					continue
+				}
+				dropped[i] = true
+				out = append(out, Violation{Invariant: PodReplaced, T: s.T, Faults: h.activeFaults(s.T),
+					Objects: []string{"pod " + p.member + "/" + p.key + " (uid " + p.uid + ")", "fleetset " + p.set},
+					Detail: fmt.Sprintf("pod %s in %s %s after %v restored FleetSet %s (Running before it, no operation on it, no fault on %s)",
+						p.key, p.member, what, f.Fault, p.set, p.member)})
+			}
+		}
+		if r != nil {
+			if r.RestoredPods == nil {
+				r.RestoredPods = map[string]int{}
+			}
+			r.RestoredPods[f.Fault.String()] = len(follow) - len(dropped)
 		}
 	}
 	return out

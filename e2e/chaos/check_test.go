@@ -440,3 +440,60 @@ func TestFencedWithoutIsolationCaught(t *testing.T) {
 	// Through Check, with a clean history otherwise.
 	only(t, Check(w.h, Options{Recovery: testOpts.Recovery, ConvergeBound: time.Hour, FenceSlack: time.Hour}), FencedUnisolated)
 }
+
+// TestPodReplacedAfterRestoreCaught: a pod of a FleetSet a hub-restore
+// re-created, replaced after the restore, is caught; one replaced in a
+// member with a fault of its own, or after the restore's window, or of a
+// FleetSet rolling out when the restore began, is not.
+func TestPodReplacedAfterRestoreCaught(t *testing.T) {
+	restore := FaultRecord{Fault: Fault{ID: 1, Kind: HubRestore, Cluster: "hub", Restore: []string{"db"}},
+		Injected: t0.Add(10 * time.Second), Healed: t0.Add(40 * time.Second)}
+	w := newWorld(t, 2)
+	w.h.Faults = []FaultRecord{restore, {Fault: Fault{ID: 2, Kind: MemberKCM, Cluster: "west"}, Injected: t0.Add(20 * time.Second), Healed: t0.Add(25 * time.Second)}}
+	w.run(0, 12)
+	w.hubDown = true // the FleetSet deleted and re-created: the sampler may miss it
+	w.run(12, 15)
+	w.hubDown = false
+	w.run(15, 45)
+	w.pod("east", "db-east-1").UID = "u-new"         // 5 s after the hub is back
+	w.pod("west", "db-west-1000").UID = "u-new-west" // west disturbed since 20 s
+	w.run(45, 80)
+	w.pod("east", "db-east-0").UID = "u-later" // after the window (70 s)
+	w.run(80, 90)
+	var r Result
+	vs := CheckRestores(w.h, testOpts, &r)
+	if len(vs) != 1 {
+		t.Fatalf("%d violations, want 1: %v", len(vs), vs)
+	}
+	v := vs[0]
+	if v.Invariant != PodReplaced || !v.T.Equal(t0.Add(45*time.Second)) || v.Objects[0] != "pod east/ns/db-east-1 (uid u-db-east-1)" || !strings.Contains(v.Detail, "replaced (uid u-new)") {
+		t.Errorf("violation %s", v)
+	}
+	t.Logf("caught: %s", v)
+	// east's other pod followed to the end; east's replaced one and west's
+	// two (disturbed) not.
+	if got := r.RestoredPods[restore.Fault.String()]; got != 1 {
+		t.Errorf("RestoredPods %v, want 1 for %v", r.RestoredPods, restore.Fault)
+	}
+	// Gone, and stopped.
+	w = newWorld(t, 2)
+	w.h.Faults = []FaultRecord{restore}
+	w.run(0, 20)
+	w.pods["east"] = w.pods["east"][1:]
+	w.pod("west", "db-west-1001").Phase = "Succeeded"
+	w.run(20, 30)
+	vs = CheckRestores(w.h, testOpts, nil)
+	if len(vs) != 2 || !strings.Contains(vs[0].Detail+vs[1].Detail, " gone ") || !strings.Contains(vs[0].Detail+vs[1].Detail, "stopped (Succeeded)") {
+		t.Errorf("want db-east-0 gone and db-west-1001 stopped: %v", vs)
+	}
+	// Rolling out when the restore began: not followed.
+	w = newWorld(t, 2)
+	w.h.Faults = []FaultRecord{restore}
+	w.fs.UpdateRevision, w.fs.UpdatedReplicas = "r2", 0
+	w.run(0, 20)
+	w.pod("east", "db-east-1").UID = "u-r2"
+	w.run(20, 30)
+	if vs := CheckRestores(w.h, testOpts, nil); len(vs) != 0 {
+		t.Errorf("a rollout's replacement reported: %v", vs)
+	}
+}

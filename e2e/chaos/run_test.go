@@ -19,6 +19,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -78,7 +79,7 @@ func TestChaos(t *testing.T) {
 		names = append(names, m.Name)
 	}
 	ns := fmt.Sprintf("chaos-%d", seed)
-	cfg := RunConfig(time.Duration(minutes*float64(time.Minute)), maxFaults, names)
+	cfg := RunConfig(time.Duration(minutes*float64(time.Minute)), maxFaults, names, envOr("CHAOS_LATE", "1") != "0")
 	sched := Draw(seed, cfg)
 	t.Logf("seed %d: %d faults and %d operations over %v on %v, at most %d faults at once", seed, len(sched.Faults), len(sched.Ops), cfg.Duration, names, maxFaults)
 	for _, f := range sched.Faults {
@@ -171,6 +172,12 @@ func TestChaos(t *testing.T) {
 				time.Sleep(time.Until(injected.Add(StubPeerLead)))
 			}
 			err = errors.Join(err, act(run, injectCalls))
+			if f.Kind == HubRestore && err == nil {
+				// fleetset-hub is down: restore its FleetSets from a backup.
+				var uids []string
+				uids, err = restoreFleetSets(hub, ns, f.Restore)
+				t.Logf("+%v fault %v: FleetSets re-created with new UIDs %v", time.Since(start).Round(time.Second), f, uids)
+			}
 			mu.Lock()
 			h.Faults[i] = FaultRecord{Fault: f, Injected: injected}
 			if err != nil {
@@ -247,6 +254,9 @@ func TestChaos(t *testing.T) {
 			t.Logf("the fleet's logs: %s/logs.tar.gz", reportDir)
 		}
 	}
+	for f, n := range res.RestoredPods {
+		t.Logf("pod-replaced: %d pods followed through %s", n, f)
+	}
 	t.Logf("report: %s/report.md; %d samples, %d faults (%v), %d operations (%v), %d violations, convergence %v",
 		reportDir, sum.Samples, sum.Faults, sum.FaultsByKind, sum.Ops, sum.OpsByKind, len(sum.Violations), sum.ConvergenceSec)
 	if len(expect) == 0 {
@@ -276,6 +286,49 @@ func TestChaos(t *testing.T) {
 	for i := range StubPeers {
 		_ = hub.Delete(cctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: stubPeerNamespace(i)}})
 	}
+}
+
+// restoreFleetSets restores FleetSets names of namespace ns as a restore
+// of the hub from a backup does (docs/operations.md, "Restoring the hub
+// from a backup"; e2e TestHubRestoreLosesNothing), fleetset-hub being
+// down: each is read and kept as a backup keeps it (metadata name,
+// namespace, labels, annotations — its fleetset.io/identity among them —,
+// finalizers and spec: no uid, resourceVersion, creationTimestamp,
+// generation, managedFields or status), deleted (UID precondition, no
+// cascade: the hub that would cascade is down), and once gone created
+// again from the backup, with a new UID. It returns "old→new" UID pairs
+// and the errors.
+func restoreFleetSets(hub client.Client, ns string, names []string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out []string
+	var errs []error
+	for _, name := range names {
+		got := &fleetv1.FleetSet{}
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, got); err != nil {
+			errs = append(errs, fmt.Errorf("backing up FleetSet %s: %w", name, err))
+			continue
+		}
+		backup := &fleetv1.FleetSet{ObjectMeta: metav1.ObjectMeta{Namespace: got.Namespace, Name: got.Name, Labels: got.Labels,
+			Annotations: got.Annotations, Finalizers: got.Finalizers}, Spec: *got.Spec.DeepCopy()}
+		if err := hub.Delete(ctx, got, client.Preconditions{UID: &got.UID}); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("deleting FleetSet %s: %w", name, err))
+			continue
+		}
+		err := framework.Poll(ctx, 200*time.Millisecond, time.Minute, func(ctx context.Context) (bool, string, error) {
+			err := hub.Get(ctx, client.ObjectKeyFromObject(got), &fleetv1.FleetSet{})
+			return apierrors.IsNotFound(err), errString(err), nil
+		})
+		if err == nil {
+			err = hub.Create(ctx, backup)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("restoring FleetSet %s: %w", name, err))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %s→%s", name, got.UID, backup.UID))
+	}
+	return out, errors.Join(errs...)
 }
 
 // stubPeerNamespace is the hub namespace of stub peer i: the namespace of

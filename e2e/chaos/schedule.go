@@ -66,6 +66,15 @@ const (
 	// counted the stubs as silent peers would see too few confirmations of a
 	// full disruption and fence (fenced-without-isolation).
 	HubStalePeers FaultKind = "hub-stale-peers"
+	// HubRestore: the hub restored from a backup (docs/operations.md,
+	// "Restoring the hub from a backup"): fleetset-hub SIGKILLed, each
+	// FleetSet of Fault.Restore backed up as Velero keeps it (no uid,
+	// resourceVersion, creationTimestamp, generation, managedFields,
+	// status), deleted from the hub (the hub that would cascade is down)
+	// and re-created from the backup with a new UID; fleetset-hub started
+	// after the hold. No pod of a restored FleetSet may stop or be replaced
+	// (pod-replaced).
+	HubRestore FaultKind = "hub-restore"
 )
 
 // StubPeers is how many stub peers a hub-stale-peers fault creates: with
@@ -85,14 +94,14 @@ const ClaimGrowthLead = 6 * time.Second
 
 // FaultKinds are every kind, in report order.
 var FaultKinds = []FaultKind{HubKill, HubPause, HubAPIServer, MemberCut, MemberOCM, MemberScheduler, MemberKCM, MemberBlackhole, MemberFreeze,
-	ClaimGrowthCut, HubStalePeers}
+	ClaimGrowthCut, HubStalePeers, HubRestore}
 
 // mainKinds are the kinds of Draw's first stream; extraKinds those of its
 // extra stream; lateKinds those of its third.
 var (
 	mainKinds  = FaultKinds[:7]
 	extraKinds = []FaultKind{MemberBlackhole, MemberFreeze}
-	lateKinds  = []FaultKind{ClaimGrowthCut, HubStalePeers}
+	lateKinds  = []FaultKind{ClaimGrowthCut, HubStalePeers, HubRestore}
 )
 
 // memberProcs are the processes of a member of the local fleet, in the
@@ -118,7 +127,18 @@ var holds = map[FaultKind][2]time.Duration{
 	// StubPeerLead, then an outage of at least 30 s: the members' heartbeat
 	// timeout (15 s) and their peers' answers fit in it.
 	HubStalePeers: {StubPeerLead + 30*time.Second, StubPeerLead + 60*time.Second},
+	// Long enough to delete and re-create three FleetSets.
+	HubRestore: {20 * time.Second, 40 * time.Second},
 }
+
+// RestoreLead and RestoreQuiet: no operation touches a FleetSet a
+// hub-restore restores from RestoreLead before it to RestoreQuiet after
+// its end (deferOps), so that its pods keep running unchanged
+// (pod-replaced) up to RestoreQuiet after the hub is back.
+const (
+	RestoreLead  = 20 * time.Second
+	RestoreQuiet = 30 * time.Second
+)
 
 // memberScoped: the fault hits one member (Fault.Cluster); the others hit
 // the hub.
@@ -156,11 +176,18 @@ type Fault struct {
 	Cluster string        `json:"cluster"`
 	At      time.Duration `json:"at"`
 	Hold    time.Duration `json:"hold"`
+	// Restore names the FleetSets a hub-restore deletes and re-creates:
+	// those no operation touches from RestoreQuiet before it to
+	// RestoreQuiet after its end.
+	Restore []string `json:"restore,omitempty"`
 }
 
 func (f Fault) end() time.Duration { return f.At + f.Hold }
 
 func (f Fault) String() string {
+	if f.Kind == HubRestore {
+		return fmt.Sprintf("#%d %s %s %v", f.ID, f.Kind, f.Cluster, f.Restore)
+	}
 	return fmt.Sprintf("#%d %s %s", f.ID, f.Kind, f.Cluster)
 }
 
@@ -168,7 +195,7 @@ func (f Fault) String() string {
 // on the same target never overlap.
 func (f Fault) target() string {
 	switch f.Kind {
-	case HubKill, HubPause:
+	case HubKill, HubPause, HubRestore:
 		return "hub/fleetset-hub"
 	case HubAPIServer, HubStalePeers:
 		return "hub/kube-apiserver"
@@ -194,7 +221,9 @@ func (f Fault) Actions() (inject, heal []framework.Action) {
 	}
 	c := f.Cluster
 	switch f.Kind {
-	case HubKill:
+	case HubKill, HubRestore:
+		// A restore's deletions and re-creations are the run's, between
+		// these (run_test.go, restoreFleetSets).
 		return one(framework.OpKill, framework.OpStart, "hub", "fleetset-hub")
 	case HubPause:
 		return one(framework.OpPause, framework.OpResume, "hub", "fleetset-hub")
@@ -232,6 +261,10 @@ func (f Fault) Actions() (inject, heal []framework.Action) {
 // while its component is down — so the run does not draw it.
 func conflicts(a, b Fault) bool {
 	if a.target() == b.target() {
+		return true
+	}
+	// A restore writes to the hub's apiserver.
+	if (a.Kind == HubRestore && b.target() == "hub/kube-apiserver") || (b.Kind == HubRestore && a.target() == "hub/kube-apiserver") {
 		return true
 	}
 	if a.Cluster != b.Cluster || !a.Kind.memberScoped() || !b.Kind.memberScoped() {
@@ -366,14 +399,19 @@ const webFenceGrace = 40
 // 10 s warmup, at most maxFaults faults of the main kinds at once, on
 // members; the FleetSets db (claims), web (failback Manual, a fence of
 // webFenceGrace seconds, edited during cuts) and cache (claims); the extra
-// and late kinds drawn.
-func RunConfig(d time.Duration, maxFaults int, members []string) Config {
-	return Config{Duration: d, Warmup: 10 * time.Second, MaxFaults: maxFaults, Members: members,
+// kinds drawn, and the late kinds if late (CHAOS_LATE, off for
+// chaos-unsafe, whose seed was chosen for one cut of its main kinds).
+func RunConfig(d time.Duration, maxFaults int, members []string, late bool) Config {
+	c := Config{Duration: d, Warmup: 10 * time.Second, MaxFaults: maxFaults, Members: members,
 		FleetSets: []Target{{Name: "db", MinReplicas: 3, MaxReplicas: 9, Claims: true},
 			{Name: "web", MinReplicas: 3, MaxReplicas: 8, Failback: true, FenceGrace: webFenceGrace, TerminationGrace: 0},
 			{Name: "cache", MinReplicas: 2, MaxReplicas: 6, Claims: true}},
 		FaultGap: [2]time.Duration{3 * time.Second, 15 * time.Second}, OpGap: [2]time.Duration{8 * time.Second, 20 * time.Second},
-		ExtraGap: [2]time.Duration{15 * time.Second, 45 * time.Second}, LateGap: [2]time.Duration{30 * time.Second, 90 * time.Second}}
+		ExtraGap: [2]time.Duration{15 * time.Second, 45 * time.Second}}
+	if late {
+		c.LateGap = [2]time.Duration{30 * time.Second, 90 * time.Second}
+	}
+	return c
 }
 
 // Schedule is a run's faults and operations, a pure function of the seed
@@ -530,6 +568,7 @@ func Draw(seed uint64, c Config) Schedule {
 	for i := range s.Ops {
 		s.Ops[i].ID = i + 1
 	}
+	deferOps(&s, c.FleetSets)
 	return s
 }
 
@@ -563,6 +602,37 @@ func fenceEdits(r *rand.Rand, c Config, faults []Fault) []Op {
 		out = append(out, edit, restore)
 	}
 	return out
+}
+
+// deferOps fills each hub-restore's Restore and keeps its window
+// [At−RestoreLead, end+RestoreQuiet] free of operations on what it
+// restores: every FleetSet of targets, but one a claim-growth touches in
+// the window (its time is its fault's); the other operations in the
+// window are deferred to its end, in order. Restores are taken in time
+// order, so an operation deferred into a later one's window is deferred
+// again. The operations are renumbered.
+func deferOps(s *Schedule, targets []Target) {
+	for i, f := range s.Faults {
+		if f.Kind != HubRestore {
+			continue
+		}
+		from, to := f.At-RestoreLead, f.end()+RestoreQuiet
+		in := func(o Op) bool { return o.At >= from && o.At <= to }
+		for _, t := range targets {
+			if !slices.ContainsFunc(s.Ops, func(o Op) bool { return o.FleetSet == t.Name && o.Kind == OpClaimGrowth && in(o) }) {
+				s.Faults[i].Restore = append(s.Faults[i].Restore, t.Name)
+			}
+		}
+		for j, o := range s.Ops {
+			if in(o) && o.Kind != OpClaimGrowth && slices.Contains(s.Faults[i].Restore, o.FleetSet) {
+				s.Ops[j].At = to + 100*time.Millisecond
+			}
+		}
+		slices.SortStableFunc(s.Ops, func(a, b Op) int { return cmp.Compare(a.At, b.At) })
+	}
+	for i := range s.Ops {
+		s.Ops[i].ID = i + 1
+	}
 }
 
 // claimGrowths draws, for each claim-growth-cut fault, the Target (one

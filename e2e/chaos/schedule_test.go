@@ -253,7 +253,8 @@ func TestFenceEditsDuringCuts(t *testing.T) {
 // preceded, ClaimGrowthLead before, by a claim-growth of a Target with
 // claims to its MaxReplicas; at most one late fault is active at a time,
 // none overlaps a conflicting fault, and a stale-peers outage holds past
-// the members' heartbeat timeout.
+// the members' heartbeat timeout. The other operations are the same, but
+// those a hub-restore defers past its window.
 func TestLateFaultsKeepTheSchedule(t *testing.T) {
 	strip := func(s Schedule) ([]Fault, []Op) {
 		var fs []Fault
@@ -272,16 +273,63 @@ func TestLateFaultsKeepTheSchedule(t *testing.T) {
 		}
 		return fs, ops
 	}
+	// sameOps: b is a, but for operations deferred to the end of one of
+	// restores' windows; both in time order.
+	sameOps := func(a, b []Op, restores []Fault) bool {
+		if len(a) != len(b) {
+			return false
+		}
+		key := func(o Op) string {
+			o.At = 0
+			return fmt.Sprint(o) + fmt.Sprint(o.Replicas, o.Version, o.FenceGrace, o.TerminationGrace)
+		}
+		var ka, kb []string
+		for i := range a {
+			ka, kb = append(ka, key(a[i])), append(kb, key(b[i]))
+			if i > 0 && b[i].At < b[i-1].At {
+				return false
+			}
+		}
+		slices.Sort(ka)
+		slices.Sort(kb)
+		if !slices.Equal(ka, kb) {
+			return false
+		}
+		for _, o := range b {
+			if slices.ContainsFunc(a, func(p Op) bool { return p.At == o.At && key(p) == key(o) }) {
+				continue
+			}
+			if !slices.ContainsFunc(restores, func(f Fault) bool { return o.At == f.end()+RestoreQuiet+100*time.Millisecond }) {
+				t.Logf("%v at %v moved, not to the end of a restore's window", o, o.At)
+				return false
+			}
+		}
+		return true
+	}
 	drew := map[FaultKind]int{}
 	for seed := uint64(1); seed <= 30; seed++ {
-		c := RunConfig(6*time.Minute, 2, []string{"east", "west", "north"})
+		c := RunConfig(6*time.Minute, 2, []string{"east", "west", "north"}, true)
 		c.LateGap = [2]time.Duration{}
 		without := Draw(seed, c)
 		c.LateGap = [2]time.Duration{30 * time.Second, 90 * time.Second}
 		with := Draw(seed, c)
 		wf, wo := strip(without)
 		gf, gops := strip(with)
-		if !reflect.DeepEqual(wf, gf) || !reflect.DeepEqual(wo, gops) {
+		var restores []Fault
+		for _, f := range with.Faults {
+			if f.Kind == HubRestore {
+				restores = append(restores, f)
+				if len(f.Restore) == 0 {
+					t.Errorf("seed %d: %v restores nothing", seed, f)
+				}
+				for _, o := range with.Ops {
+					if o.At >= f.At-RestoreLead && o.At <= f.end()+RestoreQuiet && slices.Contains(f.Restore, o.FleetSet) {
+						t.Errorf("seed %d: %v at %v inside the window of %v at %v", seed, o, o.At, f, f.At)
+					}
+				}
+			}
+		}
+		if !reflect.DeepEqual(wf, gf) || !sameOps(wo, gops, restores) {
 			t.Fatalf("seed %d: the late kinds changed the other faults or operations", seed)
 		}
 		var late []Fault
@@ -326,7 +374,7 @@ func TestLateFaultsKeepTheSchedule(t *testing.T) {
 			t.Errorf("seed %d: %d late faults at once", seed, n)
 		}
 	}
-	if drew[ClaimGrowthCut] == 0 || drew[HubStalePeers] == 0 {
+	if drew[ClaimGrowthCut] == 0 || drew[HubStalePeers] == 0 || drew[HubRestore] == 0 {
 		t.Errorf("30 seeds of 6 minutes drew %v", drew)
 	}
 	t.Logf("30 seeds of 6 minutes drew %v", drew)
@@ -345,12 +393,15 @@ func TestLateFaultsKeepTheSchedule(t *testing.T) {
 // TestStalePeersAndClaimGrowthActions: a claim-growth-cut cuts its
 // member's link like a member-cut; a hub-stale-peers stops and starts the
 // hub's kube-apiserver like a hub-apiserver-stop (the stubs are the run's);
+// a hub-restore kills and starts fleetset-hub like a hub-kill (the restore
+// is the run's);
 // the cut and the outage isolate, in FaultKind.Isolates' sense, only the
 // cut.
 func TestStalePeersAndClaimGrowthActions(t *testing.T) {
 	for _, c := range []struct{ late, like Fault }{
 		{Fault{Kind: ClaimGrowthCut, Cluster: "west"}, Fault{Kind: MemberCut, Cluster: "west"}},
 		{Fault{Kind: HubStalePeers, Cluster: "hub"}, Fault{Kind: HubAPIServer, Cluster: "hub"}},
+		{Fault{Kind: HubRestore, Cluster: "hub"}, Fault{Kind: HubKill, Cluster: "hub"}},
 	} {
 		li, lh := c.late.Actions()
 		wi, wh := c.like.Actions()
@@ -361,8 +412,12 @@ func TestStalePeersAndClaimGrowthActions(t *testing.T) {
 			t.Errorf("%v and %v may overlap", c.late, c.like)
 		}
 	}
-	if !ClaimGrowthCut.Isolates() || HubStalePeers.Isolates() || HubAPIServer.Isolates() || HubKill.Isolates() {
+	if !ClaimGrowthCut.Isolates() || HubStalePeers.Isolates() || HubAPIServer.Isolates() || HubKill.Isolates() || HubRestore.Isolates() {
 		t.Error("Isolates: want the cut only")
+	}
+	// A restore writes to the hub's apiserver: never while it is stopped.
+	if !conflicts(Fault{Kind: HubRestore, Cluster: "hub"}, Fault{Kind: HubStalePeers, Cluster: "hub"}) {
+		t.Error("a hub-restore may overlap a hub apiserver outage")
 	}
 	if !conflicts(Fault{Kind: ClaimGrowthCut, Cluster: "east"}, Fault{Kind: MemberScheduler, Cluster: "east"}) {
 		t.Error("a claim-growth-cut may overlap a scheduler kill on its member")
@@ -388,7 +443,7 @@ func TestPlan(t *testing.T) {
 		t.Fatalf("CHAOS_MAX_FAULTS: %q", os.Getenv("CHAOS_MAX_FAULTS"))
 	}
 	members := strings.Fields(cmp.Or(os.Getenv("CHAOS_FLEET_MEMBERS"), "east west north"))
-	s := Draw(seed, RunConfig(time.Duration(minutes*float64(time.Minute)), maxFaults, members))
+	s := Draw(seed, RunConfig(time.Duration(minutes*float64(time.Minute)), maxFaults, members, os.Getenv("CHAOS_LATE") != "0"))
 	kinds := map[FaultKind]int{}
 	for _, f := range s.Faults {
 		kinds[f.Kind]++
