@@ -150,6 +150,21 @@ func (h *History) isolated(cluster string, t time.Time, slack time.Duration) boo
 	return false
 }
 
+// lostToHub reports whether cluster had a fault that cuts it from the hub
+// (a cut of its link, its OCM agents stopped) or restarts its member
+// component active at t or ended less than recovery before t.
+func (h *History) lostToHub(cluster string, t time.Time, recovery time.Duration) bool {
+	for _, f := range h.Faults {
+		if f.Cluster != cluster || !(f.Kind.cutsLink() || f.Kind == MemberOCM || f.Kind == MemberScheduler) || f.Injected.IsZero() || t.Before(f.Injected) {
+			continue
+		}
+		if f.Healed.IsZero() || t.Sub(f.Healed) < recovery {
+			return true
+		}
+	}
+	return false
+}
+
 // CheckFences: a fence record (PlacementObs.FencedEpoch) that appears on a
 // SubsetPlacement, or changes epoch, between two readings of its member is
 // a fence the member decided; it must fall while the member was isolated
@@ -190,9 +205,11 @@ func CheckFences(h *History, o Options) []Violation {
 // rolling out nor any subset of it failed over or moving, keep running
 // with the same UID in every later sample of their member up to
 // RestoreQuiet after the hub came back (the operations on those FleetSets
-// are deferred past that: deferOps). A pod whose member has a fault of its
-// own (active, or ended less than o.Recovery before) is no longer
-// followed. One violation per pod; r.RestoredPods counts the pods followed
+// are deferred past that: deferOps). A pod whose member lost the hub by a
+// fault of its own (a cut, its OCM agents stopped, its fleetset-scheduler
+// killed; active or ended less than o.Recovery before: its pods may be
+// fenced, relocated, failed back) is no longer followed; a kube-controller-
+// manager kill or a freeze replaces no pod, so they do not stop it. One violation per pod; r.RestoredPods counts the pods followed
 // to the end.
 func CheckRestores(h *History, o Options, r *Result) []Violation {
 	var out []Violation
@@ -245,7 +262,7 @@ func CheckRestores(h *History, o Options, r *Result) []Violation {
 				if dropped[i] {
 					continue
 				}
-				if h.disturbed(p.member, s.T, o.Recovery) {
+				if h.lostToHub(p.member, s.T, o.Recovery) {
 					dropped[i] = true
 					continue
 				}

@@ -449,14 +449,15 @@ func TestPodReplacedAfterRestoreCaught(t *testing.T) {
 	restore := FaultRecord{Fault: Fault{ID: 1, Kind: HubRestore, Cluster: "hub", Restore: []string{"db"}},
 		Injected: t0.Add(10 * time.Second), Healed: t0.Add(40 * time.Second)}
 	w := newWorld(t, 2)
-	w.h.Faults = []FaultRecord{restore, {Fault: Fault{ID: 2, Kind: MemberKCM, Cluster: "west"}, Injected: t0.Add(20 * time.Second), Healed: t0.Add(25 * time.Second)}}
+	w.h.Faults = []FaultRecord{restore, {Fault: Fault{ID: 2, Kind: MemberOCM, Cluster: "west"}, Injected: t0.Add(20 * time.Second), Healed: t0.Add(25 * time.Second)},
+		{Fault: Fault{ID: 3, Kind: MemberFreeze, Cluster: "east"}, Injected: t0.Add(20 * time.Second), Healed: t0.Add(25 * time.Second)}}
 	w.run(0, 12)
 	w.hubDown = true // the FleetSet deleted and re-created: the sampler may miss it
 	w.run(12, 15)
 	w.hubDown = false
 	w.run(15, 45)
 	w.pod("east", "db-east-1").UID = "u-new"         // 5 s after the hub is back
-	w.pod("west", "db-west-1000").UID = "u-new-west" // west disturbed since 20 s
+	w.pod("west", "db-west-1000").UID = "u-new-west" // west lost the hub at 20 s (its OCM agents); east's freeze does not count
 	w.run(45, 80)
 	w.pod("east", "db-east-0").UID = "u-later" // after the window (70 s)
 	w.run(80, 90)
