@@ -200,8 +200,9 @@ func CheckFences(h *History, o Options) []Violation {
 }
 
 // CheckRestores: for each hub-restore fault, the pods of the FleetSets it
-// restored (Fault.Restore) that were Running and Ready in the last sample
-// before it, where the hub's status put their subset, the FleetSet neither
+// restored (Fault.Restore) that were Running and Ready in their member's
+// last reading before it (at most o.FenceSlack before: a frozen member's
+// older one), where the hub's last status before it put their subset, the FleetSet neither
 // rolling out nor any subset of it failed over or moving, keep running
 // with the same UID in every later sample of their member up to
 // RestoreQuiet after the hub came back (the operations on those FleetSets
@@ -217,32 +218,52 @@ func CheckRestores(h *History, o Options, r *Result) []Violation {
 		if f.Kind != HubRestore || f.Injected.IsZero() {
 			continue
 		}
+		// The hub's last answer before the restore, and each member's last
+		// reading (a frozen member is read again after): at most
+		// o.FenceSlack before it.
 		var before *Sample
+		read := map[string]MemberObs{}
 		for i := range h.Samples {
-			if s := &h.Samples[i]; !s.T.After(f.Injected) && s.Hub != nil {
+			s := &h.Samples[i]
+			if s.T.After(f.Injected) {
+				break
+			}
+			if f.Injected.Sub(s.T) > o.FenceSlack {
+				continue
+			}
+			if s.Hub != nil {
 				before = s
+			}
+			for m, mo := range s.Members {
+				if mo.Err == "" {
+					read[m] = mo
+				}
 			}
 		}
 		if before == nil {
 			continue
 		}
+		members := make([]string, 0, len(read))
+		for m := range read {
+			members = append(members, m)
+		}
+		sort.Strings(members)
 		type pod struct{ member, key, uid, set string }
 		var follow []pod
 		for _, fs := range before.Hub.FleetSets {
 			if !slices.Contains(f.Restore, fs.Name) || fs.Deleted || fs.rollingOut() {
 				continue
 			}
-			stable := true
+			// Subsets failed over, failing over or moving: their pods may
+			// move; the others' stay where they are.
 			at := map[string]string{}
 			for _, ss := range fs.Subsets {
-				stable = stable && ss.Failover == ""
-				at[ss.Name] = ss.Cluster
+				if ss.Failover == "" {
+					at[ss.Name] = ss.Cluster
+				}
 			}
-			if !stable {
-				continue
-			}
-			for _, m := range sortedMembers(*before) {
-				for _, p := range before.Members[m].Pods {
+			for _, m := range members {
+				for _, p := range read[m].Pods {
 					if p.Namespace == fs.Namespace && p.Set == fs.Name && at[p.Subset] == m && p.Available() {
 						follow = append(follow, pod{m, p.Namespace + "/" + p.Name, p.UID, fs.key()})
 					}
@@ -255,7 +276,7 @@ func CheckRestores(h *History, o Options, r *Result) []Violation {
 		}
 		dropped := map[int]bool{}
 		for _, s := range h.Samples {
-			if !s.T.After(before.T) || (!end.IsZero() && s.T.After(end)) {
+			if !s.T.After(f.Injected) || (!end.IsZero() && s.T.After(end)) {
 				continue
 			}
 			for i, p := range follow {
@@ -285,7 +306,7 @@ func CheckRestores(h *History, o Options, r *Result) []Violation {
 				dropped[i] = true
 				out = append(out, Violation{Invariant: PodReplaced, T: s.T, Faults: h.activeFaults(s.T),
 					Objects: []string{"pod " + p.member + "/" + p.key + " (uid " + p.uid + ")", "fleetset " + p.set},
-					Detail: fmt.Sprintf("pod %s in %s %s after %v restored FleetSet %s (Running before it, no operation on it, no fault on %s)",
+					Detail: fmt.Sprintf("pod %s in %s %s after %v restored FleetSet %s (Running before it, no operation on it, %s not cut from the hub by a fault)",
 						p.key, p.member, what, f.Fault, p.set, p.member)})
 			}
 		}

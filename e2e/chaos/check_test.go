@@ -476,10 +476,12 @@ func TestPodReplacedAfterRestoreCaught(t *testing.T) {
 	if got := r.RestoredPods[restore.Fault.String()]; got != 1 {
 		t.Errorf("RestoredPods %v, want 1 for %v", r.RestoredPods, restore.Fault)
 	}
-	// Gone, and stopped.
+	// Gone, and stopped; east unreadable (frozen) in the last sample
+	// before the restore: its reading before that counts.
 	w = newWorld(t, 2)
 	w.h.Faults = []FaultRecord{restore}
 	w.run(0, 20)
+	w.h.Samples[10].Members["east"] = MemberObs{Err: "frozen"}
 	w.pods["east"] = w.pods["east"][1:]
 	w.pod("west", "db-west-1001").Phase = "Succeeded"
 	w.run(20, 30)
