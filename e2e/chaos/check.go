@@ -21,10 +21,21 @@ const (
 	WrongZone    Invariant = "wrong-zone"
 	RolloutUnav  Invariant = "rollout-unavailability"
 	NotConverged Invariant = "not-converged"
+	// FencedUnisolated: a member recorded a fence (a SubsetPlacement's
+	// fleetset.io/fenced-epoch set or changed) while no fault that may
+	// isolate it (FaultKind.Isolates) was active on it or ended less than
+	// Options.FenceSlack before. A hub outage, stale peers or not, fences
+	// nothing (docs/failover.md: the members hold during a full
+	// disruption).
+	FencedUnisolated Invariant = "fenced-without-isolation"
+	// PodReplaced: a pod of a FleetSet a hub-restore re-created with a new
+	// UID stopped or was replaced between the restore and RestoreQuiet
+	// after the hub was back (CheckRestores).
+	PodReplaced Invariant = "pod-replaced"
 )
 
 // Invariants are every invariant, in report order.
-var Invariants = []Invariant{DualRunning, PVCDeleted, WrongZone, RolloutUnav, NotConverged}
+var Invariants = []Invariant{DualRunning, PVCDeleted, WrongZone, RolloutUnav, NotConverged, FencedUnisolated, PodReplaced}
 
 // Violation is one broken invariant: when, the faults active then, the
 // objects involved.
@@ -54,10 +65,15 @@ type Options struct {
 	// ConvergeBound: every FleetSet must converge within it of the last
 	// fault's end or the last operation, whichever is later.
 	ConvergeBound time.Duration `json:"convergeBound"`
+	// FenceSlack: a fence record first seen less than FenceSlack after an
+	// isolating fault on its member ended is the fault's (the member
+	// unreadable while frozen, a record written as the link came back).
+	FenceSlack time.Duration `json:"fenceSlack"`
 }
 
-// DefaultOptions: 2 minutes of recovery, 5 minutes to converge.
-var DefaultOptions = Options{Recovery: 2 * time.Minute, ConvergeBound: 5 * time.Minute}
+// DefaultOptions: 2 minutes of recovery, 5 minutes to converge, 30
+// seconds of fence slack (two heartbeat timeouts of the local fleet).
+var DefaultOptions = Options{Recovery: 2 * time.Minute, ConvergeBound: 5 * time.Minute, FenceSlack: 30 * time.Second}
 
 // Result is what Check found.
 type Result struct {
@@ -73,6 +89,9 @@ type Result struct {
 	RolloutSamples         map[string]int `json:"rolloutSamples"`
 	PeakRolloutUnavailable map[string]int `json:"peakRolloutUnavailable"`
 	PeakFaultUnavailable   map[string]int `json:"peakFaultUnavailable"`
+	// RestoredPods counts, per hub-restore fault (its String), the pods
+	// CheckRestores followed through it to the end of its window.
+	RestoredPods map[string]int `json:"restoredPods,omitempty"`
 }
 
 // Check runs every checker over h.
@@ -83,6 +102,8 @@ func Check(h *History, o Options) Result {
 	r.Violations = append(r.Violations, CheckPVCs(h)...)
 	r.Violations = append(r.Violations, CheckZones(h)...)
 	r.Violations = append(r.Violations, CheckRollout(h, o, &r)...)
+	r.Violations = append(r.Violations, CheckFences(h, o)...)
+	r.Violations = append(r.Violations, CheckRestores(h, o, &r)...)
 	conv, quiet, vs := CheckConvergence(h, o)
 	r.Violations = append(r.Violations, vs...)
 	r.Convergence, r.Quiet = conv, quiet
@@ -113,6 +134,190 @@ func (h *History) disturbed(cluster string, t time.Time, recovery time.Duration)
 		}
 	}
 	return false
+}
+
+// isolated reports whether cluster had a fault that may isolate it
+// (FaultKind.Isolates) active at t or ended less than slack before t.
+func (h *History) isolated(cluster string, t time.Time, slack time.Duration) bool {
+	for _, f := range h.Faults {
+		if f.Cluster != cluster || !f.Kind.Isolates() || f.Injected.IsZero() || t.Before(f.Injected) {
+			continue
+		}
+		if f.Healed.IsZero() || t.Sub(f.Healed) < slack {
+			return true
+		}
+	}
+	return false
+}
+
+// lostToHub reports whether cluster had a fault that cuts it from the hub
+// (a cut of its link, its OCM agents stopped) or restarts its member
+// component active at t or ended less than recovery before t.
+func (h *History) lostToHub(cluster string, t time.Time, recovery time.Duration) bool {
+	for _, f := range h.Faults {
+		if f.Cluster != cluster || !(f.Kind.cutsLink() || f.Kind == MemberOCM || f.Kind == MemberScheduler) || f.Injected.IsZero() || t.Before(f.Injected) {
+			continue
+		}
+		if f.Healed.IsZero() || t.Sub(f.Healed) < recovery {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckFences: a fence record (PlacementObs.FencedEpoch) that appears on a
+// SubsetPlacement, or changes epoch, between two readings of its member is
+// a fence the member decided; it must fall while the member was isolated
+// (History.isolated, o.FenceSlack). A record present at the member's first
+// reading counts as appearing then. One violation per record seen.
+func CheckFences(h *History, o Options) []Violation {
+	var out []Violation
+	last := map[string]*int64{} // cluster/ns/placement → record at the member's last reading
+	for _, s := range h.Samples {
+		for _, m := range sortedMembers(s) {
+			mo := s.Members[m]
+			if mo.Err != "" {
+				continue
+			}
+			for _, pl := range mo.Placements {
+				k := m + "/" + pl.Namespace + "/" + pl.Name
+				was := last[k]
+				last[k] = pl.FencedEpoch
+				if pl.FencedEpoch == nil || (was != nil && *was == *pl.FencedEpoch) {
+					continue
+				}
+				if h.isolated(m, s.T, o.FenceSlack) {
+					continue
+				}
+				out = append(out, Violation{Invariant: FencedUnisolated, T: s.T, Faults: h.activeFaults(s.T),
+					Objects: []string{"subsetplacement " + k, "member " + m},
+					Detail: fmt.Sprintf("member %s fenced SubsetPlacement %s/%s at epoch %d (spec.fencing.epoch %d) while no fault isolated it (none active or ended less than %v before)",
+						m, pl.Namespace, pl.Name, *pl.FencedEpoch, pl.Epoch, o.FenceSlack)})
+			}
+		}
+	}
+	return out
+}
+
+// CheckRestores: for each hub-restore fault, the pods of the FleetSets it
+// restored (Fault.Restore) that were Running and Ready in their member's
+// last reading before it (at most o.FenceSlack before: a frozen member's
+// older one), where the hub's last status before it put their subset, the FleetSet neither
+// rolling out nor any subset of it failed over or moving, keep running
+// with the same UID in every later sample of their member up to
+// RestoreQuiet after the hub came back (the operations on those FleetSets
+// are deferred past that: deferOps). A pod whose member lost the hub by a
+// fault of its own (a cut, its OCM agents stopped, its fleetset-scheduler
+// killed; active or ended less than o.Recovery before: its pods may be
+// fenced, relocated, failed back) is no longer followed; a kube-controller-
+// manager kill or a freeze replaces no pod, so they do not stop it. One violation per pod; r.RestoredPods counts the pods followed
+// to the end.
+func CheckRestores(h *History, o Options, r *Result) []Violation {
+	var out []Violation
+	for _, f := range h.Faults {
+		if f.Kind != HubRestore || f.Injected.IsZero() {
+			continue
+		}
+		// The hub's last answer before the restore, and each member's last
+		// reading (a frozen member is read again after): at most
+		// o.FenceSlack before it.
+		var before *Sample
+		read := map[string]MemberObs{}
+		for i := range h.Samples {
+			s := &h.Samples[i]
+			if s.T.After(f.Injected) {
+				break
+			}
+			if f.Injected.Sub(s.T) > o.FenceSlack {
+				continue
+			}
+			if s.Hub != nil {
+				before = s
+			}
+			for m, mo := range s.Members {
+				if mo.Err == "" {
+					read[m] = mo
+				}
+			}
+		}
+		if before == nil {
+			continue
+		}
+		members := make([]string, 0, len(read))
+		for m := range read {
+			members = append(members, m)
+		}
+		sort.Strings(members)
+		type pod struct{ member, key, uid, set string }
+		var follow []pod
+		for _, fs := range before.Hub.FleetSets {
+			if !slices.Contains(f.Restore, fs.Name) || fs.Deleted || fs.rollingOut() {
+				continue
+			}
+			// Subsets failed over, failing over or moving: their pods may
+			// move; the others' stay where they are.
+			at := map[string]string{}
+			for _, ss := range fs.Subsets {
+				if ss.Failover == "" {
+					at[ss.Name] = ss.Cluster
+				}
+			}
+			for _, m := range members {
+				for _, p := range read[m].Pods {
+					if p.Namespace == fs.Namespace && p.Set == fs.Name && at[p.Subset] == m && p.Available() {
+						follow = append(follow, pod{m, p.Namespace + "/" + p.Name, p.UID, fs.key()})
+					}
+				}
+			}
+		}
+		end := time.Time{}
+		if !f.Healed.IsZero() {
+			end = f.Healed.Add(RestoreQuiet)
+		}
+		dropped := map[int]bool{}
+		for _, s := range h.Samples {
+			if !s.T.After(f.Injected) || (!end.IsZero() && s.T.After(end)) {
+				continue
+			}
+			for i, p := range follow {
+				if dropped[i] {
+					continue
+				}
+				if h.lostToHub(p.member, s.T, o.Recovery) {
+					dropped[i] = true
+					continue
+				}
+				mo := s.Members[p.member]
+				if mo.Err != "" {
+					continue
+				}
+				var what string
+				j := slices.IndexFunc(mo.Pods, func(q PodObs) bool { return q.Namespace+"/"+q.Name == p.key })
+				switch {
+				case j < 0:
+					what = "gone"
+				case mo.Pods[j].UID != p.uid:
+					what = "replaced (uid " + mo.Pods[j].UID + ")"
+				case !mo.Pods[j].Running() || mo.Pods[j].Deleting:
+					what = "stopped (" + mo.Pods[j].Phase + map[bool]string{true: ", being deleted", false: ""}[mo.Pods[j].Deleting] + ")"
+				default:
+					continue
+				}
+				dropped[i] = true
+				out = append(out, Violation{Invariant: PodReplaced, T: s.T, Faults: h.activeFaults(s.T),
+					Objects: []string{"pod " + p.member + "/" + p.key + " (uid " + p.uid + ")", "fleetset " + p.set},
+					Detail: fmt.Sprintf("pod %s in %s %s after %v restored FleetSet %s (Running before it, no operation on it, %s not cut from the hub by a fault)",
+						p.key, p.member, what, f.Fault, p.set, p.member)})
+			}
+		}
+		if r != nil {
+			if r.RestoredPods == nil {
+				r.RestoredPods = map[string]int{}
+			}
+			r.RestoredPods[f.Fault.String()] = len(follow) - len(dropped)
+		}
+	}
+	return out
 }
 
 func sortedMembers(s Sample) []string {

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,13 +37,14 @@ type world struct {
 	fs      FleetSetObs
 	pods    map[string][]PodObs // member → pods
 	pvcs    map[string][]PVCObs
-	sts     map[string]int32 // member → spec.replicas of its StatefulSet
+	sts     map[string]int32  // member → spec.replicas of its StatefulSet
+	fenced  map[string]*int64 // member → the fence record of its placement
 	hubDown bool
 }
 
 func newWorld(t *testing.T, perSubset int32) *world {
 	w := &world{t: t, h: &History{Start: t0, FleetSets: []FleetSetInfo{{Namespace: "ns", Name: "db", Claims: []string{"data"}}}},
-		pods: map[string][]PodObs{}, pvcs: map[string][]PVCObs{}, sts: map[string]int32{}}
+		pods: map[string][]PodObs{}, pvcs: map[string][]PVCObs{}, sts: map[string]int32{}, fenced: map[string]*int64{}}
 	w.fs = FleetSetObs{Namespace: "ns", Name: "db", Generation: 1, ObservedGeneration: 1, Replicas: 2 * perSubset,
 		ReadyReplicas: 2 * perSubset, UpdatedReplicas: 2 * perSubset, UpdateRevision: "r1", CurrentRevision: "r1", MaxUnavailable: 1,
 		Relocate: true, FailbackAutomatic: true}
@@ -78,7 +80,7 @@ func (w *world) sample(n int) {
 	for _, m := range []string{"east", "west"} {
 		mo := MemberObs{Pods: append([]PodObs(nil), w.pods[m]...), PVCs: append([]PVCObs(nil), w.pvcs[m]...)}
 		mo.Placements = append(mo.Placements, PlacementObs{Namespace: "ns", Name: "db-" + m, Set: "db", Subset: m,
-			OrdinalStart: w.fs.Subsets[map[string]int{"east": 0, "west": 1}[m]].OrdinalStart, Domains: zones})
+			OrdinalStart: w.fs.Subsets[map[string]int{"east": 0, "west": 1}[m]].OrdinalStart, Domains: zones, FencedEpoch: w.fenced[m]})
 		mo.StatefulSets = []StatefulSetObs{{Namespace: "ns", Name: "db-" + m, Replicas: w.sts[m]}}
 		s.Members[m] = mo
 	}
@@ -113,7 +115,7 @@ func only(t *testing.T, r Result, want Invariant) Violation {
 	return got[0]
 }
 
-var testOpts = Options{Recovery: 30 * time.Second, ConvergeBound: time.Minute}
+var testOpts = Options{Recovery: 30 * time.Second, ConvergeBound: time.Minute, FenceSlack: 30 * time.Second}
 
 func TestCleanHistory(t *testing.T) {
 	w := newWorld(t, 4)
@@ -374,4 +376,127 @@ func TestNotConvergedCaught(t *testing.T) {
 	w.fs.Subsets[1].Domains = map[string]int{"zone-a": 3}
 	w.run(0, 90)
 	only(t, Check(w.h, testOpts), NotConverged)
+}
+
+// TestPVCDeletedCaughtForClaimsCreatedMidRun: a claim first seen after the
+// run started (a scale-up before a cut: claim-growth-cut) is tracked like
+// the first ones: deleted during the cut, it is caught.
+func TestPVCDeletedCaughtForClaimsCreatedMidRun(t *testing.T) {
+	w := newWorld(t, 2)
+	w.run(0, 10)
+	w.pvcs["west"] = append(w.pvcs["west"], PVCObs{Namespace: "ns", Name: "data-db-west-1002", UID: "c-grown"})
+	w.run(10, 15)
+	w.h.Faults = []FaultRecord{{Fault: Fault{ID: 1, Kind: ClaimGrowthCut, Cluster: "west"}, Injected: t0.Add(15 * time.Second), Healed: t0.Add(32 * time.Second)}}
+	w.run(15, 30)
+	w.pvcs["west"] = w.pvcs["west"][:2]
+	w.run(30, 40)
+	v := only(t, Check(w.h, testOpts), PVCDeleted)
+	if !strings.Contains(v.Objects[0], "data-db-west-1002 (uid c-grown)") || !v.T.Equal(t0.Add(30*time.Second)) ||
+		len(v.Faults) != 1 || v.Faults[0] != "#1 claim-growth-cut west" {
+		t.Errorf("violation %s", v)
+	}
+}
+
+// TestFencedWithoutIsolationCaught: a member that records a fence during a
+// hub outage (stale peers counted as silent) is caught once per record;
+// fences during or shortly after a fault that isolates the member are
+// not; a record changing epoch is a new fence.
+func TestFencedWithoutIsolationCaught(t *testing.T) {
+	epoch := func(e int64) *int64 { return &e }
+	w := newWorld(t, 2)
+	w.h.Faults = []FaultRecord{
+		{Fault: Fault{ID: 1, Kind: HubStalePeers, Cluster: "hub"}, Injected: t0.Add(10 * time.Second), Healed: t0.Add(50 * time.Second)},
+		{Fault: Fault{ID: 2, Kind: MemberCut, Cluster: "west"}, Injected: t0.Add(20 * time.Second), Healed: t0.Add(40 * time.Second)},
+	}
+	w.run(0, 25)
+	w.fenced["east"] = epoch(0) // east fenced during the hub outage: caught
+	w.fenced["west"] = epoch(0) // west, cut: its own fault's
+	w.run(25, 30)
+	// east unreadable a while, read again with the same record: nothing new.
+	w.sample(30)
+	w.h.Samples[len(w.h.Samples)-1].Members["east"] = MemberObs{Err: "timeout"}
+	w.run(31, 45)
+	w.fenced["west"] = nil // lifted after the heal
+	w.run(45, 60)
+	w.fenced["west"] = epoch(0) // again, 25 s after the heal: within FenceSlack
+	w.run(60, 70)
+	w.fenced["west"] = nil
+	w.run(70, 75)
+	w.fenced["west"] = epoch(1) // 35 s after: caught
+	w.run(75, 80)
+	vs := CheckFences(w.h, testOpts)
+	if len(vs) != 2 {
+		t.Fatalf("%d violations, want 2: %v", len(vs), vs)
+	}
+	if v := vs[0]; !v.T.Equal(t0.Add(25*time.Second)) || v.Objects[0] != "subsetplacement east/ns/db-east" || !slices.Contains(v.Faults, "#1 hub-stale-peers hub") {
+		t.Errorf("first: %s", v)
+	}
+	if v := vs[1]; !v.T.Equal(t0.Add(75*time.Second)) || v.Objects[0] != "subsetplacement west/ns/db-west" || !strings.Contains(v.Detail, "epoch 1") {
+		t.Errorf("second: %s", v)
+	}
+	for _, v := range vs {
+		t.Logf("caught: %s", v)
+	}
+	// Through Check, with a clean history otherwise.
+	only(t, Check(w.h, Options{Recovery: testOpts.Recovery, ConvergeBound: time.Hour, FenceSlack: time.Hour}), FencedUnisolated)
+}
+
+// TestPodReplacedAfterRestoreCaught: a pod of a FleetSet a hub-restore
+// re-created, replaced after the restore, is caught; one replaced in a
+// member with a fault of its own, or after the restore's window, or of a
+// FleetSet rolling out when the restore began, is not.
+func TestPodReplacedAfterRestoreCaught(t *testing.T) {
+	restore := FaultRecord{Fault: Fault{ID: 1, Kind: HubRestore, Cluster: "hub", Restore: []string{"db"}},
+		Injected: t0.Add(10 * time.Second), Healed: t0.Add(40 * time.Second)}
+	w := newWorld(t, 2)
+	w.h.Faults = []FaultRecord{restore, {Fault: Fault{ID: 2, Kind: MemberOCM, Cluster: "west"}, Injected: t0.Add(20 * time.Second), Healed: t0.Add(25 * time.Second)},
+		{Fault: Fault{ID: 3, Kind: MemberFreeze, Cluster: "east"}, Injected: t0.Add(20 * time.Second), Healed: t0.Add(25 * time.Second)}}
+	w.run(0, 12)
+	w.hubDown = true // the FleetSet deleted and re-created: the sampler may miss it
+	w.run(12, 15)
+	w.hubDown = false
+	w.run(15, 45)
+	w.pod("east", "db-east-1").UID = "u-new"         // 5 s after the hub is back
+	w.pod("west", "db-west-1000").UID = "u-new-west" // west lost the hub at 20 s (its OCM agents); east's freeze does not count
+	w.run(45, 80)
+	w.pod("east", "db-east-0").UID = "u-later" // after the window (70 s)
+	w.run(80, 90)
+	var r Result
+	vs := CheckRestores(w.h, testOpts, &r)
+	if len(vs) != 1 {
+		t.Fatalf("%d violations, want 1: %v", len(vs), vs)
+	}
+	v := vs[0]
+	if v.Invariant != PodReplaced || !v.T.Equal(t0.Add(45*time.Second)) || v.Objects[0] != "pod east/ns/db-east-1 (uid u-db-east-1)" || !strings.Contains(v.Detail, "replaced (uid u-new)") {
+		t.Errorf("violation %s", v)
+	}
+	t.Logf("caught: %s", v)
+	// east's other pod followed to the end; east's replaced one and west's
+	// two (disturbed) not.
+	if got := r.RestoredPods[restore.Fault.String()]; got != 1 {
+		t.Errorf("RestoredPods %v, want 1 for %v", r.RestoredPods, restore.Fault)
+	}
+	// Gone, and stopped; east unreadable (frozen) in the last sample
+	// before the restore: its reading before that counts.
+	w = newWorld(t, 2)
+	w.h.Faults = []FaultRecord{restore}
+	w.run(0, 20)
+	w.h.Samples[10].Members["east"] = MemberObs{Err: "frozen"}
+	w.pods["east"] = w.pods["east"][1:]
+	w.pod("west", "db-west-1001").Phase = "Succeeded"
+	w.run(20, 30)
+	vs = CheckRestores(w.h, testOpts, nil)
+	if len(vs) != 2 || !strings.Contains(vs[0].Detail+vs[1].Detail, " gone ") || !strings.Contains(vs[0].Detail+vs[1].Detail, "stopped (Succeeded)") {
+		t.Errorf("want db-east-0 gone and db-west-1001 stopped: %v", vs)
+	}
+	// Rolling out when the restore began: not followed.
+	w = newWorld(t, 2)
+	w.h.Faults = []FaultRecord{restore}
+	w.fs.UpdateRevision, w.fs.UpdatedReplicas = "r2", 0
+	w.run(0, 20)
+	w.pod("east", "db-east-1").UID = "u-r2"
+	w.run(20, 30)
+	if vs := CheckRestores(w.h, testOpts, nil); len(vs) != 0 {
+		t.Errorf("a rollout's replacement reported: %v", vs)
+	}
 }

@@ -11,7 +11,11 @@
 //   - at most maxUnavailable instances made unavailable during a rollout,
 //     outside what the active faults took down (counted apart);
 //   - after the last fault and operation, every FleetSet converges within a
-//     stated bound.
+//     stated bound;
+//   - no member fences unless a fault isolated it (a hub outage, stale
+//     peers or not, fences nothing);
+//   - a hub restored from a backup (new FleetSet UIDs) stops or replaces
+//     no pod.
 //
 // The checkers are pure functions of a History, unit-tested with recorded
 // histories in `go test ./...`; the run itself is TestChaos, behind the

@@ -4,6 +4,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,7 +17,9 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -76,14 +79,7 @@ func TestChaos(t *testing.T) {
 		names = append(names, m.Name)
 	}
 	ns := fmt.Sprintf("chaos-%d", seed)
-	// web's fence is edited during cuts (fence-edit, fence-restore).
-	targets := []Target{{Name: "db", MinReplicas: 3, MaxReplicas: 9},
-		{Name: "web", MinReplicas: 3, MaxReplicas: 8, Failback: true, FenceGrace: webFenceGrace, TerminationGrace: 0},
-		{Name: "cache", MinReplicas: 2, MaxReplicas: 6}}
-	cfg := Config{Duration: time.Duration(minutes * float64(time.Minute)), Warmup: 10 * time.Second, MaxFaults: maxFaults,
-		Members: names, FleetSets: targets,
-		FaultGap: [2]time.Duration{3 * time.Second, 15 * time.Second}, OpGap: [2]time.Duration{8 * time.Second, 20 * time.Second},
-		ExtraGap: [2]time.Duration{15 * time.Second, 45 * time.Second}}
+	cfg := RunConfig(time.Duration(minutes*float64(time.Minute)), maxFaults, names, envOr("CHAOS_LATE", "1") != "0")
 	sched := Draw(seed, cfg)
 	t.Logf("seed %d: %d faults and %d operations over %v on %v, at most %d faults at once", seed, len(sched.Faults), len(sched.Ops), cfg.Duration, names, maxFaults)
 	for _, f := range sched.Faults {
@@ -169,7 +165,19 @@ func TestChaos(t *testing.T) {
 			time.Sleep(time.Until(start.Add(f.At)))
 			injected := time.Now()
 			injectCalls, healCalls := f.Actions()
-			err := act(run, injectCalls)
+			var err error
+			if f.Kind == HubStalePeers {
+				// The stubs first, then the outage StubPeerLead later.
+				err = stubPeers(hub, true)
+				time.Sleep(time.Until(injected.Add(StubPeerLead)))
+			}
+			err = errors.Join(err, act(run, injectCalls))
+			if f.Kind == HubRestore && err == nil {
+				// fleetset-hub is down: restore its FleetSets from a backup.
+				var uids []string
+				uids, err = restoreFleetSets(hub, ns, f.Restore)
+				t.Logf("+%v fault %v: FleetSets re-created with new UIDs %v", time.Since(start).Round(time.Second), f, uids)
+			}
 			mu.Lock()
 			h.Faults[i] = FaultRecord{Fault: f, Injected: injected}
 			if err != nil {
@@ -178,6 +186,9 @@ func TestChaos(t *testing.T) {
 			mu.Unlock()
 			time.Sleep(time.Until(injected.Add(f.Hold)))
 			herr := act(run, healCalls)
+			if f.Kind == HubStalePeers {
+				herr = errors.Join(herr, stubPeers(hub, false))
+			}
 			mu.Lock()
 			h.Faults[i].Healed = time.Now()
 			if herr != nil {
@@ -243,6 +254,9 @@ func TestChaos(t *testing.T) {
 			t.Logf("the fleet's logs: %s/logs.tar.gz", reportDir)
 		}
 	}
+	for f, n := range res.RestoredPods {
+		t.Logf("pod-replaced: %d pods followed through %s", n, f)
+	}
 	t.Logf("report: %s/report.md; %d samples, %d faults (%v), %d operations (%v), %d violations, convergence %v",
 		reportDir, sum.Samples, sum.Faults, sum.FaultsByKind, sum.Ops, sum.OpsByKind, len(sum.Violations), sum.ConvergenceSec)
 	if len(expect) == 0 {
@@ -269,6 +283,104 @@ func TestChaos(t *testing.T) {
 	cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_ = hub.DeleteAllOf(cctx, &fleetv1.FleetSet{}, client.InNamespace(ns))
+	for i := range StubPeers {
+		_ = hub.Delete(cctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: stubPeerNamespace(i)}})
+	}
+}
+
+// restoreFleetSets restores FleetSets names of namespace ns as a restore
+// of the hub from a backup does (docs/operations.md, "Restoring the hub
+// from a backup"; e2e TestHubRestoreLosesNothing), fleetset-hub being
+// down: each is read and kept as a backup keeps it (metadata name,
+// namespace, labels, annotations — its fleetset.io/identity among them —,
+// finalizers and spec: no uid, resourceVersion, creationTimestamp,
+// generation, managedFields or status), deleted (UID precondition, no
+// cascade: the hub that would cascade is down), and once gone created
+// again from the backup, with a new UID. It returns "old→new" UID pairs
+// and the errors.
+func restoreFleetSets(hub client.Client, ns string, names []string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out []string
+	var errs []error
+	for _, name := range names {
+		got := &fleetv1.FleetSet{}
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, got); err != nil {
+			errs = append(errs, fmt.Errorf("backing up FleetSet %s: %w", name, err))
+			continue
+		}
+		backup := &fleetv1.FleetSet{ObjectMeta: metav1.ObjectMeta{Namespace: got.Namespace, Name: got.Name, Labels: got.Labels,
+			Annotations: got.Annotations, Finalizers: got.Finalizers}, Spec: *got.Spec.DeepCopy()}
+		if err := hub.Delete(ctx, got, client.Preconditions{UID: &got.UID}); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("deleting FleetSet %s: %w", name, err))
+			continue
+		}
+		err := framework.Poll(ctx, 200*time.Millisecond, time.Minute, func(ctx context.Context) (bool, string, error) {
+			err := hub.Get(ctx, client.ObjectKeyFromObject(got), &fleetv1.FleetSet{})
+			return apierrors.IsNotFound(err), errString(err), nil
+		})
+		if err == nil {
+			err = hub.Create(ctx, backup)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("restoring FleetSet %s: %w", name, err))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %s→%s", name, got.UID, backup.UID))
+	}
+	return out, errors.Join(errs...)
+}
+
+// stubPeerNamespace is the hub namespace of stub peer i: the namespace of
+// a cluster that has no ManagedCluster.
+func stubPeerNamespace(i int) string { return fmt.Sprintf("fleetset-stub-peer-%d", i) }
+
+// stubPeers creates (create) or deletes the heartbeat Leases of StubPeers
+// clusters that are no members, as a departed cluster's component would
+// leave them: label fleetset.io/member-heartbeat, a fresh renewTime and a
+// peer URL nothing answers on (127.0.0.1:1). The hub must delete them and
+// never deliver them as peers (docs/failover.md, departed members). Deleting
+// retries for up to two minutes (the hub's apiserver coming back); it
+// returns the errors.
+func stubPeers(hub client.Client, create bool) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var errs []error
+	for i := range StubPeers {
+		ns := stubPeerNamespace(i)
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fleetv1.HeartbeatLeaseName}}
+		if !create {
+			err := framework.Poll(ctx, 2*time.Second, 2*time.Minute, func(ctx context.Context) (bool, string, error) {
+				err := hub.Delete(ctx, lease)
+				return client.IgnoreNotFound(err) == nil, errString(err), nil
+			})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("deleting stub peer Lease %s: %w", ns, err))
+			}
+			continue
+		}
+		if err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
+			errs = append(errs, fmt.Errorf("stub peer namespace %s: %w", ns, err))
+			continue
+		}
+		url := fmt.Sprintf("https://127.0.0.1:1/stub-%d", i)
+		now := metav1.NewMicroTime(time.Now())
+		lease.Labels = map[string]string{fleetv1.LabelHeartbeat: "true"}
+		lease.Annotations = map[string]string{fleetv1.AnnotationPeerURL: url,
+			fleetv1.AnnotationPeerURLs: fmt.Sprintf(`{"stub-%d":{"url":%q,"seen":%q}}`, i, url, now.UTC().Format(time.RFC3339))}
+		lease.Spec = coordinationv1.LeaseSpec{HolderIdentity: ptr.To(fmt.Sprintf("stub-%d", i)), LeaseDurationSeconds: ptr.To[int32](15), RenewTime: &now}
+		if err := hub.Create(ctx, lease); client.IgnoreAlreadyExists(err) != nil {
+			errs = append(errs, fmt.Errorf("stub peer Lease %s: %w", ns, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 func errSuffix(errs ...error) string {
@@ -311,7 +423,7 @@ func operate(hub client.Client, ns string, o Op) error {
 				fs.Spec.UpdateStrategy.RollingUpdate = ru
 			}
 			switch o.Kind {
-			case OpScale:
+			case OpScale, OpClaimGrowth:
 				fs.Spec.Replicas = o.Replicas
 			case OpTemplate:
 				fs.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "VERSION", Value: strconv.Itoa(o.Version)}}
@@ -343,9 +455,6 @@ func operate(hub client.Client, ns string, o Op) error {
 	}
 	return last
 }
-
-// webFenceGrace is web's fenceGraceSeconds.
-const webFenceGrace = 40
 
 // ---------------------------------------------------------------- sampling
 

@@ -49,14 +49,59 @@ const (
 	MemberFreeze FaultKind = "member-freeze"
 )
 
+// Kinds of issue 35, drawn from a third stream (Config.LateGap), so that
+// a seed keeps its faults of every kind above.
+const (
+	// ClaimGrowthCut: a FleetSet with volume claim templates scaled up to
+	// its Target's MaxReplicas (an OpClaimGrowth operation ClaimGrowthLead
+	// before the fault: the members create the new instances' claims), then
+	// the member's link to the hub cut, healed after. No claim, the new ones
+	// included, may be deleted (pvc-deleted).
+	ClaimGrowthCut FaultKind = "claim-growth-cut"
+	// HubStalePeers: StubPeers heartbeat Leases of clusters that are no
+	// members (no ManagedCluster; the hub must delete them and deliver no
+	// peer for them) created on the hub, then, StubPeerLead later, the
+	// hub's kube-apiserver stopped; started after the hold and the stubs
+	// deleted. Every member loses the hub and asks its peers: a member that
+	// counted the stubs as silent peers would see too few confirmations of a
+	// full disruption and fence (fenced-without-isolation).
+	HubStalePeers FaultKind = "hub-stale-peers"
+	// HubRestore: the hub restored from a backup (docs/operations.md,
+	// "Restoring the hub from a backup"): fleetset-hub SIGKILLed, each
+	// FleetSet of Fault.Restore backed up as Velero keeps it (no uid,
+	// resourceVersion, creationTimestamp, generation, managedFields,
+	// status), deleted from the hub (the hub that would cascade is down)
+	// and re-created from the backup with a new UID; fleetset-hub started
+	// after the hold. No pod of a restored FleetSet may stop or be replaced
+	// (pod-replaced).
+	HubRestore FaultKind = "hub-restore"
+)
+
+// StubPeers is how many stub peers a hub-stale-peers fault creates: with
+// the three members of the chaos fleet, 4 silent peers leave the 3
+// confirmations of a hub outage short of a majority of 7 members.
+const StubPeers = 4
+
+// StubPeerLead is how long a hub-stale-peers fault leaves the stubs to the
+// hub (long enough for a hub that wrongly delivers them to renew every
+// member's peers) before it stops the hub's kube-apiserver.
+const StubPeerLead = 8 * time.Second
+
+// ClaimGrowthLead is how long before a claim-growth-cut's cut its scale-up
+// is applied: the hub divides it and the members' StatefulSet controllers
+// create the new claims, a few seconds on the local fleet.
+const ClaimGrowthLead = 6 * time.Second
+
 // FaultKinds are every kind, in report order.
-var FaultKinds = []FaultKind{HubKill, HubPause, HubAPIServer, MemberCut, MemberOCM, MemberScheduler, MemberKCM, MemberBlackhole, MemberFreeze}
+var FaultKinds = []FaultKind{HubKill, HubPause, HubAPIServer, MemberCut, MemberOCM, MemberScheduler, MemberKCM, MemberBlackhole, MemberFreeze,
+	ClaimGrowthCut, HubStalePeers, HubRestore}
 
 // mainKinds are the kinds of Draw's first stream; extraKinds those of its
-// extra stream.
+// extra stream; lateKinds those of its third.
 var (
 	mainKinds  = FaultKinds[:7]
 	extraKinds = []FaultKind{MemberBlackhole, MemberFreeze}
+	lateKinds  = []FaultKind{ClaimGrowthCut, HubStalePeers, HubRestore}
 )
 
 // memberProcs are the processes of a member of the local fleet, in the
@@ -76,16 +121,51 @@ var holds = map[FaultKind][2]time.Duration{
 	MemberKCM:       {5 * time.Second, 30 * time.Second},
 	MemberBlackhole: {20 * time.Second, 90 * time.Second},
 	MemberFreeze:    {5 * time.Second, 12 * time.Second},
+	// The cut outlasts the toleration (20 s) and web's fence (40 s), so
+	// that the grown subsets are relocated and failed back.
+	ClaimGrowthCut: {30 * time.Second, 90 * time.Second},
+	// StubPeerLead, then an outage of at least 30 s: the members' heartbeat
+	// timeout (15 s) and their peers' answers fit in it.
+	HubStalePeers: {StubPeerLead + 30*time.Second, StubPeerLead + 60*time.Second},
+	// Long enough to delete and re-create three FleetSets.
+	HubRestore: {20 * time.Second, 40 * time.Second},
 }
+
+// RestoreLead and RestoreQuiet: no operation touches a FleetSet a
+// hub-restore restores from RestoreLead before it to RestoreQuiet after
+// its end (deferOps), so that its pods keep running unchanged
+// (pod-replaced) up to RestoreQuiet after the hub is back.
+const (
+	RestoreLead  = 20 * time.Second
+	RestoreQuiet = 30 * time.Second
+)
 
 // memberScoped: the fault hits one member (Fault.Cluster); the others hit
 // the hub.
 func (k FaultKind) memberScoped() bool {
 	switch k {
-	case MemberCut, MemberOCM, MemberScheduler, MemberKCM, MemberBlackhole, MemberFreeze:
+	case MemberCut, MemberOCM, MemberScheduler, MemberKCM, MemberBlackhole, MemberFreeze, ClaimGrowthCut:
 		return true
 	}
 	return false
+}
+
+// cutsLink: the fault cuts the member's link to the hub (plainly or
+// silently).
+func (k FaultKind) cutsLink() bool {
+	return k == MemberCut || k == MemberBlackhole || k == ClaimGrowthCut
+}
+
+// Isolates reports whether a fault of kind k may make its member fence
+// (docs/failover.md): it loses the hub while its peers keep it (a cut of
+// its link, its OCM agents stopped: the hub stops renewing its resync
+// Lease), a freeze (its clocks jump on the thaw), or its member component
+// restarted (during a hub outage it has no peer CA and fences, as
+// documented). A fence record written in a member while none of these is
+// active, nor ended less than Options.FenceSlack ago, is a violation
+// (fenced-without-isolation).
+func (k FaultKind) Isolates() bool {
+	return k.cutsLink() || k == MemberOCM || k == MemberFreeze || k == MemberScheduler
 }
 
 // Fault is one scheduled fault: kind, target cluster, when (offset from
@@ -96,11 +176,18 @@ type Fault struct {
 	Cluster string        `json:"cluster"`
 	At      time.Duration `json:"at"`
 	Hold    time.Duration `json:"hold"`
+	// Restore names the FleetSets a hub-restore deletes and re-creates:
+	// those no operation touches from RestoreQuiet before it to
+	// RestoreQuiet after its end.
+	Restore []string `json:"restore,omitempty"`
 }
 
 func (f Fault) end() time.Duration { return f.At + f.Hold }
 
 func (f Fault) String() string {
+	if f.Kind == HubRestore {
+		return fmt.Sprintf("#%d %s %s %v", f.ID, f.Kind, f.Cluster, f.Restore)
+	}
 	return fmt.Sprintf("#%d %s %s", f.ID, f.Kind, f.Cluster)
 }
 
@@ -108,11 +195,11 @@ func (f Fault) String() string {
 // on the same target never overlap.
 func (f Fault) target() string {
 	switch f.Kind {
-	case HubKill, HubPause:
+	case HubKill, HubPause, HubRestore:
 		return "hub/fleetset-hub"
-	case HubAPIServer:
+	case HubAPIServer, HubStalePeers:
 		return "hub/kube-apiserver"
-	case MemberCut, MemberBlackhole:
+	case MemberCut, MemberBlackhole, ClaimGrowthCut:
 		return f.Cluster + "/hub-link"
 	case MemberFreeze:
 		return f.Cluster + "/*"
@@ -134,14 +221,20 @@ func (f Fault) Actions() (inject, heal []framework.Action) {
 	}
 	c := f.Cluster
 	switch f.Kind {
-	case HubKill:
+	case HubKill, HubRestore:
+		// A restore's deletions and re-creations are the run's, between
+		// these (run_test.go, restoreFleetSets).
 		return one(framework.OpKill, framework.OpStart, "hub", "fleetset-hub")
 	case HubPause:
 		return one(framework.OpPause, framework.OpResume, "hub", "fleetset-hub")
 	case HubAPIServer:
 		return one(framework.OpStop, framework.OpStart, "hub", "kube-apiserver")
-	case MemberCut:
+	case MemberCut, ClaimGrowthCut:
 		return one(framework.OpCut, framework.OpHeal, c, "")
+	case HubStalePeers:
+		// The stubs are created before and deleted after these, by the
+		// run (run_test.go, stubPeers).
+		return one(framework.OpStop, framework.OpStart, "hub", "kube-apiserver")
 	case MemberOCM:
 		return []framework.Action{{Op: framework.OpStop, Cluster: c, Proc: "registration-agent"}, {Op: framework.OpStop, Cluster: c, Proc: "work-agent"}},
 			[]framework.Action{{Op: framework.OpStart, Cluster: c, Proc: "registration-agent"}, {Op: framework.OpStart, Cluster: c, Proc: "work-agent"}}
@@ -170,6 +263,10 @@ func conflicts(a, b Fault) bool {
 	if a.target() == b.target() {
 		return true
 	}
+	// A restore writes to the hub's apiserver.
+	if (a.Kind == HubRestore && b.target() == "hub/kube-apiserver") || (b.Kind == HubRestore && a.target() == "hub/kube-apiserver") {
+		return true
+	}
 	if a.Cluster != b.Cluster || !a.Kind.memberScoped() || !b.Kind.memberScoped() {
 		return false
 	}
@@ -179,10 +276,10 @@ func conflicts(a, b Fault) bool {
 		return true
 	}
 	// Two cuts of one link (plain and silent) are one target.
-	if (a.Kind == MemberCut || a.Kind == MemberBlackhole) && (b.Kind == MemberCut || b.Kind == MemberBlackhole) {
+	if a.Kind.cutsLink() && b.Kind.cutsLink() {
 		return true
 	}
-	lost := func(k FaultKind) bool { return k == MemberCut || k == MemberOCM || k == MemberBlackhole }
+	lost := func(k FaultKind) bool { return k.cutsLink() || k == MemberOCM }
 	return (a.Kind == MemberScheduler && lost(b.Kind)) || (b.Kind == MemberScheduler && lost(a.Kind))
 }
 
@@ -208,10 +305,13 @@ const (
 	OpFenceEdit OpKind = "fence-edit"
 	// OpFenceRestore sets them back to the Target's after that cut.
 	OpFenceRestore OpKind = "fence-restore"
+	// OpClaimGrowth sets spec.replicas to Op.Replicas (the Target's
+	// MaxReplicas) ClaimGrowthLead before a claim-growth-cut fault, Op.Fault.
+	OpClaimGrowth OpKind = "claim-growth"
 )
 
 // OpKinds are every kind, in report order.
-var OpKinds = []OpKind{OpScale, OpTemplate, OpPause, OpResume, OpFailback, OpFenceEdit, OpFenceRestore}
+var OpKinds = []OpKind{OpScale, OpTemplate, OpPause, OpResume, OpFailback, OpFenceEdit, OpFenceRestore, OpClaimGrowth}
 
 // Op is one scheduled operation.
 type Op struct {
@@ -225,10 +325,14 @@ type Op struct {
 	// OpFenceRestore.
 	FenceGrace       int32 `json:"fenceGrace,omitempty"`
 	TerminationGrace int64 `json:"terminationGrace,omitempty"`
+	// Fault is the ID of the fault an OpClaimGrowth prepares.
+	Fault int `json:"fault,omitempty"`
 }
 
 func (o Op) String() string {
 	switch o.Kind {
+	case OpClaimGrowth:
+		return fmt.Sprintf("#%d %s %s to %d before fault #%d", o.ID, o.Kind, o.FleetSet, o.Replicas, o.Fault)
 	case OpScale:
 		return fmt.Sprintf("#%d %s %s to %d", o.ID, o.Kind, o.FleetSet, o.Replicas)
 	case OpTemplate:
@@ -253,6 +357,9 @@ type Target struct {
 	// back to these).
 	FenceGrace       int32 `json:"fenceGrace,omitempty"`
 	TerminationGrace int64 `json:"terminationGrace,omitempty"`
+	// Claims: the FleetSet has volume claim templates, so claim-growth
+	// operations are drawn for it.
+	Claims bool `json:"claims,omitempty"`
 }
 
 // Config is what a schedule is drawn from, besides the seed.
@@ -276,6 +383,35 @@ type Config struct {
 	// of MaxFaults of the main kinds (so that the main kinds, which fill
 	// MaxFaults, leave them room).
 	ExtraGap [2]time.Duration `json:"extraGap,omitempty"`
+	// LateGap bounds the time between two drawn faults of the late kinds
+	// (claim-growth-cut, hub-stale-peers), from a third stream; zero: none
+	// are drawn. At most one late fault is active at a time, on top of the
+	// others. A claim-growth-cut is drawn only with a Target that has
+	// Claims, and only ClaimGrowthLead after the warmup or later.
+	LateGap [2]time.Duration `json:"lateGap,omitempty"`
+}
+
+// webFenceGrace is web's fenceGraceSeconds in the run (TestChaos).
+const webFenceGrace = 40
+
+// RunConfig is the Config `make chaos` draws its schedule from (TestChaos,
+// and TestPlan that prints it without a fleet): a fault phase of d after a
+// 10 s warmup, at most maxFaults faults of the main kinds at once, on
+// members; the FleetSets db (claims), web (failback Manual, a fence of
+// webFenceGrace seconds, edited during cuts) and cache (claims); the extra
+// kinds drawn, and the late kinds if late (CHAOS_LATE, off for
+// chaos-unsafe, whose seed was chosen for one cut of its main kinds).
+func RunConfig(d time.Duration, maxFaults int, members []string, late bool) Config {
+	c := Config{Duration: d, Warmup: 10 * time.Second, MaxFaults: maxFaults, Members: members,
+		FleetSets: []Target{{Name: "db", MinReplicas: 3, MaxReplicas: 9, Claims: true},
+			{Name: "web", MinReplicas: 3, MaxReplicas: 8, Failback: true, FenceGrace: webFenceGrace, TerminationGrace: 0},
+			{Name: "cache", MinReplicas: 2, MaxReplicas: 6, Claims: true}},
+		FaultGap: [2]time.Duration{3 * time.Second, 15 * time.Second}, OpGap: [2]time.Duration{8 * time.Second, 20 * time.Second},
+		ExtraGap: [2]time.Duration{15 * time.Second, 45 * time.Second}}
+	if late {
+		c.LateGap = [2]time.Duration{30 * time.Second, 90 * time.Second}
+	}
+	return c
 }
 
 // Schedule is a run's faults and operations, a pure function of the seed
@@ -303,8 +439,8 @@ func Draw(seed uint64, c Config) Schedule {
 	}
 	// Faults: the main kinds from fr, then the extra kinds from their own
 	// stream, each admitted only where it fits beside those drawn before.
-	drawFaults := func(r *rand.Rand, kinds []FaultKind, gap [2]time.Duration, limit int, counted func(Fault) bool) {
-		for at := c.Warmup + between(r, gap[0], gap[1]); at < c.Duration; at += between(r, gap[0], gap[1]) {
+	drawFaults := func(r *rand.Rand, kinds []FaultKind, gap [2]time.Duration, warmup time.Duration, limit int, counted func(Fault) bool) {
+		for at := warmup + between(r, gap[0], gap[1]); at < c.Duration; at += between(r, gap[0], gap[1]) {
 			kind := kinds[r.IntN(len(kinds))]
 			f := Fault{Kind: kind, At: at.Truncate(100 * time.Millisecond)}
 			if kind.memberScoped() {
@@ -350,14 +486,29 @@ func Draw(seed uint64, c Config) Schedule {
 		}
 	}
 	isExtra := func(f Fault) bool { return slices.Contains(extraKinds, f.Kind) }
-	drawFaults(fr, mainKinds, c.FaultGap, c.MaxFaults, func(f Fault) bool { return !isExtra(f) })
+	drawFaults(fr, mainKinds, c.FaultGap, c.Warmup, c.MaxFaults, func(f Fault) bool { return !isExtra(f) })
 	xr := rand.New(rand.NewPCG(seed, 0xbb67ae8584caa73b))
 	if c.ExtraGap[1] > 0 {
-		drawFaults(xr, extraKinds, c.ExtraGap, 1, isExtra)
-		slices.SortStableFunc(s.Faults, func(a, b Fault) int { return cmp.Compare(a.At, b.At) })
-		for i := range s.Faults {
-			s.Faults[i].ID = i + 1
+		drawFaults(xr, extraKinds, c.ExtraGap, c.Warmup, 1, isExtra)
+	}
+	lr := rand.New(rand.NewPCG(seed, 0x3c6ef372fe94f82b))
+	var growTargets []Target
+	for _, t := range c.FleetSets {
+		if t.Claims {
+			growTargets = append(growTargets, t)
 		}
+	}
+	if c.LateGap[1] > 0 {
+		kinds := lateKinds
+		if len(growTargets) == 0 {
+			kinds = []FaultKind{HubStalePeers}
+		}
+		isLate := func(f Fault) bool { return slices.Contains(lateKinds, f.Kind) }
+		drawFaults(lr, kinds, c.LateGap, c.Warmup+ClaimGrowthLead, 1, isLate)
+	}
+	slices.SortStableFunc(s.Faults, func(a, b Fault) int { return cmp.Compare(a.At, b.At) })
+	for i := range s.Faults {
+		s.Faults[i].ID = i + 1
 	}
 	// Operations, from their own stream so that the fault schedule of a seed
 	// does not change with the FleetSets.
@@ -412,10 +563,12 @@ func Draw(seed uint64, c Config) Schedule {
 		}
 	}
 	s.Ops = append(s.Ops, fenceEdits(xr, c, s.Faults)...)
+	s.Ops = append(s.Ops, claimGrowths(lr, growTargets, s.Faults)...)
 	slices.SortStableFunc(s.Ops, func(a, b Op) int { return cmp.Compare(a.At, b.At) })
 	for i := range s.Ops {
 		s.Ops[i].ID = i + 1
 	}
+	deferOps(&s, c.FleetSets)
 	return s
 }
 
@@ -447,6 +600,52 @@ func fenceEdits(r *rand.Rand, c Config, faults []Fault) []Op {
 		edit := Op{Kind: OpFenceEdit, FleetSet: t.Name, At: (f.At + f.Hold/2).Truncate(100 * time.Millisecond), FenceGrace: 0, TerminationGrace: t.TerminationGrace / 2}
 		restore := Op{Kind: OpFenceRestore, FleetSet: t.Name, At: min(f.end()+5*time.Second, c.Duration), FenceGrace: t.FenceGrace, TerminationGrace: t.TerminationGrace}
 		out = append(out, edit, restore)
+	}
+	return out
+}
+
+// deferOps fills each hub-restore's Restore and keeps its window
+// [At−RestoreLead, end+RestoreQuiet] free of operations on what it
+// restores: every FleetSet of targets, but one a claim-growth touches in
+// the window (its time is its fault's); the other operations in the
+// window are deferred to its end, in order. Restores are taken in time
+// order, so an operation deferred into a later one's window is deferred
+// again. The operations are renumbered.
+func deferOps(s *Schedule, targets []Target) {
+	for i, f := range s.Faults {
+		if f.Kind != HubRestore {
+			continue
+		}
+		from, to := f.At-RestoreLead, f.end()+RestoreQuiet
+		in := func(o Op) bool { return o.At >= from && o.At <= to }
+		for _, t := range targets {
+			if !slices.ContainsFunc(s.Ops, func(o Op) bool { return o.FleetSet == t.Name && o.Kind == OpClaimGrowth && in(o) }) {
+				s.Faults[i].Restore = append(s.Faults[i].Restore, t.Name)
+			}
+		}
+		for j, o := range s.Ops {
+			if in(o) && o.Kind != OpClaimGrowth && slices.Contains(s.Faults[i].Restore, o.FleetSet) {
+				s.Ops[j].At = to + 100*time.Millisecond
+			}
+		}
+		slices.SortStableFunc(s.Ops, func(a, b Op) int { return cmp.Compare(a.At, b.At) })
+	}
+	for i := range s.Ops {
+		s.Ops[i].ID = i + 1
+	}
+}
+
+// claimGrowths draws, for each claim-growth-cut fault, the Target (one
+// with Claims, from r) it grows: an OpClaimGrowth to its MaxReplicas,
+// ClaimGrowthLead before the cut.
+func claimGrowths(r *rand.Rand, targets []Target, faults []Fault) []Op {
+	var out []Op
+	for _, f := range faults {
+		if f.Kind != ClaimGrowthCut || len(targets) == 0 {
+			continue
+		}
+		t := targets[r.IntN(len(targets))]
+		out = append(out, Op{Kind: OpClaimGrowth, FleetSet: t.Name, At: f.At - ClaimGrowthLead, Replicas: t.MaxReplicas, Fault: f.ID})
 	}
 	return out
 }

@@ -1,8 +1,13 @@
 package chaos
 
 import (
+	"cmp"
+	"fmt"
+	"os"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -240,4 +245,212 @@ func TestFenceEditsDuringCuts(t *testing.T) {
 	if ops := Draw(1, testConfig).Ops; slices.ContainsFunc(ops, func(o Op) bool { return o.Kind == OpFenceEdit }) {
 		t.Error("a fence edit drawn with no Target that has a fence")
 	}
+}
+
+// TestLateFaultsKeepTheSchedule: the late kinds (claim-growth-cut,
+// hub-stale-peers) come from a third stream: a seed's other faults and
+// operations are the ones it drew without them; each claim-growth-cut is
+// preceded, ClaimGrowthLead before, by a claim-growth of a Target with
+// claims to its MaxReplicas; at most one late fault is active at a time,
+// none overlaps a conflicting fault, and a stale-peers outage holds past
+// the members' heartbeat timeout. The other operations are the same, but
+// those a hub-restore defers past its window.
+func TestLateFaultsKeepTheSchedule(t *testing.T) {
+	strip := func(s Schedule) ([]Fault, []Op) {
+		var fs []Fault
+		var ops []Op
+		for _, f := range s.Faults {
+			if !slices.Contains(lateKinds, f.Kind) {
+				f.ID = 0
+				fs = append(fs, f)
+			}
+		}
+		for _, o := range s.Ops {
+			if o.Kind != OpClaimGrowth {
+				o.ID = 0
+				ops = append(ops, o)
+			}
+		}
+		return fs, ops
+	}
+	// sameOps: b is a, but for operations deferred to the end of one of
+	// restores' windows; both in time order.
+	sameOps := func(a, b []Op, restores []Fault) bool {
+		if len(a) != len(b) {
+			return false
+		}
+		key := func(o Op) string {
+			o.At = 0
+			return fmt.Sprint(o) + fmt.Sprint(o.Replicas, o.Version, o.FenceGrace, o.TerminationGrace)
+		}
+		var ka, kb []string
+		for i := range a {
+			ka, kb = append(ka, key(a[i])), append(kb, key(b[i]))
+			if i > 0 && b[i].At < b[i-1].At {
+				return false
+			}
+		}
+		slices.Sort(ka)
+		slices.Sort(kb)
+		if !slices.Equal(ka, kb) {
+			return false
+		}
+		for _, o := range b {
+			if slices.ContainsFunc(a, func(p Op) bool { return p.At == o.At && key(p) == key(o) }) {
+				continue
+			}
+			if !slices.ContainsFunc(restores, func(f Fault) bool { return o.At == f.end()+RestoreQuiet+100*time.Millisecond }) {
+				t.Logf("%v at %v moved, not to the end of a restore's window", o, o.At)
+				return false
+			}
+		}
+		return true
+	}
+	drew := map[FaultKind]int{}
+	for seed := uint64(1); seed <= 30; seed++ {
+		c := RunConfig(6*time.Minute, 2, []string{"east", "west", "north"}, true)
+		c.LateGap = [2]time.Duration{}
+		without := Draw(seed, c)
+		c.LateGap = [2]time.Duration{30 * time.Second, 90 * time.Second}
+		with := Draw(seed, c)
+		wf, wo := strip(without)
+		gf, gops := strip(with)
+		var restores []Fault
+		for _, f := range with.Faults {
+			if f.Kind == HubRestore {
+				restores = append(restores, f)
+				if len(f.Restore) == 0 {
+					t.Errorf("seed %d: %v restores nothing", seed, f)
+				}
+				for _, o := range with.Ops {
+					if o.At >= f.At-RestoreLead && o.At <= f.end()+RestoreQuiet && slices.Contains(f.Restore, o.FleetSet) {
+						t.Errorf("seed %d: %v at %v inside the window of %v at %v", seed, o, o.At, f, f.At)
+					}
+				}
+			}
+		}
+		if !reflect.DeepEqual(wf, gf) || !sameOps(wo, gops, restores) {
+			t.Fatalf("seed %d: the late kinds changed the other faults or operations", seed)
+		}
+		var late []Fault
+		for i, f := range with.Faults {
+			if f.ID != i+1 {
+				t.Errorf("seed %d: fault %d numbered %d", seed, i, f.ID)
+			}
+			if !slices.Contains(lateKinds, f.Kind) {
+				continue
+			}
+			drew[f.Kind]++
+			late = append(late, f)
+			for _, g := range with.Faults {
+				if g.ID != f.ID && g.At < f.end() && f.At < g.end() && conflicts(f, g) {
+					t.Errorf("seed %d: %v overlaps the conflicting %v", seed, f, g)
+				}
+			}
+			switch f.Kind {
+			case HubStalePeers:
+				if f.Cluster != "hub" || (f.Hold < StubPeerLead+30*time.Second && f.end() < c.Duration) {
+					t.Errorf("seed %d: %v held %v", seed, f, f.Hold)
+				}
+			case ClaimGrowthCut:
+				var grow []Op
+				for _, o := range with.Ops {
+					if o.Kind == OpClaimGrowth && o.Fault == f.ID {
+						grow = append(grow, o)
+					}
+				}
+				if len(grow) != 1 {
+					t.Errorf("seed %d: %v prepared by %d claim growths", seed, f, len(grow))
+					continue
+				}
+				o := grow[0]
+				want := map[string]int32{"db": 9, "cache": 6}
+				if o.At != f.At-ClaimGrowthLead || want[o.FleetSet] == 0 || o.Replicas != want[o.FleetSet] || o.At < c.Warmup {
+					t.Errorf("seed %d: %v at %v prepares %v at %v: want a FleetSet with claims scaled to its maximum %v before", seed, o, o.At, f, f.At, ClaimGrowthLead)
+				}
+			}
+		}
+		if n := maxConcurrent(late); n > 1 {
+			t.Errorf("seed %d: %d late faults at once", seed, n)
+		}
+	}
+	if drew[ClaimGrowthCut] == 0 || drew[HubStalePeers] == 0 || drew[HubRestore] == 0 {
+		t.Errorf("30 seeds of 6 minutes drew %v", drew)
+	}
+	t.Logf("30 seeds of 6 minutes drew %v", drew)
+	// No Target with claims: no claim growth.
+	c := testConfig
+	c.LateGap = [2]time.Duration{30 * time.Second, 90 * time.Second}
+	for seed := uint64(1); seed <= 10; seed++ {
+		for _, f := range Draw(seed, c).Faults {
+			if f.Kind == ClaimGrowthCut {
+				t.Fatalf("seed %d: %v drawn with no Target that has claims", seed, f)
+			}
+		}
+	}
+}
+
+// TestStalePeersAndClaimGrowthActions: a claim-growth-cut cuts its
+// member's link like a member-cut; a hub-stale-peers stops and starts the
+// hub's kube-apiserver like a hub-apiserver-stop (the stubs are the run's);
+// a hub-restore kills and starts fleetset-hub like a hub-kill (the restore
+// is the run's);
+// the cut and the outage isolate, in FaultKind.Isolates' sense, only the
+// cut.
+func TestStalePeersAndClaimGrowthActions(t *testing.T) {
+	for _, c := range []struct{ late, like Fault }{
+		{Fault{Kind: ClaimGrowthCut, Cluster: "west"}, Fault{Kind: MemberCut, Cluster: "west"}},
+		{Fault{Kind: HubStalePeers, Cluster: "hub"}, Fault{Kind: HubAPIServer, Cluster: "hub"}},
+		{Fault{Kind: HubRestore, Cluster: "hub"}, Fault{Kind: HubKill, Cluster: "hub"}},
+	} {
+		li, lh := c.late.Actions()
+		wi, wh := c.like.Actions()
+		if !reflect.DeepEqual(li, wi) || !reflect.DeepEqual(lh, wh) {
+			t.Errorf("%v: %v / %v, want %v's %v / %v", c.late, li, lh, c.like, wi, wh)
+		}
+		if !conflicts(c.late, c.like) {
+			t.Errorf("%v and %v may overlap", c.late, c.like)
+		}
+	}
+	if !ClaimGrowthCut.Isolates() || HubStalePeers.Isolates() || HubAPIServer.Isolates() || HubKill.Isolates() || HubRestore.Isolates() {
+		t.Error("Isolates: want the cut only")
+	}
+	// A restore writes to the hub's apiserver: never while it is stopped.
+	if !conflicts(Fault{Kind: HubRestore, Cluster: "hub"}, Fault{Kind: HubStalePeers, Cluster: "hub"}) {
+		t.Error("a hub-restore may overlap a hub apiserver outage")
+	}
+	if !conflicts(Fault{Kind: ClaimGrowthCut, Cluster: "east"}, Fault{Kind: MemberScheduler, Cluster: "east"}) {
+		t.Error("a claim-growth-cut may overlap a scheduler kill on its member")
+	}
+}
+
+// TestPlan prints the schedule `make chaos` would run, without a fleet:
+// `make chaos-plan CHAOS_SEED=n CHAOS_MINUTES=m` (CHAOS_PLAN=1).
+func TestPlan(t *testing.T) {
+	if os.Getenv("CHAOS_PLAN") == "" {
+		t.Skip("CHAOS_PLAN is not set")
+	}
+	seed, err := strconv.ParseUint(os.Getenv("CHAOS_SEED"), 10, 64)
+	if err != nil {
+		t.Fatalf("CHAOS_SEED: %v", err)
+	}
+	minutes, err := strconv.ParseFloat(cmp.Or(os.Getenv("CHAOS_MINUTES"), "20"), 64)
+	if err != nil {
+		t.Fatalf("CHAOS_MINUTES: %v", err)
+	}
+	maxFaults, err := strconv.Atoi(cmp.Or(os.Getenv("CHAOS_MAX_FAULTS"), "2"))
+	if err != nil || maxFaults < 1 {
+		t.Fatalf("CHAOS_MAX_FAULTS: %q", os.Getenv("CHAOS_MAX_FAULTS"))
+	}
+	members := strings.Fields(cmp.Or(os.Getenv("CHAOS_FLEET_MEMBERS"), "east west north"))
+	s := Draw(seed, RunConfig(time.Duration(minutes*float64(time.Minute)), maxFaults, members, os.Getenv("CHAOS_LATE") != "0"))
+	kinds := map[FaultKind]int{}
+	for _, f := range s.Faults {
+		kinds[f.Kind]++
+		fmt.Printf("+%-7v fault %v held %v\n", f.At, f, f.Hold)
+	}
+	for _, o := range s.Ops {
+		fmt.Printf("+%-7v op %v\n", o.At, o)
+	}
+	fmt.Printf("seed %d, %v minutes: %d faults %v, %d operations\n", seed, minutes, len(s.Faults), kinds, len(s.Ops))
 }
