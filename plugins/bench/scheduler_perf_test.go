@@ -34,7 +34,6 @@ import (
 )
 
 // configFile holds the workloads (upstream's test cases and ours).
-const configFile = "performance-config.yaml"
 
 // topic names the harness's output files: <benchmark>_benchmark_<topic>_<time>.json.
 const topic = "fleetset"
