@@ -1,13 +1,18 @@
 package bench
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
+	"text/template"
 
+	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/plugins/internal/plugintest"
 )
 
 // TestOrdinalWorkloadsFitTheirPlacement checks performance-config.yaml
@@ -17,6 +22,9 @@ import (
 // placement's ordinal block. A pod outside the block stays Pending, and
 // the harness then waits for it until its 30-minute per-test timeout
 // (2026-11-27: bench-1000 … bench-4999 with the default block of 1000).
+// A pod template that sets fleetset.io/domain must give every ordinal the
+// domain the scheduler's seat sequence gives it, else PreBind would patch
+// it and the workload would not measure what it claims (no label PATCH).
 func TestOrdinalWorkloadsFitTheirPlacement(t *testing.T) {
 	type op struct {
 		Opcode          string `json:"opcode"`
@@ -91,12 +99,62 @@ func TestOrdinalWorkloadsFitTheirPlacement(t *testing.T) {
 					t.Errorf("%s/%s: %d pods of %s have ordinals 0…%d, outside SubsetPlacement %s's block [%d, %d): they would stay Pending",
 						tc.Name, w.Name, count, o.PodTemplatePath, count-1, name, start, start+block)
 				}
+				if _, labelled := pod.Metadata.Labels[fleetv1.LabelDomain]; labelled {
+					checkDomainLabels(t, tc.Name+"/"+w.Name, o.PodTemplatePath, sp, count)
+				}
 			}
 		}
 	}
 	if checked == 0 {
 		t.Fatalf("%s: no workload creates pods of a SubsetPlacement: nothing checked", configFile)
 	}
+}
+
+// checkDomainLabels renders the pod template at path for .Index 0 … count-1
+// as the harness does (text/template with its functions div and mod) and
+// fails the test for every pod whose fleetset.io/domain is not the domain
+// SubsetPlacement sp's seat sequence gives its ordinal (at most 5 reported).
+func checkDomainLabels(t *testing.T, workload, path string, sp *fleetv1.SubsetPlacement, count int) {
+	t.Helper()
+	content, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := template.New(path).Funcs(template.FuncMap{
+		"div": func(a, b int) int { return a / b },
+		"mod": func(a, b int) int { return a % b },
+	}).Parse(string(content))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	sp = sp.DeepCopy()
+	if sp.Namespace == "" {
+		sp.Namespace = "fleetset" // the harness creates it in the op's namespace
+	}
+	t.Run(workload, func(t *testing.T) {
+		r := plugintest.Resolver(t, sp)
+		wrong := 0
+		for i := 0; i < count && wrong < 5; i++ {
+			var buf bytes.Buffer
+			if err := tmpl.Execute(&buf, map[string]any{"Index": i}); err != nil {
+				t.Fatalf("%s, .Index %d: %v", path, i, err)
+			}
+			pod := &v1.Pod{}
+			if err := yaml.UnmarshalStrict(buf.Bytes(), pod); err != nil {
+				t.Fatalf("%s, .Index %d: %v", path, i, err)
+			}
+			pod.Namespace = sp.Namespace
+			target, err := r.Resolve(context.Background(), pod)
+			if err != nil {
+				t.Fatalf("%s, .Index %d: %v", path, i, err)
+			}
+			if got := pod.Labels[fleetv1.LabelDomain]; got != target.Domain {
+				wrong++
+				t.Errorf("%s: pod %s (ordinal %d) carries %s=%s, but the seat sequence of SubsetPlacement %s gives it %s: PreBind would patch it",
+					path, pod.Name, target.Ordinal, fleetv1.LabelDomain, got, sp.Name, target.Domain)
+			}
+		}
+	})
 }
 
 // configFile holds the workloads, relative to this folder (the tests' working
