@@ -34,7 +34,6 @@ import (
 )
 
 // configFile holds the workloads (upstream's test cases and ours).
-const configFile = "performance-config.yaml"
 
 // topic names the harness's output files: <benchmark>_benchmark_<topic>_<time>.json.
 const topic = "fleetset"
@@ -88,11 +87,14 @@ func BenchmarkPerfScheduling(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	start := time.Now()
+	start, loadBefore := time.Now(), loadAverage()
 	perf.RunBenchmarkPerfScheduling(b, cfg, topic, benchRegistry())
 	if b.Failed() {
 		return
 	}
+	// The machine's load beside the figures: the harness's own processes
+	// load it too (a run alone on 2 cores reads about 2-3).
+	fmt.Printf("BENCH load before: %s; after: %s; %.0f s\n", loadBefore, loadAverage(), time.Since(start).Seconds())
 	file, err := newestDataItems(dir, b.Name()+"_benchmark_"+topic+"_", start)
 	if err != nil {
 		b.Fatal(err)
@@ -102,6 +104,20 @@ func BenchmarkPerfScheduling(b *testing.B) {
 		b.Fatal(err)
 	}
 	fmt.Print(report(items, b.Name()+"/", nodes, file))
+}
+
+// loadAverage returns the 1- and 5-minute load averages of /proc/loadavg as
+// "load1=x load5=y", or "load unknown" where it cannot be read.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "load unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return "load unknown"
+	}
+	return "load1=" + f[0] + " load5=" + f[1]
 }
 
 // TestPrintDataItems prints the BENCH lines of an earlier run's data items
@@ -252,11 +268,17 @@ var comparisons = []comparison{
 	{"unmanaged pods: fleetset profile / default profile", "SchedulingBasic_FleetsetProfile", "SchedulingBasic"},
 	{"unmanaged pods: fleetset profile / default profile", "TopologySpreading_FleetsetProfile", "TopologySpreading"},
 	{"ordinal placement: SubsetPlacement (fleetset) / PodTopologySpread (default)", "OrdinalPlacement_SubsetPlacement", "OrdinalPlacement_PodTopologySpread"},
+	{"ordinal placement: with the label PATCH / pods created labelled (no PATCH)", "OrdinalPlacement_SubsetPlacement", "OrdinalPlacement_SubsetPlacementLabelled"},
 }
 
 // unconstrained compares the placed pods with upstream's unconstrained pods
-// when both ran at the same node count (the workloads' pod counts differ).
-var unconstrained = comparison{"ordinal placement (fleetset) / SchedulingBasic (default, no constraint)", "OrdinalPlacement_SubsetPlacement", "SchedulingBasic"}
+// when both ran at the same node count (the workloads' pod counts differ):
+// with the label PATCH at PreBind (what a cluster runs) and without it (pods
+// created already labelled).
+var unconstrained = []comparison{
+	{"ordinal placement (fleetset) / SchedulingBasic (default, no constraint)", "OrdinalPlacement_SubsetPlacement", "SchedulingBasic"},
+	{"ordinal placement without the label PATCH (pods created labelled) / SchedulingBasic", "OrdinalPlacement_SubsetPlacementLabelled", "SchedulingBasic"},
+}
 
 // upstreamThresholds are the SchedulingThroughput thresholds (Average,
 // pods/s) of upstream's performance-config.yaml files at v1.34.4, for the
@@ -328,14 +350,16 @@ func report(items []perf.DataItem, prefix string, nodes int, file string) string
 		}
 	}
 	nodesPrefix := fmt.Sprintf("%dNodes_", nodes)
-	for _, k := range keys {
-		w, ok := strings.CutPrefix(k, unconstrained.num+"/")
-		if !ok || !strings.HasPrefix(w, nodesPrefix) {
-			continue
-		}
-		for _, d := range keys {
-			if dw, ok := strings.CutPrefix(d, unconstrained.den+"/"); ok && strings.HasPrefix(dw, nodesPrefix) {
-				ratio(unconstrained, w, dw)
+	for _, u := range unconstrained {
+		for _, k := range keys {
+			w, ok := strings.CutPrefix(k, u.num+"/")
+			if !ok || !strings.HasPrefix(w, nodesPrefix) {
+				continue
+			}
+			for _, d := range keys {
+				if dw, ok := strings.CutPrefix(d, u.den+"/"); ok && strings.HasPrefix(dw, nodesPrefix) {
+					ratio(u, w, dw)
+				}
 			}
 		}
 	}
