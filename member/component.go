@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -390,7 +392,7 @@ func startFencing(ctx context.Context, cfg Config, host Host) (*fence.Guard, err
 	}
 	clk := clock.RealClock{}
 	mon := contact.NewMonitor(clk, cfg.HeartbeatTimeout)
-	clients, serverTLS, err := peerTLS(ctx, cfg, hubCS)
+	clients, serverTLS, err := peerTLS(ctx, cfg, hubCS, host.Client)
 	if err != nil {
 		return nil, err
 	}
@@ -444,10 +446,11 @@ func servePeers(ctx context.Context, cfg Config, mon *contact.Monitor, tc *tls.C
 // peerTLS returns how to ask peers and the peer endpoint's TLS: mutual TLS
 // with cfg.PeerCertDir's certificate and the fleet peer CA (from
 // cfg.PeerCAFile, or reloaded from the hub through hub every few minutes
-// in the background); plain HTTP (nil *tls.Config) with
+// in the background, with the member's own copy through member while the
+// hub cannot be read: loadPeerCA); plain HTTP (nil *tls.Config) with
 // cfg.PeerInsecure; and nil Clients when neither is set: no peers.
 // Errors: an unreadable certificate or CA file.
-func peerTLS(ctx context.Context, cfg Config, hub kubernetes.Interface) (peers.Clients, *tls.Config, error) {
+func peerTLS(ctx context.Context, cfg Config, hub, member kubernetes.Interface) (peers.Clients, *tls.Config, error) {
 	logger := klog.FromContext(ctx)
 	switch {
 	case cfg.PeerInsecure:
@@ -469,26 +472,51 @@ func peerTLS(ctx context.Context, cfg Config, hub kubernetes.Interface) (peers.C
 			return nil, nil, fmt.Errorf("--member-peer-ca-file: %w", err)
 		}
 	} else {
-		go loadPeerCA(ctx, b, hub, 5*time.Minute)
+		go loadPeerCA(ctx, b, hub, member, 5*time.Minute)
 	}
 	return t.Clients(), t.ServerConfig(), nil
 }
 
+// LocalPeerCAName is the member's own copy of the fleet peer CA: a
+// ConfigMap in v1alpha1.ResyncLeaseNamespace of the member cluster, key
+// peers.CAConfigMapKey, that the member component writes after each read
+// from the hub that changed it.
+const LocalPeerCAName = "fleetset-peer-ca"
+
 // loadPeerCA reads the fleet peer CA from the hub into b until ctx is done:
 // every peers.RetryUntilLoaded until the first success, then every
-// refresh; a failed read keeps the last CA.
-func loadPeerCA(ctx context.Context, b *peers.CABundle, hub kubernetes.Interface, refresh time.Duration) {
+// refresh; a failed read keeps the last CA. Each CA read from the hub is
+// kept in the member cluster through member (LocalPeerCAName), and while
+// b holds none and the hub cannot be read, that copy is loaded: a member
+// component restarted during a hub outage could otherwise neither ask its
+// peers nor answer them, and would fence on the outage (seen in the
+// 60-minute chaos run, seed 2711: east and west both fenced during a 30 s
+// hub apiserver stop that followed their restarts).
+func loadPeerCA(ctx context.Context, b *peers.CABundle, hub, member kubernetes.Interface, refresh time.Duration) {
 	logger := klog.FromContext(ctx)
+	var saved string
 	for {
+		var pem string
 		cm, err := hub.CoreV1().ConfigMaps(peers.CANamespace).Get(ctx, peers.CAConfigMapName, metav1.GetOptions{})
 		if err == nil {
-			err = b.Set([]byte(cm.Data[peers.CAConfigMapKey]))
+			pem = cm.Data[peers.CAConfigMapKey]
+			err = b.Set([]byte(pem))
+		}
+		if err == nil && pem != saved {
+			if serr := saveLocalPeerCA(ctx, member, pem); serr != nil {
+				logger.Error(serr, "Keeping a copy of the fleet peer CA in the member cluster", "configMap", fleetv1.ResyncLeaseNamespace+"/"+LocalPeerCAName)
+			} else {
+				saved = pem
+			}
 		}
 		wait := refresh
 		if err != nil {
 			logger.Error(err, "Reading the fleet peer CA from the hub", "configMap", peers.CANamespace+"/"+peers.CAConfigMapName, "loaded", b.Loaded())
 			if !b.Loaded() {
 				wait = peers.RetryUntilLoaded
+				if local, lerr := member.CoreV1().ConfigMaps(fleetv1.ResyncLeaseNamespace).Get(ctx, LocalPeerCAName, metav1.GetOptions{}); lerr == nil && b.Set([]byte(local.Data[peers.CAConfigMapKey])) == nil {
+					logger.Info("Loaded the member cluster's copy of the fleet peer CA until the hub answers", "configMap", fleetv1.ResyncLeaseNamespace+"/"+LocalPeerCAName)
+				}
 			}
 		}
 		select {
@@ -497,6 +525,27 @@ func loadPeerCA(ctx context.Context, b *peers.CABundle, hub kubernetes.Interface
 		case <-time.After(wait):
 		}
 	}
+}
+
+// saveLocalPeerCA writes pem as the member's copy of the fleet peer CA
+// (LocalPeerCAName), creating it if absent. It returns the write's error.
+func saveLocalPeerCA(ctx context.Context, member kubernetes.Interface, pem string) error {
+	cms := member.CoreV1().ConfigMaps(fleetv1.ResyncLeaseNamespace)
+	cur, err := cms.Get(ctx, LocalPeerCAName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: LocalPeerCAName, Namespace: fleetv1.ResyncLeaseNamespace},
+			Data: map[string]string{peers.CAConfigMapKey: pem}}, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if cur.Data[peers.CAConfigMapKey] == pem {
+		return nil
+	}
+	cur.Data = map[string]string{peers.CAConfigMapKey: pem}
+	_, err = cms.Update(ctx, cur, metav1.UpdateOptions{})
+	return err
 }
 
 // peerURLs reads the peers the hub currently lists
