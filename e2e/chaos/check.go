@@ -122,47 +122,37 @@ func (h *History) activeFaults(t time.Time) []string {
 	return out
 }
 
-// disturbed reports whether cluster had a fault of its own active at t or
-// ended less than recovery before t.
-func (h *History) disturbed(cluster string, t time.Time, recovery time.Duration) bool {
+// faultWithin reports whether cluster had a fault whose kind kinds accepts
+// active at t or ended less than window before t.
+func (h *History) faultWithin(cluster string, t time.Time, window time.Duration, kinds func(FaultKind) bool) bool {
 	for _, f := range h.Faults {
-		if f.Cluster != cluster || f.Injected.IsZero() || t.Before(f.Injected) {
+		if f.Cluster != cluster || !kinds(f.Kind) || f.Injected.IsZero() || t.Before(f.Injected) {
 			continue
 		}
-		if f.Healed.IsZero() || t.Sub(f.Healed) < recovery {
+		if f.Healed.IsZero() || t.Sub(f.Healed) < window {
 			return true
 		}
 	}
 	return false
 }
 
+// disturbed reports whether cluster had a fault of its own active at t or
+// ended less than recovery before t.
+func (h *History) disturbed(cluster string, t time.Time, recovery time.Duration) bool {
+	return h.faultWithin(cluster, t, recovery, func(FaultKind) bool { return true })
+}
+
 // isolated reports whether cluster had a fault that may isolate it
 // (FaultKind.Isolates) active at t or ended less than slack before t.
 func (h *History) isolated(cluster string, t time.Time, slack time.Duration) bool {
-	for _, f := range h.Faults {
-		if f.Cluster != cluster || !f.Kind.Isolates() || f.Injected.IsZero() || t.Before(f.Injected) {
-			continue
-		}
-		if f.Healed.IsZero() || t.Sub(f.Healed) < slack {
-			return true
-		}
-	}
-	return false
+	return h.faultWithin(cluster, t, slack, FaultKind.Isolates)
 }
 
 // lostToHub reports whether cluster had a fault that cuts it from the hub
 // (a cut of its link, its OCM agents stopped) or restarts its member
 // component active at t or ended less than recovery before t.
 func (h *History) lostToHub(cluster string, t time.Time, recovery time.Duration) bool {
-	for _, f := range h.Faults {
-		if f.Cluster != cluster || !(f.Kind.cutsLink() || f.Kind == MemberOCM || f.Kind == MemberScheduler) || f.Injected.IsZero() || t.Before(f.Injected) {
-			continue
-		}
-		if f.Healed.IsZero() || t.Sub(f.Healed) < recovery {
-			return true
-		}
-	}
-	return false
+	return h.faultWithin(cluster, t, recovery, func(k FaultKind) bool { return k.cutsLink() || k == MemberOCM || k == MemberScheduler })
 }
 
 // CheckFences: a fence record (PlacementObs.FencedEpoch) that appears on a
