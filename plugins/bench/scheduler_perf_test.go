@@ -381,7 +381,7 @@ func TestWithNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cases []struct {
+	type testCase struct {
 		Name                   string
 		SchedulerConfigPath    string
 		MetricsCollectorConfig map[string]any
@@ -390,11 +390,25 @@ func TestWithNodes(t *testing.T) {
 			Params map[string]int
 		}
 	}
+	var cases, original []testCase
 	if err := yaml.Unmarshal(data, &cases); err != nil {
 		t.Fatal(err)
 	}
-	if len(cases) != 6 {
-		t.Fatalf("%d test cases, want 6", len(cases))
+	orig, err := os.ReadFile(configFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(orig, &original); err != nil {
+		t.Fatal(err)
+	}
+	if len(original) == 0 || len(cases) != len(original) {
+		t.Fatalf("%d test cases, want the %d of %s", len(cases), len(original), configFile)
+	}
+	for i := range cases {
+		if cases[i].Name != original[i].Name || len(cases[i].Workloads) != len(original[i].Workloads) {
+			t.Errorf("case %d: %s with %d workloads, want %s with %d", i,
+				cases[i].Name, len(cases[i].Workloads), original[i].Name, len(original[i].Workloads))
+		}
 	}
 	for _, tc := range cases {
 		if tc.MetricsCollectorConfig == nil {
