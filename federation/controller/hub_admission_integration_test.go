@@ -101,8 +101,10 @@ func TestHubAdmissionPolicies(t *testing.T) {
 	root := sampleFleetSet("vap-tenant", "root")
 	rootOnEveryNode(root)
 	// The policies take a moment to load: dry runs until the first refusal.
+	// A refusal for another reason (the RBAC grant not seen yet) is not one.
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return tc.Create(ctx, root.DeepCopy(), client.DryRunAll) != nil, nil
+		err := tc.Create(ctx, root.DeepCopy(), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "spec.podSecurityLevel"), nil
 	}); err != nil {
 		t.Fatal("the pod security policy did not refuse a privileged FleetSet within 30s")
 	}
@@ -111,6 +113,14 @@ func TestHubAdmissionPolicies(t *testing.T) {
 		t.Fatalf("tenant's privileged FleetSet: %v, want refused naming spec.podSecurityLevel", err)
 	}
 
+	// Each policy loads on its own: wait for the reserved-namespace one too
+	// (2026-11-27 CI: a create went through before it had loaded).
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		err := tc.Create(ctx, sampleFleetSet("kube-system", "db"), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "is reserved"), nil
+	}); err != nil {
+		t.Fatal("the reserved-namespace policy did not refuse a FleetSet in kube-system within 30s")
+	}
 	if err := tc.Create(ctx, sampleFleetSet("kube-system", "db")); err == nil || !strings.Contains(err.Error(), "metadata.namespace: kube-system is reserved") {
 		t.Fatalf("tenant's FleetSet in kube-system: %v, want refused naming the namespace", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -438,6 +439,16 @@ func TestLabelContract(t *testing.T) {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: workload, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
 	wl := kubernetes.NewForConfigOrDie(cfg)
+	// The RBAC authorizer sees the new binding a moment later (2026-11-27
+	// CI: the first patch was forbidden): wait until it allows the patch.
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		r, err := wl.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: ns, Verb: "patch", Resource: "pods", Name: "db-0"}}}, metav1.CreateOptions{})
+		return err == nil && r.Status.Allowed, nil
+	}); err != nil {
+		t.Fatalf("the workload's RoleBinding did not take effect within 10s: %v", err)
+	}
 	label := func(pod, role string) {
 		t.Helper()
 		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, fleetv1.LabelRole, role)
