@@ -184,6 +184,21 @@ func TestDeliveredObjectsAdmission(t *testing.T) {
 	if err := domainPatch(kubeAs(t, tenant), `{"metadata":{"labels":{"fleetset.io/domain":"zone-b"}}}`); err == nil {
 		t.Errorf("tenant: changing a pod's fleetset.io/domain: allowed, want refused")
 	}
+	// The same for the locality annotations, which the Binding sets (the
+	// binding subresource is not an UPDATE of the pod: no policy applies).
+	if err := domainPatch(kubeAs(t, tenant), `{"metadata":{"annotations":{"fleetset.io/cluster":"west"}}}`); err == nil ||
+		!strings.Contains(err.Error(), "the annotations fleetset.io/domain and fleetset.io/cluster of pod "+ns+"/db-east-0 are set only by fleetset-scheduler") {
+		t.Errorf("tenant: setting a pod's fleetset.io/cluster annotation: err = %v, want refused", err)
+	}
+	if err := domainPatch(sched, `{"metadata":{"annotations":{"fleetset.io/domain":"zone-a"}}}`); err != nil {
+		t.Errorf("fleetset-scheduler: setting a pod's fleetset.io/domain annotation: %v", err)
+	}
+	if err := domainPatch(kubeAs(t, tenant), `{"metadata":{"annotations":{"fleetset.io/domain":null}}}`); err == nil {
+		t.Errorf("tenant: removing a pod's fleetset.io/domain annotation: allowed, want refused")
+	}
+	if err := domainPatch(kubeAs(t, tenant), `{"metadata":{"annotations":{"note":"mine"}}}`); err != nil {
+		t.Errorf("tenant: a pod's own annotation once it has fleetset.io/domain: %v", err)
+	}
 	if err := domainPatch(sched, `{"metadata":{"labels":{"fleetset.io/placement":"other"}}}`); err == nil {
 		t.Errorf("fleetset-scheduler: changing a pod's fleetset.io/placement: allowed, want refused")
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -76,8 +77,15 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	// The shipped fleetset profile plus the default profile, for comparison.
-	if err := controlplane.StartScheduler(ctx, env.Config, plugins.Registry(memberComponent), controlplane.SchedulerConfigFile(), controlplane.DefaultProfileConfigFile()); err != nil {
+	// The shipped fleetset profile, the same with SubsetPlacement's
+	// localityMetadata Annotations (profile annotationsScheduler), and the
+	// default profile, for comparison.
+	annotations, err := annotationsProfile()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := controlplane.StartScheduler(ctx, env.Config, plugins.Registry(memberComponent), controlplane.SchedulerConfigFile(), annotations, controlplane.DefaultProfileConfigFile()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -86,7 +94,38 @@ func TestMain(m *testing.M) {
 	cancel()
 	cleanupMember()
 	_ = env.Stop()
+	_ = os.RemoveAll(filepath.Dir(annotations))
 	os.Exit(code)
+}
+
+// annotationsScheduler is the profile of annotationsProfile.
+const annotationsScheduler = "fleetset-annotations"
+
+// annotationsProfile writes, in a new temporary directory, the shipped
+// KubeSchedulerConfiguration with its profile renamed annotationsScheduler
+// and SubsetPlacement's localityMetadata set to Annotations, and returns
+// its path. It errors when the shipped config does not name the profile
+// and the arg exactly once each.
+func annotationsProfile() (string, error) {
+	data, err := os.ReadFile(controlplane.SchedulerConfigFile())
+	if err != nil {
+		return "", err
+	}
+	for _, r := range [][2]string{
+		{"schedulerName: fleetset-scheduler\n", "schedulerName: " + annotationsScheduler + "\n"},
+		{"localityMetadata: LabelsAndAnnotations", "localityMetadata: Annotations"},
+	} {
+		if n := strings.Count(string(data), r[0]); n != 1 {
+			return "", fmt.Errorf("%s: %q %d times, want once", controlplane.SchedulerConfigFile(), r[0], n)
+		}
+		data = []byte(strings.Replace(string(data), r[0], r[1], 1))
+	}
+	dir, err := os.MkdirTemp("", "fleetset-annotations-")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "config.yaml")
+	return path, os.WriteFile(path, data, 0o600)
 }
 
 // makeNode returns a Ready node in zone with room for 110 pods.

@@ -81,3 +81,55 @@ func TestBoundPodsCarryTheirDomain(t *testing.T) {
 	}
 	t.Logf("db: %v", countByZone(want))
 }
+
+// TestBindingCarriesLocality: in the shipped profile the locality is on
+// every bound pod twice, as labels (PreBind's PATCH) and as annotations
+// (SubsetPlacement's Binding); in a profile with localityMetadata
+// Annotations, as annotations only, equal to the ordinal's domain and its
+// node's zone: the apiserver copied them from the Binding that bound the
+// pod, and no PATCH wrote labels.
+func TestBindingCarriesLocality(t *testing.T) {
+	nodeZone := nodeZones(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		scheduler string
+		labels    bool
+	}{
+		{scheduler: "fleetset-scheduler", labels: true},
+		{scheduler: annotationsScheduler, labels: false},
+	} {
+		t.Run(tc.scheduler, func(t *testing.T) {
+			ns := newNamespace(t, "binding")
+			sp := makePlacement(ns, "db", 1000, fleetv1.DoNotSchedule,
+				fleetv1.DomainShare{Name: "zone-b", Replicas: ptr.To(intstr.FromString("50%"))},
+				fleetv1.DomainShare{Name: "zone-a"}, fleetv1.DomainShare{Name: "zone-c"})
+			sp.Spec.Cluster = "west"
+			if err := cl.Create(ctx, sp); err != nil {
+				t.Fatal(err)
+			}
+			sts := makeStatefulSet(ns, "db", "db", 6, 1000)
+			sts.Spec.Template.Spec.SchedulerName = tc.scheduler
+			if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			want := expectedDomains(t, sp, 6)
+			for o, p := range waitBound(t, ns, "db", 6) {
+				zone := nodeZone[p.Spec.NodeName]
+				if got := p.Annotations[fleetv1.LabelDomain]; got != want[o] || got != zone {
+					t.Errorf("ordinal %d on %s (zone %q): annotation %s=%q, want %q", o, p.Spec.NodeName, zone, fleetv1.LabelDomain, got, want[o])
+				}
+				if got := p.Annotations[fleetv1.LabelCluster]; got != "west" {
+					t.Errorf("ordinal %d: annotation %s=%q, want west", o, fleetv1.LabelCluster, got)
+				}
+				label, labelled := p.Labels[fleetv1.LabelDomain]
+				_, clusterLabelled := p.Labels[fleetv1.LabelCluster]
+				switch {
+				case tc.labels && (label != want[o] || p.Labels[fleetv1.LabelCluster] != "west"):
+					t.Errorf("ordinal %d: labels %v, want %s=%s and %s=west", o, p.Labels, fleetv1.LabelDomain, want[o], fleetv1.LabelCluster)
+				case !tc.labels && (labelled || clusterLabelled):
+					t.Errorf("ordinal %d: labels %v: a locality label was written with localityMetadata Annotations", o, p.Labels)
+				}
+			}
+		})
+	}
+}

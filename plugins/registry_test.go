@@ -3,6 +3,7 @@ package plugins_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -64,6 +65,14 @@ func TestShippedSchedulerConfig(t *testing.T) {
 			t.Errorf("%s does not enable %s", ext, ordinalspread.Name)
 		}
 	}
+	// SubsetPlacement binds first; DefaultBinder binds what it skips.
+	var binders []string
+	for _, pl := range p.Bind.Enabled {
+		binders = append(binders, pl.Name)
+	}
+	if !slices.Equal(binders, []string{subsetplacement.Name, "DefaultBinder"}) {
+		t.Errorf("bind plugins = %v, want [%s DefaultBinder]", binders, subsetplacement.Name)
+	}
 	if !has(p.MultiPoint, "NodeResourcesFit") {
 		t.Error("the default plugins are not kept (NodeResourcesFit missing from multiPoint)")
 	}
@@ -88,6 +97,51 @@ func TestOrdinalSpreadArgsDefaultAndValidation(t *testing.T) {
 	bad := ordinalSpreadArgs(t, write("bad.yaml", "{domainWeight: 150}"))
 	err := validation.ValidateOrdinalSpreadArgs(nil, bad)
 	if err == nil || err.Error() != "domainWeight: Invalid value: 150: must be between 0 and 100" {
+		t.Errorf("validation error = %v", err)
+	}
+}
+
+// subsetPlacementArgs returns SubsetPlacement's args in the first profile of
+// the config file, defaulted by kube-scheduler's config loading.
+func subsetPlacementArgs(t *testing.T, file string) *config.SubsetPlacementArgs {
+	t.Helper()
+	cfg, err := options.LoadConfigFromFile(klog.Background(), file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pc := range cfg.Profiles[0].PluginConfig {
+		if pc.Name == subsetplacement.Name {
+			return pc.Args.(*config.SubsetPlacementArgs)
+		}
+	}
+	t.Fatalf("no %s args in %s", subsetplacement.Name, file)
+	return nil
+}
+
+// TestSubsetPlacementArgsDefaultAndValidation: localityMetadata defaults to
+// LabelsAndAnnotations, the shipped config says so, and another value is
+// refused naming the field and the supported values.
+func TestSubsetPlacementArgsDefaultAndValidation(t *testing.T) {
+	if got := subsetPlacementArgs(t, filepath.Join("..", "manifests", "scheduler", "config.yaml")).LocalityMetadata; got != config.LocalityLabelsAndAnnotations {
+		t.Errorf("shipped localityMetadata = %q, want %q", got, config.LocalityLabelsAndAnnotations)
+	}
+	dir := t.TempDir()
+	write := func(name, args string) string {
+		f := filepath.Join(dir, name)
+		body := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: x\n  pluginConfig:\n  - name: SubsetPlacement\n    args: " + args + "\n"
+		if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	if got := subsetPlacementArgs(t, write("default.yaml", "{}")).LocalityMetadata; got != config.LocalityLabelsAndAnnotations {
+		t.Errorf("defaulted localityMetadata = %q, want %q", got, config.LocalityLabelsAndAnnotations)
+	}
+	if err := validation.ValidateSubsetPlacementArgs(nil, subsetPlacementArgs(t, write("annotations.yaml", "{localityMetadata: Annotations}"))); err != nil {
+		t.Errorf("localityMetadata Annotations: %v", err)
+	}
+	err := validation.ValidateSubsetPlacementArgs(nil, subsetPlacementArgs(t, write("bad.yaml", "{localityMetadata: Labels}")))
+	if err == nil || err.Error() != `localityMetadata: Unsupported value: "Labels": supported values: "LabelsAndAnnotations", "Annotations"` {
 		t.Errorf("validation error = %v", err)
 	}
 }

@@ -169,3 +169,28 @@ func readYAML(path string, out any) error {
 	}
 	return yaml.Unmarshal(data, out)
 }
+
+// TestAnnotationsConfigIsTheShippedOne: config-annotations.yaml, the
+// scheduler config of OrdinalPlacement_SubsetPlacementAnnotations, is the
+// shipped manifests/scheduler/config.yaml but for SubsetPlacement's
+// localityMetadata, so the workload measures the shipped profile with that
+// one arg changed. To regenerate it:
+//
+//	sed 's/localityMetadata: LabelsAndAnnotations/localityMetadata: Annotations/' manifests/scheduler/config.yaml > plugins/bench/config-annotations.yaml
+func TestAnnotationsConfigIsTheShippedOne(t *testing.T) {
+	shipped, err := os.ReadFile(filepath.Join("..", "..", "manifests", "scheduler", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const from, to = "localityMetadata: LabelsAndAnnotations", "localityMetadata: Annotations"
+	if bytes.Count(shipped, []byte(from)) != 1 {
+		t.Fatalf("the shipped config must set %q once", from)
+	}
+	got, err := os.ReadFile("config-annotations.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := bytes.Replace(shipped, []byte(from), []byte(to), 1); !bytes.Equal(got, want) {
+		t.Errorf("config-annotations.yaml is not the shipped config with %q; regenerate it (see this test's comment)", to)
+	}
+}

@@ -35,6 +35,8 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/member"
+	"github.com/fleetset/fleetset/plugins/apis/config"
+	"github.com/fleetset/fleetset/plugins/apis/config/validation"
 	"github.com/fleetset/fleetset/plugins/ordinaltarget"
 )
 
@@ -62,16 +64,24 @@ type SubsetPlacement struct {
 	// index finds the nodes of a domain in PreFilter.
 	index nodeIndex
 
-	// client patches the domain label onto pods at PreBind, nodes reads a
-	// spread-only pod's node there (prebind.go); nil: PreBind does nothing.
+	// client patches the locality labels onto pods at PreBind and binds
+	// them at Bind, nodes reads a spread-only pod's node there
+	// (prebind.go); nil: PreBind and Bind do nothing (Bind skips).
 	client kubernetes.Interface
 	nodes  corelisters.NodeLister
+	// apiCacher returns the scheduler's API cacher Bind goes through (nil
+	// func or nil cacher: the clientset), as DefaultBinder does.
+	apiCacher func() framework.APICacher
+	// localityMetadata is the args' LocalityMetadata: with
+	// LocalityAnnotations PreBind patches nothing.
+	localityMetadata config.LocalityMetadata
 }
 
 var _ framework.PreFilterPlugin = &SubsetPlacement{}
 var _ framework.FilterPlugin = &SubsetPlacement{}
 var _ framework.EnqueueExtensions = &SubsetPlacement{}
 var _ framework.PreBindPlugin = &SubsetPlacement{}
+var _ framework.BindPlugin = &SubsetPlacement{}
 
 // Name returns the plugin name.
 func (pl *SubsetPlacement) Name() string { return Name }
@@ -89,13 +99,25 @@ func Factory(gates GateFunc) fwkruntime.PluginFactory {
 	}
 }
 
-// New builds the plugin. It takes no args; it reads SubsetPlacements
-// through the informer shared with OrdinalSpread (see
+// New builds the plugin from args, a *config.SubsetPlacementArgs (validated
+// here) or nil (the defaults: locality as labels and annotations). It reads
+// SubsetPlacements through the informer shared with OrdinalSpread (see
 // ordinaltarget.ForHandle), gets its Gate from gates (nil: none) and
 // re-queues the pods the Gate fenced when its verdict changes. Errors come
-// from building the informers or from gates.
-func New(ctx context.Context, _ runtime.Object, h framework.Handle, gates GateFunc) (framework.Plugin, error) {
+// from invalid args, from building the informers or from gates.
+func New(ctx context.Context, obj runtime.Object, h framework.Handle, gates GateFunc) (framework.Plugin, error) {
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
+	args := &config.SubsetPlacementArgs{LocalityMetadata: config.LocalityLabelsAndAnnotations}
+	if obj != nil {
+		a, ok := obj.(*config.SubsetPlacementArgs)
+		if !ok {
+			return nil, fmt.Errorf("want args to be of type SubsetPlacementArgs, got %T", obj)
+		}
+		if err := validation.ValidateSubsetPlacementArgs(nil, a); err != nil {
+			return nil, fmt.Errorf("%s: %w", Name, err)
+		}
+		args = a
+	}
 	r, err := ordinaltarget.ForHandle(ctx, Name, h)
 	if err != nil {
 		return nil, err
@@ -108,10 +130,12 @@ func New(ctx context.Context, _ runtime.Object, h framework.Handle, gates GateFu
 	}
 	pl := NewWithResolver(r, gate).withPreBind(h.ClientSet(), h.SharedInformerFactory().Core().V1().Nodes().Lister())
 	pl.activator = h
+	pl.apiCacher = h.APICacher
+	pl.localityMetadata = args.LocalityMetadata
 	if gate != nil {
 		gate.OnChange(func() { pl.gateChanged(logger) })
 	}
-	logger.V(2).Info("Plugin ready", "fencing", gate != nil)
+	logger.V(2).Info("Plugin ready", "fencing", gate != nil, "localityMetadata", args.LocalityMetadata)
 	return pl, nil
 }
 

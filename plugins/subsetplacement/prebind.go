@@ -12,37 +12,46 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/plugins/apis/config"
 	"github.com/fleetset/fleetset/plugins/ordinaltarget"
 )
 
-// The locality labels. Before a managed pod is bound, PreBind sets its label
-// fleetset.io/domain (v1alpha1.LabelDomain) to the domain its ordinal belongs
-// to, and fleetset.io/cluster (v1alpha1.LabelCluster) to its
-// SubsetPlacement's spec.cluster, so that the pod's containers can read
-// them through the downward API.
-// The label must be on the pod before the kubelet starts it: an env var
-// from fieldRef metadata.labels is resolved once, when the container is
-// created. So a patch that fails fails PreBind: the pod is not bound, goes
+// Locality. A managed pod carries its ordinal's domain as fleetset.io/domain
+// (v1alpha1.LabelDomain) and its SubsetPlacement's spec.cluster as
+// fleetset.io/cluster (v1alpha1.LabelCluster), so that its containers can
+// read them through the downward API:
+//   - as annotations, always: Bind creates the pod's Binding with them, and
+//     the apiserver copies a Binding's annotations onto the pod in the same
+//     write that sets spec.nodeName;
+//   - as labels too, unless the plugin's args say LocalityMetadata
+//     Annotations: PreBind patches them before the Binding (one more pod
+//     write per pod, the price of selecting pods by domain).
+// Both must be on the pod before the kubelet starts it: an env var from a
+// fieldRef is resolved once, when the container is created. So a patch or
+// a Binding that fails fails the binding cycle: the pod is not bound, goes
 // back to the queue (backoff) and is scheduled again, rather than run
-// without the label its workload may rely on. The failure is in the pod's
-// FailedScheduling event (e.g. the scheduler's ServiceAccount may not patch
-// pods, or an admission policy refused the label).
+// without the locality its workload may rely on. The failure is in the
+// pod's FailedScheduling event (e.g. the scheduler's ServiceAccount may not
+// patch pods, or an admission policy refused the label).
 
 // PreBindPreFlight returns Skip when PreBind has nothing to do for the pod
-// on nodeName: the pod is not managed, PreFilter stored no target, the
-// plugin has no client (NewWithResolver), or the pod already carries the
-// right fleetset.io/domain label. It returns Success when PreBind will
-// patch the label, and an error when the domain cannot be known (a
-// placement without domains, and the node or its topology key gone).
+// on nodeName: the plugin sets annotations only (LocalityAnnotations), the
+// pod is not managed, PreFilter stored no target, the plugin has no client
+// (NewWithResolver), or the pod already carries the right locality labels.
+// It returns Success when PreBind will patch the labels, and an error when
+// the domain cannot be known (a placement without domains, and the node or
+// its topology key gone).
 func (pl *SubsetPlacement) PreBindPreFlight(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
-	_, status := pl.domainLabel(ctx, state, pod, nodeName)
+	_, status := pl.labelsToPatch(ctx, state, pod, nodeName)
 	return status
 }
 
-// PreBind sets the pod's label fleetset.io/domain with a JSON merge patch
+// PreBind sets the pod's locality labels (fleetset.io/domain and, when the
+// placement names its cluster, fleetset.io/cluster) with a JSON merge patch
 // of metadata.labels, through the scheduler's clientset, unless
 // PreBindPreFlight's conditions say there is nothing to do. The domain is
 // the one the placement's seat sequence gives the pod's ordinal (the
@@ -51,16 +60,12 @@ func (pl *SubsetPlacement) PreBindPreFlight(ctx context.Context, state fwk.Cycle
 // placement without domains, the value of the topology key on nodeName. A
 // failed patch returns an error: the pod is retried, not bound.
 func (pl *SubsetPlacement) PreBind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
-	domain, status := pl.domainLabel(ctx, state, pod, nodeName)
+	labels, status := pl.labelsToPatch(ctx, state, pod, nodeName)
 	if !status.IsSuccess() {
 		if status.IsSkip() {
 			return nil
 		}
 		return status
-	}
-	labels := map[string]string{fleetv1.LabelDomain: domain}
-	if cluster := pl.clusterOf(ctx, pod); cluster != "" {
-		labels[fleetv1.LabelCluster] = cluster
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
 	if err != nil {
@@ -70,6 +75,43 @@ func (pl *SubsetPlacement) PreBind(ctx context.Context, state fwk.CycleState, po
 		return fwk.AsStatus(fmt.Errorf("setting labels %v on pod %s/%s: %w", labels, pod.Namespace, pod.Name, err))
 	}
 	klog.FromContext(ctx).V(4).Info("Locality labels set", "pod", klog.KObj(pod), "node", nodeName, "labels", labels)
+	return nil
+}
+
+// Bind binds a managed pod to nodeName with a Binding that carries the
+// pod's locality (fleetset.io/domain and fleetset.io/cluster, as PreBind
+// computes them) as annotations, which the apiserver copies onto the pod
+// as it sets spec.nodeName: one write, as DefaultBinder's. Like
+// DefaultBinder it goes through the scheduler's API cacher when it has one
+// (SchedulerAsyncAPICalls). It returns Skip, leaving the pod to the next
+// bind plugin (DefaultBinder), for a pod that is not managed, without a
+// PreFilter target, or when the plugin has no client; an error when the
+// domain cannot be known or the Binding fails (the pod is retried).
+func (pl *SubsetPlacement) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	locality, status := pl.locality(ctx, state, pod, nodeName)
+	if !status.IsSuccess() {
+		return status
+	}
+	binding := &v1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, Annotations: locality},
+		Target:     v1.ObjectReference{Kind: "Node", Name: nodeName},
+	}
+	var cacher framework.APICacher
+	if pl.apiCacher != nil {
+		cacher = pl.apiCacher()
+	}
+	if cacher != nil {
+		onFinish, err := cacher.BindPod(binding)
+		if err == nil {
+			err = cacher.WaitOnFinish(ctx, onFinish)
+		}
+		if err != nil {
+			return fwk.AsStatus(fmt.Errorf("binding pod %s/%s to %s: %w", pod.Namespace, pod.Name, nodeName, err))
+		}
+	} else if err := pl.client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return fwk.AsStatus(fmt.Errorf("binding pod %s/%s to %s: %w", pod.Namespace, pod.Name, nodeName, err))
+	}
+	klog.FromContext(ctx).V(4).Info("Pod bound with its locality", "pod", klog.KObj(pod), "node", nodeName, "annotations", locality)
 	return nil
 }
 
@@ -86,19 +128,38 @@ func (pl *SubsetPlacement) clusterOf(ctx context.Context, pod *v1.Pod) string {
 	return sp.Spec.Cluster
 }
 
-// domainLabel returns the value of fleetset.io/domain the pod must carry
-// when bound to nodeName, with Success, or a Skip status when there is
+// labelsToPatch returns the locality labels PreBind must patch onto the
+// pod bound to nodeName, with Success, or a Skip status when there is
 // nothing to patch (see PreBindPreFlight), or an error status.
-func (pl *SubsetPlacement) domainLabel(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) (string, *fwk.Status) {
+func (pl *SubsetPlacement) labelsToPatch(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) (map[string]string, *fwk.Status) {
+	if pl.localityMetadata == config.LocalityAnnotations {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	want, status := pl.locality(ctx, state, pod, nodeName)
+	if !status.IsSuccess() {
+		return nil, status
+	}
+	if pod.Labels[fleetv1.LabelDomain] == want[fleetv1.LabelDomain] && pod.Labels[fleetv1.LabelCluster] == want[fleetv1.LabelCluster] {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	return want, nil
+}
+
+// locality returns the pod's locality when bound to nodeName, by key:
+// fleetset.io/domain always, fleetset.io/cluster when its placement names
+// its cluster. The status is Skip when the pod is not managed, PreFilter
+// stored no target, or the plugin has no client (NewWithResolver), and an
+// error when the domain cannot be known.
+func (pl *SubsetPlacement) locality(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) (map[string]string, *fwk.Status) {
 	if pl.client == nil || !ordinaltarget.Managed(pod) {
-		return "", fwk.NewStatus(fwk.Skip)
+		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	t, ok, err := ordinaltarget.GetPreFilterState(state)
 	if err != nil {
-		return "", fwk.AsStatus(err)
+		return nil, fwk.AsStatus(err)
 	}
 	if !ok {
-		return "", fwk.NewStatus(fwk.Skip)
+		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	domain := t.Domain
 	if domain == "" {
@@ -106,20 +167,21 @@ func (pl *SubsetPlacement) domainLabel(ctx context.Context, state fwk.CycleState
 		// (the binding cycle runs beside the next scheduling cycle, which
 		// owns the snapshot).
 		if pl.nodes == nil {
-			return "", fwk.NewStatus(fwk.Skip)
+			return nil, fwk.NewStatus(fwk.Skip)
 		}
 		node, err := pl.nodes.Get(nodeName)
 		if err != nil {
-			return "", fwk.AsStatus(fmt.Errorf("reading node %s for the domain label: %w", nodeName, err))
+			return nil, fwk.AsStatus(fmt.Errorf("reading node %s for the domain label: %w", nodeName, err))
 		}
 		if domain, ok = node.Labels[t.TopologyKey]; !ok || domain == "" {
-			return "", fwk.AsStatus(fmt.Errorf("node %s has no label %s: no domain for pod %s/%s", nodeName, t.TopologyKey, pod.Namespace, pod.Name))
+			return nil, fwk.AsStatus(fmt.Errorf("node %s has no label %s: no domain for pod %s/%s", nodeName, t.TopologyKey, pod.Namespace, pod.Name))
 		}
 	}
-	if v, ok := pod.Labels[fleetv1.LabelDomain]; ok && v == domain && pod.Labels[fleetv1.LabelCluster] == pl.clusterOf(ctx, pod) {
-		return "", fwk.NewStatus(fwk.Skip)
+	out := map[string]string{fleetv1.LabelDomain: domain}
+	if cluster := pl.clusterOf(ctx, pod); cluster != "" {
+		out[fleetv1.LabelCluster] = cluster
 	}
-	return domain, nil
+	return out, nil
 }
 
 // withPreBind gives pl the clientset PreBind patches pods with and the node

@@ -2,10 +2,13 @@ package subsetplacement
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -16,6 +19,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/plugins/apis/config"
 	"github.com/fleetset/fleetset/plugins/internal/plugintest"
 )
 
@@ -112,5 +116,109 @@ func TestPreBindSetsDomainLabel(t *testing.T) {
 				t.Errorf("labels after PreBind = %v, want %s=%s and the others kept", got.Labels, fleetv1.LabelDomain, tt.want)
 			}
 		})
+	}
+}
+
+// TestBindCarriesLocality: Bind binds a managed pod with one Binding whose
+// annotations are its locality (the ordinal's domain, or the node's for a
+// spread-only placement), skips unmanaged pods (DefaultBinder binds them),
+// and fails without binding when the domain cannot be known. With
+// localityMetadata Annotations, PreBind patches nothing and Bind still
+// carries the locality.
+func TestBindCarriesLocality(t *testing.T) {
+	placements := []*fleetv1.SubsetPlacement{
+		makePlacement("even", fleetv1.DoNotSchedule, 0, dom("zone-a"), dom("zone-b"), dom("zone-c")),
+		makePlacement("spread", fleetv1.DoNotSchedule, 0),
+	}
+	r := plugintest.Resolver(t, placements...)
+	indexer := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
+	for _, n := range []*v1.Node{
+		st.MakeNode().Name("node-a").Label(v1.LabelTopologyZone, "zone-a").Obj(),
+		st.MakeNode().Name("node-c").Label(v1.LabelTopologyZone, "zone-c").Obj(),
+		st.MakeNode().Name("node-none").Obj(),
+	} {
+		if err := indexer.Add(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodes := corelisters.NewNodeLister(indexer)
+	for _, mode := range []config.LocalityMetadata{config.LocalityLabelsAndAnnotations, config.LocalityAnnotations} {
+		for _, tt := range []struct {
+			name   string
+			pod    *v1.Pod
+			node   string
+			want   string // the Binding's fleetset.io/domain; "": not bound here
+			code   fwk.Code
+			patch  bool // PreBind patches (LabelsAndAnnotations only)
+			failed bool // the API refuses the Binding
+		}{
+			{name: "ordinal 4 of three even zones", pod: pod("db-4", "even", "4"), node: "node-a", want: "zone-b", code: fwk.Success, patch: true},
+			{name: "spread only: the node's domain", pod: pod("db-7", "spread", "7"), node: "node-c", want: "zone-c", code: fwk.Success, patch: true},
+			{name: "spread only: node without the key", pod: pod("db-7", "spread", "7"), node: "node-none", code: fwk.Error},
+			{name: "unmanaged: left to DefaultBinder", pod: st.MakePod().Namespace("default").Name("web-0").Obj(), node: "node-a", code: fwk.Skip},
+			{name: "the Binding fails", pod: pod("db-3", "even", "3"), node: "node-a", code: fwk.Error, patch: true, failed: true},
+		} {
+			t.Run(string(mode)+"/"+tt.name, func(t *testing.T) {
+				ctx := context.Background()
+				cs := fake.NewClientset()
+				if _, err := cs.CoreV1().Pods("default").Create(ctx, tt.pod, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				var bindings []*v1.Binding
+				cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+					if a.GetSubresource() != "binding" {
+						return false, nil, nil
+					}
+					if tt.failed {
+						return true, nil, apierrors.NewConflict(v1.Resource("pods/binding"), tt.pod.Name, errors.New("already assigned"))
+					}
+					bindings = append(bindings, a.(k8stesting.CreateAction).GetObject().(*v1.Binding))
+					return true, nil, nil
+				})
+				pl := NewWithResolver(r, nil).withPreBind(cs, nodes)
+				pl.localityMetadata = mode
+				state := framework.NewCycleState()
+				if _, ok := tt.pod.Labels[fleetv1.LabelPlacement]; ok {
+					// No node in the plugin's index: PreFilter stores the
+					// target and finds no node, as in TestPreBindSetsDomainLabel.
+					if _, status := pl.PreFilter(ctx, state, tt.pod, nil); status.Code() != fwk.UnschedulableAndUnresolvable && !status.IsSuccess() {
+						t.Fatalf("PreFilter: %v", status)
+					}
+				}
+				cs.ClearActions()
+				if status := pl.PreBind(ctx, state, tt.pod, tt.node); tt.code != fwk.Error && !status.IsSuccess() {
+					t.Fatalf("PreBind: %v", status)
+				}
+				patched := 0
+				for _, a := range cs.Actions() {
+					if _, ok := a.(k8stesting.PatchAction); ok {
+						patched++
+					}
+				}
+				if wantPatch := tt.patch && mode == config.LocalityLabelsAndAnnotations; (patched == 1) != wantPatch || patched > 1 {
+					t.Errorf("PreBind patched %d times, want a patch: %v", patched, wantPatch)
+				}
+				status := pl.Bind(ctx, state, tt.pod, tt.node)
+				if status.Code() != tt.code {
+					t.Fatalf("Bind = %v, want %v", status, tt.code)
+				}
+				if tt.want == "" || tt.failed {
+					if len(bindings) != 0 {
+						t.Errorf("Bind created %d Bindings, want none", len(bindings))
+					}
+					return
+				}
+				if len(bindings) != 1 {
+					t.Fatalf("Bind created %d Bindings, want 1", len(bindings))
+				}
+				b := bindings[0]
+				if b.Name != tt.pod.Name || b.UID != tt.pod.UID || b.Target.Kind != "Node" || b.Target.Name != tt.node {
+					t.Errorf("Binding %s (uid %q) → %s %s, want %s → Node %s", b.Name, b.UID, b.Target.Kind, b.Target.Name, tt.pod.Name, tt.node)
+				}
+				if got := b.Annotations[fleetv1.LabelDomain]; got != tt.want || len(b.Labels) != 0 {
+					t.Errorf("Binding annotations %v labels %v, want %s=%s and no labels", b.Annotations, b.Labels, fleetv1.LabelDomain, tt.want)
+				}
+			})
+		}
 	}
 }

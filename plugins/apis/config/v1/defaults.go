@@ -14,6 +14,15 @@ func addDefaultingFuncs(scheme *runtime.Scheme) error {
 	return RegisterDefaults(scheme)
 }
 
+// SetDefaults_SubsetPlacementArgs sets the defaults of SubsetPlacementArgs:
+// LocalityMetadata, when unset, is LabelsAndAnnotations. defaulter-gen calls
+// it from SetObjectDefaults_SubsetPlacementArgs.
+func SetDefaults_SubsetPlacementArgs(obj *SubsetPlacementArgs) { //nolint:revive,staticcheck // name required by defaulter-gen
+	if obj.LocalityMetadata == "" {
+		obj.LocalityMetadata = LocalityLabelsAndAnnotations
+	}
+}
+
 // SetDefaults_OrdinalSpreadArgs sets the defaults of OrdinalSpreadArgs:
 // DomainWeight, when unset, is DefaultDomainWeight (60). defaulter-gen calls it
 // from SetObjectDefaults_OrdinalSpreadArgs.

@@ -17,7 +17,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &OrdinalSpreadArgs{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &OrdinalSpreadArgs{}, &SubsetPlacementArgs{})
 	return nil
 }
 

@@ -14,9 +14,14 @@ import (
 // All generated defaulters are covering - they call all nested defaulters.
 func RegisterDefaults(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&OrdinalSpreadArgs{}, func(obj interface{}) { SetObjectDefaults_OrdinalSpreadArgs(obj.(*OrdinalSpreadArgs)) })
+	scheme.AddTypeDefaultingFunc(&SubsetPlacementArgs{}, func(obj interface{}) { SetObjectDefaults_SubsetPlacementArgs(obj.(*SubsetPlacementArgs)) })
 	return nil
 }
 
 func SetObjectDefaults_OrdinalSpreadArgs(in *OrdinalSpreadArgs) {
 	SetDefaults_OrdinalSpreadArgs(in)
+}
+
+func SetObjectDefaults_SubsetPlacementArgs(in *SubsetPlacementArgs) {
+	SetDefaults_SubsetPlacementArgs(in)
 }

@@ -16,3 +16,16 @@ func ValidateOrdinalSpreadArgs(path *field.Path, args *config.OrdinalSpreadArgs)
 	}
 	return errs.ToAggregate()
 }
+
+// ValidateSubsetPlacementArgs returns an aggregate of every invalid field of
+// args under path (nil path: top level), or nil.
+func ValidateSubsetPlacementArgs(path *field.Path, args *config.SubsetPlacementArgs) error {
+	var errs field.ErrorList
+	switch args.LocalityMetadata {
+	case config.LocalityLabelsAndAnnotations, config.LocalityAnnotations:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("localityMetadata"), args.LocalityMetadata,
+			[]config.LocalityMetadata{config.LocalityLabelsAndAnnotations, config.LocalityAnnotations}))
+	}
+	return errs.ToAggregate()
+}
