@@ -269,6 +269,8 @@ var comparisons = []comparison{
 	{"unmanaged pods: fleetset profile / default profile", "TopologySpreading_FleetsetProfile", "TopologySpreading"},
 	{"ordinal placement: SubsetPlacement (fleetset) / PodTopologySpread (default)", "OrdinalPlacement_SubsetPlacement", "OrdinalPlacement_PodTopologySpread"},
 	{"ordinal placement: with the label PATCH / pods created labelled (no PATCH)", "OrdinalPlacement_SubsetPlacement", "OrdinalPlacement_SubsetPlacementLabelled"},
+	{"ordinal placement: localityMetadata Annotations (fleetset) / PodTopologySpread (default)", "OrdinalPlacement_SubsetPlacementAnnotations", "OrdinalPlacement_PodTopologySpread"},
+	{"ordinal placement: localityMetadata Annotations / LabelsAndAnnotations (the label PATCH)", "OrdinalPlacement_SubsetPlacementAnnotations", "OrdinalPlacement_SubsetPlacement"},
 }
 
 // unconstrained compares the placed pods with upstream's unconstrained pods
@@ -278,6 +280,7 @@ var comparisons = []comparison{
 var unconstrained = []comparison{
 	{"ordinal placement (fleetset) / SchedulingBasic (default, no constraint)", "OrdinalPlacement_SubsetPlacement", "SchedulingBasic"},
 	{"ordinal placement without the label PATCH (pods created labelled) / SchedulingBasic", "OrdinalPlacement_SubsetPlacementLabelled", "SchedulingBasic"},
+	{"ordinal placement, localityMetadata Annotations (no PATCH) / SchedulingBasic", "OrdinalPlacement_SubsetPlacementAnnotations", "SchedulingBasic"},
 }
 
 // upstreamThresholds are the SchedulingThroughput thresholds (Average,
