@@ -260,6 +260,10 @@ func TestInstancesKnowWhereTheyRun(t *testing.T) {
 		if want := [3]string{in.cluster, in.subset, in.zone}; got != want {
 			t.Errorf("pod %s: labels cluster/subset/domain %v, want %v", in.pod, got, want)
 		}
+		// The same locality as annotations, from the scheduler's Binding.
+		if got, want := [2]string{p.Annotations[fleetv1.LabelCluster], p.Annotations[fleetv1.LabelDomain]}, [2]string{in.cluster, in.zone}; got != want {
+			t.Errorf("pod %s: annotations cluster/domain %v, want %v", in.pod, got, want)
+		}
 	}
 	view := &corev1.ConfigMap{}
 	if err := f.members[0].c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "db-fleet"}, view); err != nil {

@@ -31,6 +31,17 @@ func (f *fleet) echoFleetSet(ns string, clusters []string) *fleetv1.FleetSet {
 	c.Image, c.ImagePullPolicy, c.Args = framework.EchoImage, corev1.PullNever, []string{fmt.Sprintf("-listen=:%d", echoPort)}
 	c.ReadinessProbe = &corev1.Probe{PeriodSeconds: 1,
 		ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(echoPort)}}}
+	// The locality through the downward API, from the labels and from the
+	// annotations (docs/scheduler.md); the server answers with them.
+	for name, path := range map[string]string{
+		"FLEETSET_CLUSTER":            "metadata.labels['fleetset.io/cluster']",
+		"FLEETSET_DOMAIN":             "metadata.labels['fleetset.io/domain']",
+		"FLEETSET_CLUSTER_ANNOTATION": "metadata.annotations['fleetset.io/cluster']",
+		"FLEETSET_DOMAIN_ANNOTATION":  "metadata.annotations['fleetset.io/domain']",
+	} {
+		c.Env = append(c.Env, corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}})
+	}
+	slices.SortFunc(c.Env, func(a, b corev1.EnvVar) int { return strings.Compare(a.Name, b.Name) })
 	fs.Spec.Topology.Subsets = nil
 	for _, cl := range clusters {
 		s := fleetv1.Subset{Name: cl, Cluster: cl}
@@ -78,7 +89,10 @@ func (f *fleet) connectByName(t *testing.T, kube kubernetes.Interface, m member,
 // instance in each of three members; a client pod in every member connects
 // over TCP to every instance by its fleet DNS name
 // <pod>.echo.<namespace>.svc.cluster.local, through that member's stock
-// CoreDNS, and reaches the instance itself (its hostname is the pod name).
+// CoreDNS, and reaches the instance itself (its hostname is the pod name),
+// which answers with the locality its container started with (downward API
+// env vars from the labels and the annotations fleetset-scheduler set when
+// it bound the pod): its current cluster, and one domain.
 // Then the subset of one member is moved to another cluster (a spec move):
 // from every member that holds a subset of the FleetSet the same name
 // reaches the moved instance in its new cluster, at its new address. Last,
@@ -143,6 +157,11 @@ func TestFleetDNSAcrossMembers(t *testing.T) {
 					t.Errorf("%s: from %s to %s (in %s) by name: no reply (%+v)", round, m.name, pod, cluster, r)
 				case r.Reply.Server != pod:
 					t.Errorf("%s: from %s to %s by name: answered by %s", round, m.name, pod, r.Reply.Server)
+				case r.Reply.Env["FLEETSET_CLUSTER"] != cluster || r.Reply.Env["FLEETSET_CLUSTER_ANNOTATION"] != cluster ||
+					r.Reply.Env["FLEETSET_DOMAIN"] == "" || r.Reply.Env["FLEETSET_DOMAIN"] != r.Reply.Env["FLEETSET_DOMAIN_ANNOTATION"]:
+					// The container started with its locality: labels and
+					// annotations were on the pod before the kubelet ran it.
+					t.Errorf("%s: %s (in %s) started with locality env %v, want its cluster and one domain from labels and annotations", round, pod, cluster, r.Reply.Env)
 				default:
 					if host, _, _ := net.SplitHostPort(r.Remote); host != ips[pod] {
 						t.Errorf("%s: from %s, %s resolved to %s; the instance runs in %s at %s", round, m.name, pod, host, cluster, ips[pod])

@@ -33,6 +33,9 @@ type echoResult struct {
 	Local  string `json:"local"`
 	Reply  *struct {
 		Message, Client, Server string
+		// Env is the server's FLEETSET_* environment (echoFleetSet's
+		// locality env vars).
+		Env map[string]string
 	} `json:"reply"`
 	Error string `json:"error"`
 }

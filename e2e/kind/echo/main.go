@@ -5,7 +5,9 @@
 //	echo -listen :7777
 //	    serves TCP: reads one line from each connection and answers one
 //	    JSON line {"message", "client" (the address the server saw),
-//	    "server" (its hostname), "serverAddr"}.
+//	    "server" (its hostname), "serverAddr", "env" (its environment
+//	    variables named FLEETSET_*, as the kubelet set them when it
+//	    started the container: the locality from the downward API)}.
 //	echo -connect HOST:PORT[,HOST:PORT...] -message X [-timeout 5s] [-retry 0s]
 //	    connects to each target in turn (HOST may be a DNS name, such as a
 //	    fleet DNS name <pod>.<service>.<namespace>.svc.cluster.local),
@@ -35,6 +37,8 @@ type Reply struct {
 	Client     string `json:"client"`
 	Server     string `json:"server"`
 	ServerAddr string `json:"serverAddr"`
+	// Env holds the server's FLEETSET_* environment variables.
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // Result is the client's line for one target.
@@ -82,7 +86,13 @@ func serve(addr string) error {
 		return err
 	}
 	host, _ := os.Hostname()
-	fmt.Printf("%s echo: listening on %s\n", time.Now().UTC().Format(time.RFC3339), l.Addr())
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "FLEETSET_") {
+			env[k] = v
+		}
+	}
+	fmt.Printf("%s echo: listening on %s, env %v\n", time.Now().UTC().Format(time.RFC3339), l.Addr(), env)
 	for {
 		c, err := l.Accept()
 		if err != nil {
@@ -95,7 +105,7 @@ func serve(addr string) error {
 			if err != nil && line == "" {
 				return
 			}
-			r := Reply{Message: strings.TrimRight(line, "\r\n"), Client: c.RemoteAddr().String(), Server: host, ServerAddr: c.LocalAddr().String()}
+			r := Reply{Message: strings.TrimRight(line, "\r\n"), Client: c.RemoteAddr().String(), Server: host, ServerAddr: c.LocalAddr().String(), Env: env}
 			b, _ := json.Marshal(r)
 			_, _ = c.Write(append(b, '\n'))
 			fmt.Printf("%s echo: %q from %s\n", time.Now().UTC().Format(time.RFC3339), r.Message, r.Client)
