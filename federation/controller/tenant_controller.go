@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -42,6 +43,17 @@ const (
 // tenantRetry is how soon a cluster is reconciled again while a tenant work
 // it needs is still being deleted (it is created again once gone).
 const tenantRetry = 2 * time.Second
+
+// tenantCoalesce is how long a FleetSet ManifestWork's event waits before
+// its cluster is reconciled, so that a burst of work writes in a cluster
+// (a thousand FleetSets delivered at once) costs one reconcile, which lists
+// every work of the cluster, per interval instead of one per write. What
+// must happen at once does not wait: a FleetSet's events (a new tenant,
+// a level change) and a tenant work's own events are enqueued at once, and
+// the FleetSet's works wait for their tenant work anyway (holdForTenants).
+// A FleetSet work's events only let a tenant work go (the namespace's last
+// work deleted) or follow a level change the FleetSet's event brought.
+const tenantCoalesce = time.Second
 
 // TenantReconciler keeps, in every cluster namespace of the hub, one tenant
 // work (manifestwork.TenantWork, named v1alpha1.TenantWorkName) per hub
@@ -72,10 +84,36 @@ type TenantReconciler struct {
 func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("tenant").
-		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(workCluster), builder.WithPredicates(tenantRelevant())).
+		Watches(&workv1.ManifestWork{}, tenantWorkHandler(tenantCoalesce), builder.WithPredicates(tenantRelevant())).
 		Watches(&fleetv1.FleetSet{}, handler.EnqueueRequestsFromMapFunc(clustersOfFleetSet), builder.WithPredicates(tenantFleetSetChanged())).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfNamespace), builder.OnlyMetadata, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Complete(r)
+}
+
+// tenantWorkHandler enqueues a ManifestWork's cluster namespace: at once
+// for a tenant work, after delay for a FleetSet work (see tenantCoalesce;
+// the delaying queue keeps one pending request per cluster, so events
+// within delay share one reconcile).
+func tenantWorkHandler(delay time.Duration) handler.EventHandler {
+	enqueue := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}
+		if isTenantWork(o) {
+			q.Add(req)
+			return
+		}
+		q.AddAfter(req, delay)
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.ObjectNew, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, q)
+		},
+	}
 }
 
 // clustersOfNamespace maps a hub Namespace (its metadata, whose labels set
@@ -171,9 +209,10 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.List(ctx, &fleetSets, client.MatchingFields{liveClusterIndex: cluster}, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing FleetSets on cluster %s: %w", cluster, err)
 	}
+	platforms := map[string]platformLevel{} // by namespace: read once per reconcile
 	for i := range fleetSets.Items {
 		fs := &fleetSets.Items[i]
-		level, err := r.level(ctx, fs)
+		level, err := r.level(ctx, fs, platforms)
 		if err != nil {
 			log.FromContext(ctx).V(2).Info("No tenant work for a FleetSet the hub refuses", "fleetSet", client.ObjectKeyFromObject(fs), "cluster", cluster, "reason", err.Error())
 			continue
@@ -287,19 +326,32 @@ func (r *TenantReconciler) event(mc *clusterv1.ManagedCluster, typ, reason, msg 
 	}
 }
 
+// platformLevel is a hub namespace's platform Pod Security level, or why it
+// cannot be known.
+type platformLevel struct {
+	level fleetv1.PodSecurityLevel
+	err   error
+}
+
 // level is fs's effective Pod Security level: its namespace's platform level
 // (tenancy.PlatformLevel, from the cached metadata of the hub namespace),
 // or fs's spec.podSecurityLevel when stricter; an error when the hub
-// refuses it or the namespace cannot be read.
-func (r *TenantReconciler) level(ctx context.Context, fs *fleetv1.FleetSet) (fleetv1.PodSecurityLevel, error) {
-	ns := &metav1.PartialObjectMetadata{}
-	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	if err := r.Get(ctx, types.NamespacedName{Name: fs.Namespace}, ns); err != nil {
-		return "", fmt.Errorf("reading namespace %s: %w", fs.Namespace, err)
+// refuses it or the namespace cannot be read. platforms memoises the
+// namespaces' platform levels (one cache read per namespace).
+func (r *TenantReconciler) level(ctx context.Context, fs *fleetv1.FleetSet, platforms map[string]platformLevel) (fleetv1.PodSecurityLevel, error) {
+	p, ok := platforms[fs.Namespace]
+	if !ok {
+		ns := &metav1.PartialObjectMetadata{}
+		ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+		if err := r.Get(ctx, types.NamespacedName{Name: fs.Namespace}, ns); err != nil {
+			p.err = fmt.Errorf("reading namespace %s: %w", fs.Namespace, err)
+		} else {
+			p.level, p.err = tenancy.PlatformLevel(fs.Namespace, ns.Labels)
+		}
+		platforms[fs.Namespace] = p
 	}
-	platform, err := tenancy.PlatformLevel(fs.Namespace, ns.Labels)
-	if err != nil {
-		return "", err
+	if p.err != nil {
+		return "", p.err
 	}
-	return tenancy.EffectiveLevel(fs.Namespace, platform, fs.Spec.PodSecurityLevel)
+	return tenancy.EffectiveLevel(fs.Namespace, p.level, fs.Spec.PodSecurityLevel)
 }
