@@ -139,17 +139,19 @@ load_archive() {
     die "kind load image-archive $a into ${missing[*]} failed"
   for n in "${missing[@]}"; do
     [[ $(node_image_id "$n" "$tag") == "$id" ]] || die "$tag is not $id on $n after loading $a"
-    prune_node_images "$n"
+    prune_node_images "$n" "$tag"
     echo "$n"
   done
 }
 
-# prune_node_images NODE: remove from NODE's containerd the references that
-# `kind load` leaves behind (import-<date>@sha256:..., one per load) and
-# the images of earlier upgrade tests (:e2e-upgrade-*), so that repeated
-# loads do not fill the disk; images in use stay (the CRI keeps them).
+# prune_node_images NODE [KEEP]: remove from NODE's containerd the
+# references that `kind load` leaves behind (import-<date>@sha256:..., one
+# per load) and the images of earlier upgrade tests (:e2e-upgrade-*), so
+# that repeated loads do not fill the disk; images in use stay (the CRI
+# keeps them), and so does KEEP, the image just loaded (no pod uses it yet:
+# pruning it made the upgrade test's pod fail with ErrImageNeverPull).
 prune_node_images() {
-  docker exec "$1" sh -c 'ctr -n k8s.io images ls -q | grep -E "^import-|:e2e-upgrade-" | xargs -r ctr -n k8s.io images rm >/dev/null 2>&1' || true
+  docker exec "$1" sh -c 'ctr -n k8s.io images ls -q | grep -E "^import-|:e2e-upgrade-" | grep -vxF -e "$1" -e "docker.io/library/$1" | xargs -r ctr -n k8s.io images rm >/dev/null 2>&1' prune "${2:-}" || true
 }
 
 # crd_established CLUSTER CRD-NAME
