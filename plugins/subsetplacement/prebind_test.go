@@ -23,6 +23,23 @@ import (
 	"github.com/fleetset/fleetset/plugins/internal/plugintest"
 )
 
+// bindNodes returns a lister of the binding tests' nodes: node-a in zone-a,
+// node-c in zone-c, node-none without a zone.
+func bindNodes(t *testing.T) corelisters.NodeLister {
+	t.Helper()
+	indexer := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
+	for _, n := range []*v1.Node{
+		st.MakeNode().Name("node-a").Label(v1.LabelTopologyZone, "zone-a").Obj(),
+		st.MakeNode().Name("node-c").Label(v1.LabelTopologyZone, "zone-c").Obj(),
+		st.MakeNode().Name("node-none").Obj(),
+	} {
+		if err := indexer.Add(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return corelisters.NewNodeLister(indexer)
+}
+
 // TestPreBindSetsDomainLabel: PreBind labels a managed pod with its
 // ordinal's domain (a placement with domains, whatever node it is bound
 // to) or its node's domain (spread only), with one merge patch of
@@ -35,17 +52,7 @@ func TestPreBindSetsDomainLabel(t *testing.T) {
 		makePlacement("spread", fleetv1.DoNotSchedule, 0),
 	}
 	r := plugintest.Resolver(t, placements...)
-	indexer := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
-	for _, n := range []*v1.Node{
-		st.MakeNode().Name("node-a").Label(v1.LabelTopologyZone, "zone-a").Obj(),
-		st.MakeNode().Name("node-c").Label(v1.LabelTopologyZone, "zone-c").Obj(),
-		st.MakeNode().Name("node-none").Obj(),
-	} {
-		if err := indexer.Add(n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	nodes := corelisters.NewNodeLister(indexer)
+	nodes := bindNodes(t)
 	labelled := func(p *v1.Pod, v string) *v1.Pod {
 		p.Labels[fleetv1.LabelDomain] = v
 		return p
@@ -131,17 +138,7 @@ func TestBindCarriesLocality(t *testing.T) {
 		makePlacement("spread", fleetv1.DoNotSchedule, 0),
 	}
 	r := plugintest.Resolver(t, placements...)
-	indexer := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
-	for _, n := range []*v1.Node{
-		st.MakeNode().Name("node-a").Label(v1.LabelTopologyZone, "zone-a").Obj(),
-		st.MakeNode().Name("node-c").Label(v1.LabelTopologyZone, "zone-c").Obj(),
-		st.MakeNode().Name("node-none").Obj(),
-	} {
-		if err := indexer.Add(n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	nodes := corelisters.NewNodeLister(indexer)
+	nodes := bindNodes(t)
 	for _, mode := range []config.LocalityMetadata{config.LocalityLabelsAndAnnotations, config.LocalityAnnotations} {
 		for _, tt := range []struct {
 			name   string
