@@ -145,14 +145,34 @@ func (pl *SubsetPlacement) labelsToPatch(ctx context.Context, state fwk.CycleSta
 	return want, nil
 }
 
+// localityStateKey is the cycle-state key under which locality keeps what
+// it computed for the binding cycle (localityState), so that
+// PreBindPreFlight, PreBind and Bind read the node and the placement once.
+const localityStateKey fwk.StateKey = Name + "/locality"
+
+// localityState is a pod's locality when bound to node.
+type localityState struct {
+	node     string
+	locality map[string]string
+}
+
+// Clone returns s: it is written once and never changed.
+func (s *localityState) Clone() fwk.StateData { return s }
+
 // locality returns the pod's locality when bound to nodeName, by key:
 // fleetset.io/domain always, fleetset.io/cluster when its placement names
-// its cluster. The status is Skip when the pod is not managed, PreFilter
-// stored no target, or the plugin has no client (NewWithResolver), and an
-// error when the domain cannot be known.
+// its cluster (read-only: callers must not change the map). The status is
+// Skip when the pod is not managed, PreFilter stored no target, or the
+// plugin has no client (NewWithResolver), and an error when the domain
+// cannot be known. A result is kept in state for the rest of the cycle.
 func (pl *SubsetPlacement) locality(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) (map[string]string, *fwk.Status) {
 	if pl.client == nil || !ordinaltarget.Managed(pod) {
 		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	if c, err := state.Read(localityStateKey); err == nil {
+		if ls, ok := c.(*localityState); ok && ls.node == nodeName {
+			return ls.locality, nil
+		}
 	}
 	t, ok, err := ordinaltarget.GetPreFilterState(state)
 	if err != nil {
@@ -181,6 +201,7 @@ func (pl *SubsetPlacement) locality(ctx context.Context, state fwk.CycleState, p
 	if cluster := pl.clusterOf(ctx, pod); cluster != "" {
 		out[fleetv1.LabelCluster] = cluster
 	}
+	state.Write(localityStateKey, &localityState{node: nodeName, locality: out})
 	return out, nil
 }
 

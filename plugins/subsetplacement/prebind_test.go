@@ -219,3 +219,40 @@ func TestBindCarriesLocality(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalityReadOncePerCycle: PreBind and Bind of one binding cycle read
+// the node and the placement once; Bind reuses PreBind's locality (here the
+// node lister is gone by then) for the same node, and computes it again for
+// another node.
+func TestLocalityReadOncePerCycle(t *testing.T) {
+	r := plugintest.Resolver(t, makePlacement("spread", fleetv1.DoNotSchedule, 0))
+	ctx := context.Background()
+	p := pod("db-7", "spread", "7")
+	cs := fake.NewClientset(p)
+	var bindings []*v1.Binding
+	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "binding" {
+			return false, nil, nil
+		}
+		bindings = append(bindings, a.(k8stesting.CreateAction).GetObject().(*v1.Binding))
+		return true, nil, nil
+	})
+	pl := NewWithResolver(r, nil).withPreBind(cs, bindNodes(t))
+	state := framework.NewCycleState()
+	if _, status := pl.PreFilter(ctx, state, p, nil); status.Code() != fwk.UnschedulableAndUnresolvable && !status.IsSuccess() {
+		t.Fatalf("PreFilter: %v", status)
+	}
+	if status := pl.PreBind(ctx, state, p, "node-c"); !status.IsSuccess() {
+		t.Fatalf("PreBind: %v", status)
+	}
+	pl.nodes = nil // a second read of the node would now Skip
+	if status := pl.Bind(ctx, state, p, "node-c"); !status.IsSuccess() {
+		t.Fatalf("Bind: %v", status)
+	}
+	if len(bindings) != 1 || bindings[0].Annotations[fleetv1.LabelDomain] != "zone-c" {
+		t.Fatalf("bindings %v, want one with %s=zone-c from PreBind's locality", bindings, fleetv1.LabelDomain)
+	}
+	if status := pl.Bind(ctx, state, p, "node-a"); !status.IsSkip() {
+		t.Errorf("Bind to another node = %v, want Skip (its node read again, no lister)", status)
+	}
+}
