@@ -4,6 +4,7 @@ package controller
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,11 +15,15 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/klog/v2"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
@@ -49,6 +54,13 @@ func TestMain(m *testing.M) {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
 	} else {
 		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	}
+	// HUB_TEST_KLOG_V=<n> logs client-go's own messages (reflectors,
+	// watches) at that verbosity to stderr.
+	if v := os.Getenv("HUB_TEST_KLOG_V"); v != "" {
+		fs := flag.NewFlagSet("klog", flag.ExitOnError)
+		klog.InitFlags(fs)
+		_ = fs.Set("v", v)
 	}
 	crds, err := controlplane.OCMCRDs()
 	if err != nil {
@@ -145,15 +157,32 @@ var heldTenants sync.Map
 // applyTenantWorks is the work agent's part for tenant works (there is no
 // agent here): every 100 ms until ctx ends, it reports each tenant work on
 // the apiserver of cfg Applied at its generation, except those of
-// heldTenants and those some test reported already.
+// heldTenants and those some test reported already. Like a work agent it
+// watches the works (an informer restricted to tenant works) instead of
+// listing them from the apiserver: a LIST of every work ten times a second
+// would load the apiserver the hub benchmark measures.
 func applyTenantWorks(ctx context.Context, cfg *rest.Config) {
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		panic(err)
 	}
+	tenant, err := labels.NewRequirement(fleetv1.LabelTenant, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	works, err := cache.New(cfg, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{
+		&workv1.ManifestWork{}: {Label: labels.NewSelector().Add(*tenant)},
+	}})
+	if err != nil {
+		panic(err)
+	}
+	go func() { _ = works.Start(ctx) }()
+	if !works.WaitForCacheSync(ctx) {
+		return
+	}
 	_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		var list workv1.ManifestWorkList
-		if err := c.List(ctx, &list, client.HasLabels{fleetv1.LabelTenant}); err != nil {
+		if err := works.List(ctx, &list); err != nil {
 			return false, nil
 		}
 		for i := range list.Items {
@@ -246,7 +275,7 @@ func (w *writeCounter) snapshot() map[string]int {
 
 // countingTransport counts every request that is not a GET (reads, lists and
 // watches are GETs; a watch of ManifestWorks is noted as
-// "watch_manifestworks"): "lease" for the resync lease ManifestWork, "event" for
+// "watch_manifestworks", a GET or LIST of a resource as "read_<resource>"): "lease" for the resync lease ManifestWork, "event" for
 // Events, "leader" for leader election, "tenant" for the tenant works,
 // "work" for the FleetSets' ManifestWorks, "fleetset" for FleetSets (update, status), else "other".
 // A request the apiserver throttles (429, retried by client-go) counts as
@@ -258,10 +287,33 @@ type countingTransport struct {
 	c    *writeCounter
 }
 
+// readResource returns the resource a GET of an API path reads (the plural
+// after "namespaces/<ns>/" or after the group version), false for a path
+// outside /api and /apis.
+func readResource(path string) (string, bool) {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(parts) >= 3 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 4 && parts[0] == "apis":
+		parts = parts[3:]
+	default:
+		return "", false
+	}
+	if len(parts) >= 3 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	return parts[0], true
+}
+
 func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method == http.MethodGet {
-		if r.URL.Query().Get("watch") == "true" && strings.HasSuffix(r.URL.Path, "/manifestworks") {
-			t.c.note("watch_manifestworks")
+		if r.URL.Query().Get("watch") == "true" {
+			if strings.HasSuffix(r.URL.Path, "/manifestworks") {
+				t.c.note("watch_manifestworks")
+			}
+		} else if res, ok := readResource(r.URL.Path); ok {
+			t.c.note("read_" + res)
 		}
 		return t.next.RoundTrip(r)
 	}
