@@ -431,10 +431,15 @@ for c in $FLEET_MEMBERS; do
 done
 
 # OCM work agent: applies the cluster's ManifestWorks, with the hub identity
-# the registration agent obtained.
+# the registration agent obtained. FLEET_WORK_FEATURE_GATES (default none)
+# passes --feature-gates, e.g. ExecutorValidatingCaches=true (OCM's alpha
+# cache of the executor's SubjectAccessReviews; docs/benchmarks.md, "Scale
+# latency").
+work_gates=()
+[[ -n ${FLEET_WORK_FEATURE_GATES:-} ]] && work_gates=(--feature-gates "$FLEET_WORK_FEATURE_GATES")
 for c in $FLEET_MEMBERS; do
   d=$(cdir "$c")
-  start_proc "$c" work-agent "$LOCALBIN/work" agent \
+  start_proc "$c" work-agent "$LOCALBIN/work" agent "${work_gates[@]}" \
     --kubeconfig "$d/kubeconfig" --spoke-kubeconfig "$d/kubeconfig" --namespace "$OCM_AGENT_NAMESPACE" \
     --hub-kubeconfig "$d/hub-kubeconfig/kubeconfig" --workload-source-config "$d/hub-kubeconfig/kubeconfig" \
     --spoke-cluster-name "$c" --agent-id "$c-agent" \

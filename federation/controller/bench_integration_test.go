@@ -481,7 +481,8 @@ func measureLimit(t *testing.T, pair, parallel, subsets int, ns string, clusters
 // override them. Diagnostics:
 // BENCH_PROGRESS=1 prints every 10 s the works seen, the works in the hub's
 // cache (how far its watch lags) and the writes so far;
-// BENCH_APISERVER_PROFILE=<file> writes 60 s CPU profiles of the apiserver
+// BENCH_APISERVER_PROFILE=<file> writes CPU profiles of the apiserver, 10 s
+// after the start, of BENCH_APISERVER_PROFILE_SECONDS (default 60)
 // (<file>.limit<N>.<pair>, <file>.hub<pair>; with BENCH_PROGRESS);
 // BENCH_HUB_PROFILE=<file> writes a CPU profile of the test process (the
 // hub and the observer) from the hub's start until every work is seen
@@ -786,7 +787,11 @@ func profileAPIServer(cfg *rest.Config, file string) {
 	rc, err := rest.RESTClientFor(restConfigFor(cfg))
 	if err == nil {
 		var b []byte
-		b, err = rc.Get().AbsPath("/debug/pprof/profile").Param("seconds", "60").DoRaw(context.Background())
+		secs := os.Getenv("BENCH_APISERVER_PROFILE_SECONDS")
+		if secs == "" {
+			secs = "60"
+		}
+		b, err = rc.Get().AbsPath("/debug/pprof/profile").Param("seconds", secs).DoRaw(context.Background())
 		if err == nil {
 			err = os.WriteFile(file, b, 0o644)
 		}

@@ -135,14 +135,17 @@ func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types
 			}
 			w.Annotations[fleetv1.AnnotationMemberAck] = ack
 		}
-		if err := workvalidator.ManifestValidator.ValidateManifests(w.Spec.Workload.Manifests); err != nil {
-			out.tooLarge = append(out.tooLarge, clusterProblem(fleetv1.ReasonWorkTooLarge, w.Namespace, fmt.Sprintf(
-				"the ManifestWork %s/%s rendered for this cluster is refused by OCM's validation (%v); it is not written, and the cluster keeps the work it has: fewer subsets, instances or delivered ConfigMaps and Secrets in this cluster bring it under the limit", w.Namespace, w.Name, err)))
-			continue
-		}
 		cur := existing[client.ObjectKeyFromObject(w)]
 		restore := cur != nil && edited != nil && edited(cur)
 		if cur != nil && manifestwork.UpToDate(cur, w) && !restore {
+			// Stored as rendered: it passed the validation below when
+			// it was written, which decodes every manifest; a settled
+			// FleetSet's reconcile need not pay for it again.
+			continue
+		}
+		if err := workvalidator.ManifestValidator.ValidateManifests(w.Spec.Workload.Manifests); err != nil {
+			out.tooLarge = append(out.tooLarge, clusterProblem(fleetv1.ReasonWorkTooLarge, w.Namespace, fmt.Sprintf(
+				"the ManifestWork %s/%s rendered for this cluster is refused by OCM's validation (%v); it is not written, and the cluster keeps the work it has: fewer subsets, instances or delivered ConfigMaps and Secrets in this cluster bring it under the limit", w.Namespace, w.Name, err)))
 			continue
 		}
 		out.apply = append(out.apply, workWrite{existing: cur, desired: w, restore: restore})
