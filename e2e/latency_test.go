@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -190,6 +191,17 @@ func TestScaleLatency(t *testing.T) {
 		hub = append(hub, lastWork.Sub(t0))
 		ocm = append(ocm, lastMember.Sub(lastWork))
 		total = append(total, lastMember.Sub(t0))
+	}
+	// The three slowest scales by total, with their parts: whether the
+	// tail is the first scales (warm-up) or spread, and whose it is.
+	order := make([]int, len(total))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(total[b], total[a]) })
+	for _, i := range order[:min(3, len(order))] {
+		fmt.Printf("BENCH scale-latency slowest: scale %d total=%.1fms fleetset=%.1fms OCM=%.1fms\n", i,
+			float64(total[i].Microseconds())/1000, float64(hub[i].Microseconds())/1000, float64(ocm[i].Microseconds())/1000)
 	}
 	report := func(what string, ds []time.Duration) {
 		slices.Sort(ds)

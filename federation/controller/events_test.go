@@ -6,10 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
@@ -20,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/manifestwork"
 )
 
 // TestWorkEventsSurviveStatusConflict: the ManifestWorks written in a
@@ -181,5 +184,90 @@ func TestRolloutEventsOutliveWorkEvents(t *testing.T) {
 		if got := !r.Skip; got != tc.want {
 			t.Errorf("%s: SubsetUpdated after 30 WorksApplied passed = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestWorkConflictRetriesWithoutBackoff: a ManifestWork update refused as a
+// conflict (the work agent updated the work's status after the cache's
+// copy) makes the reconcile run again once the cache catches up
+// (RequeueAfter cacheWaitDelay, and the work's event), counted in
+// fleetset_hub_manifestwork_write_conflicts_total, not an error: an error
+// sends the FleetSet through the workqueue's exponential backoff, which a
+// run of conflicts during the agent's status updates grew past a second.
+func TestWorkConflictRetriesWithoutBackoff(t *testing.T) {
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := &fleetv1.FleetSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "mydb"},
+		Spec: fleetv1.FleetSetSpec{
+			Replicas: 3,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "mydb"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "mydb"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "db:1"}}}},
+			Topology: fleetv1.FleetTopology{Subsets: []fleetv1.Subset{{Name: "east", Cluster: "east"}, {Name: "west", Cluster: "west"}}},
+		},
+	}
+	available := []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "Available"}}
+	objs := []client.Object{fs, globalSet(), boundTo("db", "global"), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "db"}},
+		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "east"}, Status: clusterv1.ManagedClusterStatus{Conditions: available}},
+		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "west"}, Status: clusterv1.ManagedClusterStatus{Conditions: available}},
+	}
+	objs = append(objs, appliedTenantWorks(t, "db", "east", "west")...)
+	conflictOn := "" // the cluster whose work update conflicts
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(fs, &workv1.ManifestWork{}).
+		WithIndex(&fleetv1.FleetSet{}, ClusterIndex, clustersOf).
+		WithIndex(&workv1.ManifestWork{}, WorkOwnerIndex, workOwnerOf).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				if _, ok := obj.(*workv1.ManifestWork); ok && obj.GetNamespace() == conflictOn {
+					return apierrors.NewConflict(schema.GroupResource{Group: workv1.GroupName, Resource: "manifestworks"}, obj.GetName(), fmt.Errorf("the object has been modified"))
+				}
+				return c.Update(ctx, obj, opts...)
+			},
+		}).Build()
+	r := &FleetSetReconciler{Client: c, Recorder: record.NewFakeRecorder(50)}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(fs)}
+	ctx := context.Background()
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	cur := &fleetv1.FleetSet{}
+	if err := c.Get(ctx, req.NamespacedName, cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Replicas = 5
+	if err := c.Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	conflictOn = "west"
+	before := testutil.ToFloat64(workConflicts)
+	res, err := r.Reconcile(ctx, req)
+	if err != nil || res.RequeueAfter != cacheWaitDelay {
+		t.Fatalf("Reconcile = %+v, %v; want RequeueAfter %v and no error", res, err, cacheWaitDelay)
+	}
+	if got := testutil.ToFloat64(workConflicts) - before; got != 1 {
+		t.Errorf("fleetset_hub_manifestwork_write_conflicts_total grew by %v, want 1", got)
+	}
+	// Once the work's update goes through, the reconcile completes.
+	conflictOn = ""
+	if res, err := r.Reconcile(ctx, req); err != nil || res.RequeueAfter == cacheWaitDelay {
+		t.Fatalf("Reconcile after the conflict = %+v, %v; want done", res, err)
+	}
+	total := int64(0)
+	for _, cl := range []string{"east", "west"} {
+		w := &workv1.ManifestWork{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: cl, Name: "db.mydb"}, w); err != nil {
+			t.Fatal(err)
+		}
+		n, ok := manifestwork.HeldReplicas(w, "mydb-"+cl)
+		if !ok {
+			t.Fatalf("work %s holds no StatefulSet mydb-%s", cl, cl)
+		}
+		total += int64(n)
+	}
+	if total != 5 {
+		t.Errorf("replicas delivered = %d, want 5", total)
 	}
 }

@@ -291,6 +291,12 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 			// again once the cache has it (its event requeues sooner).
 			log.FromContext(ctx).V(1).Info("Cached FleetSet is older than the apiserver's; wrote nothing, retrying")
 			return ctrl.Result{RequeueAfter: cacheWaitDelay}, nil
+		} else if errors.Is(err, errWorkConflict) {
+			// A work changed after the cache's copy (the work agent's
+			// status): plan again once the cache has it (its event
+			// requeues sooner); the other works' writes are expected.
+			log.FromContext(ctx).V(1).Info("A ManifestWork changed since the cached copy; retrying", "error", err.Error())
+			return ctrl.Result{RequeueAfter: cacheWaitDelay}, nil
 		} else if err != nil {
 			return ctrl.Result{}, err
 		}

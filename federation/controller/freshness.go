@@ -15,6 +15,16 @@ import (
 // planned from is not the apiserver's current one: nothing was written.
 var errStaleFleetSet = errors.New("the cached FleetSet is older than the apiserver's")
 
+// errWorkConflict is returned by writeWorks when a ManifestWork changed on
+// the apiserver after the cache's copy the write was decided from (409):
+// most often the work agent's status update, which every apply is followed
+// by for a second or so. The reconcile runs again once the cache holds the
+// change (the work's event), as for errStaleFleetSet, not after the
+// workqueue's exponential backoff, which a run of such conflicts during the
+// agent's status updates grew past a second (docs/benchmarks.md, "Scale
+// latency").
+var errWorkConflict = errors.New("a ManifestWork changed since the cached copy the write was decided from")
+
 // current reports whether fs, as read from the cache, is the FleetSet the
 // apiserver holds now: the same resourceVersion, read live (metadata only)
 // through APIReader; true without an APIReader. It returns the read's error.

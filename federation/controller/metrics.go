@@ -44,6 +44,11 @@ var (
 		Name: "fleetset_hub_stale_fleetset_reads_total",
 		Help: "Reconciles that found, before writing ManifestWorks, that the cached FleetSet was older than the apiserver's, and wrote nothing (retried once the cache catches up).",
 	})
+	// workConflicts counts ManifestWork writes refused as a conflict.
+	workConflicts = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fleetset_hub_manifestwork_write_conflicts_total",
+		Help: "ManifestWork writes the apiserver refused as a conflict (the work changed after the cached copy, most often by the work agent's status update); the reconcile runs again once the cache holds the change.",
+	})
 	// relocationHolds counts relocations that were due and held.
 	relocationHolds = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "fleetset_hub_relocation_holds_total",
@@ -64,5 +69,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(workWrites, tenantWrites, leaseRenewals, relocations, relocationHolds, degradedReports, staleReads, memberAcks, departedLeases)
+	metrics.Registry.MustRegister(workWrites, tenantWrites, leaseRenewals, relocations, relocationHolds, degradedReports, staleReads, workConflicts, memberAcks, departedLeases)
 }

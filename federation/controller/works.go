@@ -247,7 +247,9 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 		case err == nil:
 			written = append(written, applied[i].written)
 		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
-			retry = err // the cache is behind; retry with fresh objects
+			// The cache is behind: retry with fresh objects.
+			workConflicts.Inc()
+			retry = fmt.Errorf("%w: %w", errWorkConflict, err)
 		default:
 			for _, sp := range st.subsets {
 				if sp.planned.Cluster == ww.desired.Namespace {
