@@ -14,8 +14,11 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -65,8 +68,9 @@ func watchClient(t *testing.T, path string) client.WithWatch {
 }
 
 // TestScaleLatency measures, over FLEETSET_E2E_LATENCY_SCALES scales (unset:
-// skipped; `make bench-latency` sets 100), the time from a FleetSet update
-// of spec.replicas (what `kubectl scale fleetset` does) to the last member
+// skipped; `make bench-latency` sets 100), the time from a merge patch of
+// the FleetSet's scale subresource (what `kubectl scale fleetset` sends:
+// no resourceVersion, so no conflict with the hub's status writes) to the last member
 // StatefulSet carrying the new replicas, split into fleetset's share (update
 // → every ManifestWork on the hub carries the new replicas: the hub's watch,
 // reconcile and write) and OCM's share (→ every member StatefulSet updated:
@@ -166,7 +170,7 @@ func TestScaleLatency(t *testing.T) {
 		works.reset()
 		members.reset()
 		t0 := time.Now()
-		f.updateFleetSet(t, ns, name, func(fs *fleetv1.FleetSet) { fs.Spec.Replicas = replicas })
+		f.scaleFleetSet(t, ns, name, replicas)
 		var lastWork, lastMember time.Time
 		eventually(t, time.Minute, fmt.Sprintf("scale %d to %d reaching every member", i, replicas), func(ctx context.Context) (bool, string, error) {
 			lastWork, lastMember = time.Time{}, time.Time{}
@@ -217,7 +221,17 @@ func TestScaleLatency(t *testing.T) {
 	report("OCM (last work → last StatefulSet)", ocm)
 }
 
-// splitMembers parses name=path,name=path into pairs.
+// scaleFleetSet sets FleetSet ns/name to replicas as `kubectl scale` does:
+// a merge patch of its scale subresource, without a resourceVersion.
+func (f *fleet) scaleFleetSet(t *testing.T, ns, name string, replicas int32) {
+	t.Helper()
+	fs := &fleetv1.FleetSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)))
+	if err := f.hub.SubResource("scale").Patch(t.Context(), fs, patch, client.WithSubResourceBody(&autoscalingv1.Scale{})); err != nil {
+		t.Fatalf("scaling FleetSet %s/%s to %d: %v", ns, name, replicas, err)
+	}
+}
+
 // statefulSetReplicasIn returns spec.replicas of the StatefulSet named sts
 // in the ManifestWork u's manifests.
 func statefulSetReplicasIn(u *unstructured.Unstructured, sts string) (int64, bool) {

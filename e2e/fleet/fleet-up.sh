@@ -559,11 +559,13 @@ log "fleetset add-on Available on $FLEET_MEMBERS ($((SECONDS - T0))s)"
 
 # ---------------------------------------------------------------- fleetset-hub
 # FLEET_HUB_BIN runs another fleetset-hub build (make chaos-unsafe: one
-# built to relocate without waiting for the fence).
+# built to relocate without waiting for the fence); FLEET_HUB_FLAGS adds
+# flags (e.g. --zap-log-level=2).
 FLEET_HUB_BIN=${FLEET_HUB_BIN:-$LOCALBIN/fleetset-hub}
 if [[ -x $FLEET_HUB_BIN ]]; then
   [[ $FLEET_HUB_BIN == "$LOCALBIN/fleetset-hub" ]] || log "fleetset-hub from $FLEET_HUB_BIN"
-  start_proc hub fleetset-hub "$FLEET_HUB_BIN" --kubeconfig "$(kubeconfig hub)" \
+  read -r -a hub_flags <<<"${FLEET_HUB_FLAGS:-}"
+  start_proc hub fleetset-hub "$FLEET_HUB_BIN" "${hub_flags[@]}" --kubeconfig "$(kubeconfig hub)" \
     --metrics-bind-address "127.0.0.1:$(port hub $SLOT_HUB_METRICS)" \
     --health-probe-bind-address "127.0.0.1:$(port hub $SLOT_HUB_HEALTH)" \
     --leader-elect=false --lease-duration "${FLEET_RESYNC_LEASE_SECONDS}s" --hub-identity fleetset-hub-local
