@@ -2,6 +2,7 @@ package manifestwork
 
 import (
 	"cmp"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -32,6 +33,12 @@ type Records struct {
 	// IPv4 address.
 	Rejected int
 	records  []record
+	// reporters holds, per ordinal, every cluster that reported it, in
+	// name order: while an instance moves (a relocation, a failback) both
+	// its clusters run a pod of that name, and a cluster that runs one
+	// resolves the name from its own EndpointSlice, so it gets no fleet
+	// record for it (two addresses for one name otherwise).
+	reporters map[int32][]string
 }
 
 // record is one accepted instance.
@@ -49,7 +56,9 @@ type record struct {
 // ordinal in that subset's block, and it has an IPv4 address (its first);
 // its Ready condition is recomputed as the EndpointSlice controller does
 // for the governing Service (publishNotReadyAddresses, or serving and not
-// terminating). Records are sorted by ordinal.
+// terminating). One record per ordinal: when several clusters report it
+// (an instance moving), the one whose subset is not draining there, then
+// the first by name. Records are sorted by ordinal.
 func AcceptRecords(fs *fleetv1.FleetSet, subsets []Subset, reports map[string]*discoveryv1.EndpointSlice) *Records {
 	out := &Records{}
 	total := int64(0)
@@ -61,8 +70,15 @@ func AcceptRecords(fs *fleetv1.FleetSet, subsets []Subset, reports map[string]*d
 		return out
 	}
 	publishNotReady := Service(fs).Spec.PublishNotReadyAddresses
-	seen := map[int32]bool{}
-	for cluster, slice := range reports {
+	// One record per ordinal. When several clusters report it (a move
+	// under way), the one whose subset is delivered there and not
+	// draining wins, then the first cluster by name: the choice does not
+	// depend on the order the reports were read in.
+	chosen := map[int32]int{} // ordinal → index in out.records
+	preferred := map[int32]bool{}
+	out.reporters = map[int32][]string{}
+	for _, cluster := range slices.Sorted(maps.Keys(reports)) {
+		slice := reports[cluster]
 		if slice == nil || slice.AddressType != discoveryv1.AddressTypeIPv4 {
 			if slice != nil {
 				out.Rejected += len(slice.Endpoints)
@@ -70,15 +86,15 @@ func AcceptRecords(fs *fleetv1.FleetSet, subsets []Subset, reports map[string]*d
 			continue
 		}
 		for _, ep := range slice.Endpoints {
-			ordinal, ok := instanceOn(fs, subsets, cluster, ptr.Deref(ep.Hostname, ""))
+			ordinal, draining, ok := instanceOn(fs, subsets, cluster, ptr.Deref(ep.Hostname, ""))
 			addr, valid := firstIPv4(ep.Addresses)
-			if !ok || !valid || seen[ordinal] {
+			if !ok || !valid || slices.Contains(out.reporters[ordinal], cluster) {
 				out.Rejected++
 				continue
 			}
-			seen[ordinal] = true
+			out.reporters[ordinal] = append(out.reporters[ordinal], cluster)
 			serving, terminating := ptr.Deref(ep.Conditions.Serving, false), ptr.Deref(ep.Conditions.Terminating, false)
-			out.records = append(out.records, record{ordinal: ordinal, cluster: cluster, endpoint: discoveryv1.Endpoint{
+			rec := record{ordinal: ordinal, cluster: cluster, endpoint: discoveryv1.Endpoint{
 				Addresses: []string{addr},
 				Hostname:  ptr.To(*ep.Hostname),
 				Conditions: discoveryv1.EndpointConditions{
@@ -86,7 +102,15 @@ func AcceptRecords(fs *fleetv1.FleetSet, subsets []Subset, reports map[string]*d
 					Serving:     ptr.To(serving),
 					Terminating: ptr.To(terminating),
 				},
-			}})
+			}}
+			i, seen := chosen[ordinal]
+			switch {
+			case !seen:
+				chosen[ordinal], preferred[ordinal] = len(out.records), !draining
+				out.records = append(out.records, rec)
+			case !draining && !preferred[ordinal]:
+				out.records[i], preferred[ordinal] = rec, true
+			}
 		}
 	}
 	slices.SortFunc(out.records, func(a, b record) int { return cmp.Compare(a.ordinal, b.ordinal) })
@@ -98,8 +122,8 @@ func AcceptRecords(fs *fleetv1.FleetSet, subsets []Subset, reports map[string]*d
 
 // instanceOn returns the ordinal of hostname when it names an instance of a
 // subset of fs placed on cluster: "<fleetset>-<subset>-<ordinal>" with the
-// ordinal in the subset's block.
-func instanceOn(fs *fleetv1.FleetSet, subsets []Subset, cluster, hostname string) (int32, bool) {
+// ordinal in the subset's block; draining is the subset's Draining there.
+func instanceOn(fs *fleetv1.FleetSet, subsets []Subset, cluster, hostname string) (ordinal int32, draining, ok bool) {
 	for _, sp := range subsets {
 		if sp.Cluster != cluster {
 			continue
@@ -113,10 +137,10 @@ func instanceOn(fs *fleetv1.FleetSet, subsets []Subset, cluster, hostname string
 			continue
 		}
 		if o := int32(n); o >= sp.OrdinalStart && o < sp.OrdinalStart+max(sp.BlockSize, sp.Replicas) {
-			return o, true
+			return o, sp.Draining, true
 		}
 	}
-	return 0, false
+	return 0, false, false
 }
 
 // firstIPv4 returns the first of addresses when it is a valid IPv4 address.
@@ -143,7 +167,8 @@ func (r *Records) Len() int {
 // cluster: the records of every other cluster, in slices of
 // v1alpha1.FleetDNSBucket ordinals (FleetDNSSliceName; only non-empty
 // buckets), endpoints sorted by ordinal. It returns nil for a nil or
-// TooLarge r. A cluster's own instances are never in its slices: its
+// TooLarge r. A cluster's own instances are never in its slices, nor an
+// instance it reports itself (a moving instance's other copy): its
 // EndpointSlice controller publishes them from its pods.
 func (r *Records) Slices(fs *fleetv1.FleetSet, cluster string) []*discoveryv1.EndpointSlice {
 	out, _ := r.buckets(fs, cluster)
@@ -160,7 +185,7 @@ func (r *Records) buckets(fs *fleetv1.FleetSet, cluster string) ([]*discoveryv1.
 	var ks []int
 	bucket := -1
 	for _, rec := range r.records {
-		if rec.cluster == cluster {
+		if rec.cluster == cluster || slices.Contains(r.reporters[rec.ordinal], cluster) {
 			continue
 		}
 		if k := int(rec.ordinal) / fleetv1.FleetDNSBucket; k != bucket {

@@ -258,3 +258,38 @@ func TestServiceExportOnlyWhenAsked(t *testing.T) {
 		t.Errorf("export MultiClusterService: work carries %v, want one ServiceExport mydb", got)
 	}
 }
+
+// TestRecordsDuringAMove: while east's subset moves back home from north
+// (failback: delivered to east, draining on north), both clusters run a
+// pod of each moving name and both report it. A third cluster gets one
+// address per name, east's (the subset is not draining there), whatever
+// order the reports are read in; north, which still runs its copy and
+// resolves it from its own EndpointSlice, gets no fleet record for those
+// names (it answered two addresses for one name, the fleet record and its
+// own pod's); east gets north's copies of nothing it runs itself.
+func TestRecordsDuringAMove(t *testing.T) {
+	fs := makeFleetSet("db", "mydb").subset("east", "east", nil).subset("west", "west", nil).obj()
+	home := east
+	copyOnNorth := east
+	copyOnNorth.Cluster, copyOnNorth.Replicas, copyOnNorth.Draining = "north", 0, true
+	reports := map[string]*discoveryv1.EndpointSlice{
+		"east":  report(map[string]string{"mydb-east-0": "10.1.0.5", "mydb-east-1": "10.1.0.6"}),
+		"north": report(map[string]string{"mydb-east-0": "10.3.0.7", "mydb-east-1": "10.3.0.8"}),
+		"west":  report(map[string]string{"mydb-west-1000": "10.2.0.1"}),
+	}
+	for range 20 { // map order varies between calls
+		r := AcceptRecords(fs, []Subset{copyOnNorth, home, west}, reports)
+		if r.Rejected != 0 {
+			t.Fatalf("rejected %d endpoints, want 0 (every report names an instance placed where it runs)", r.Rejected)
+		}
+		for cluster, want := range map[string]string{
+			"west":  "map[mydb-east-0:[10.1.0.5] mydb-east-1:[10.1.0.6]]",
+			"north": "map[mydb-west-1000:[10.2.0.1]]",
+			"east":  "map[mydb-west-1000:[10.2.0.1]]",
+		} {
+			if got := fmt.Sprint(resolved(r.Slices(fs, cluster))); got != want {
+				t.Fatalf("fleet records delivered to %s = %s, want %s", cluster, got, want)
+			}
+		}
+	}
+}
