@@ -4,7 +4,6 @@ package controller
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,8 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"k8s.io/klog/v2"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,13 +51,6 @@ func TestMain(m *testing.M) {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
 	} else {
 		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	}
-	// HUB_TEST_KLOG_V=<n> logs client-go's own messages (reflectors,
-	// watches) at that verbosity to stderr.
-	if v := os.Getenv("HUB_TEST_KLOG_V"); v != "" {
-		fs := flag.NewFlagSet("klog", flag.ExitOnError)
-		klog.InitFlags(fs)
-		_ = fs.Set("v", v)
 	}
 	crds, err := controlplane.OCMCRDs()
 	if err != nil {
