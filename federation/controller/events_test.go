@@ -34,22 +34,7 @@ func TestWorkEventsSurviveStatusConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs := &fleetv1.FleetSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "mydb"},
-		Spec: fleetv1.FleetSetSpec{
-			Replicas: 3,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "mydb"}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "mydb"}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "db:1"}}}},
-			Topology: fleetv1.FleetTopology{Subsets: []fleetv1.Subset{{Name: "east", Cluster: "east"}, {Name: "west", Cluster: "west"}}},
-		},
-	}
-	available := []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "Available"}}
-	objs := []client.Object{fs, globalSet(), boundTo("db", "global"), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "db"}},
-		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "east"}, Status: clusterv1.ManagedClusterStatus{Conditions: available}},
-		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "west"}, Status: clusterv1.ManagedClusterStatus{Conditions: available}},
-	}
-	objs = append(objs, appliedTenantWorks(t, "db", "east", "west")...)
+	fs, objs := eastWestFleet(t)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(fs).
 		WithIndex(&fleetv1.FleetSet{}, ClusterIndex, clustersOf).
 		WithIndex(&workv1.ManifestWork{}, WorkOwnerIndex, workOwnerOf).
@@ -199,22 +184,7 @@ func TestWorkConflictRetriesWithoutBackoff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs := &fleetv1.FleetSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "mydb"},
-		Spec: fleetv1.FleetSetSpec{
-			Replicas: 3,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "mydb"}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "mydb"}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "db:1"}}}},
-			Topology: fleetv1.FleetTopology{Subsets: []fleetv1.Subset{{Name: "east", Cluster: "east"}, {Name: "west", Cluster: "west"}}},
-		},
-	}
-	available := []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "Available"}}
-	objs := []client.Object{fs, globalSet(), boundTo("db", "global"), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "db"}},
-		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "east"}, Status: clusterv1.ManagedClusterStatus{Conditions: available}},
-		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "west"}, Status: clusterv1.ManagedClusterStatus{Conditions: available}},
-	}
-	objs = append(objs, appliedTenantWorks(t, "db", "east", "west")...)
+	fs, objs := eastWestFleet(t)
 	conflictOn := "" // the cluster whose work update conflicts
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(fs, &workv1.ManifestWork{}).
 		WithIndex(&fleetv1.FleetSet{}, ClusterIndex, clustersOf).
@@ -270,4 +240,36 @@ func TestWorkConflictRetriesWithoutBackoff(t *testing.T) {
 	if total != 5 {
 		t.Errorf("replicas delivered = %d, want 5", total)
 	}
+}
+
+// mydbFleetSet returns FleetSet db/mydb (pods app=mydb, image db:1) of
+// replicas over subsets, each named after its cluster.
+func mydbFleetSet(replicas int32, clusters ...string) *fleetv1.FleetSet {
+	fs := &fleetv1.FleetSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "mydb"},
+		Spec: fleetv1.FleetSetSpec{
+			Replicas: replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "mydb"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "mydb"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "db:1"}}}},
+		},
+	}
+	for _, c := range clusters {
+		fs.Spec.Topology.Subsets = append(fs.Spec.Topology.Subsets, fleetv1.Subset{Name: c, Cluster: c})
+	}
+	return fs
+}
+
+// eastWestFleet returns mydbFleetSet(3, east, west) and what a hub holds
+// for it to be delivered: the FleetSet, its namespace bound to the global
+// cluster set, Available ManagedClusters east and west, and an Applied
+// tenant work in each.
+func eastWestFleet(t testing.TB) (*fleetv1.FleetSet, []client.Object) {
+	fs := mydbFleetSet(3, "east", "west")
+	available := []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "Available"}}
+	objs := []client.Object{fs, globalSet(), boundTo("db", "global"), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "db"}},
+		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "east"}, Status: clusterv1.ManagedClusterStatus{Conditions: available}},
+		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "west"}, Status: clusterv1.ManagedClusterStatus{Conditions: available}},
+	}
+	return fs, append(objs, appliedTenantWorks(t, "db", "east", "west")...)
 }

@@ -22,15 +22,7 @@ import (
 // TestChooseWrites: what a reconcile writes of a FleetSet's ManifestWorks,
 // by the subsets' plans and the works that exist.
 func TestChooseWrites(t *testing.T) {
-	fs := &fleetv1.FleetSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "mydb"},
-		Spec: fleetv1.FleetSetSpec{
-			Replicas: 6,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "mydb"}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "mydb"}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "db:1"}}}},
-		},
-	}
+	fs := mydbFleetSet(6)
 	noSelector := fs.DeepCopy()
 	noSelector.Spec.Selector = nil
 	subset := func(name, cluster string, replicas int32) subsetPlan {
