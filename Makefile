@@ -265,8 +265,12 @@ bench-unit: ## Go benchmarks of the pure packages; the seat sequence's quota/Web
 # tiny smoke workloads); BENCH_RUN: -bench pattern (e.g.
 # 'BenchmarkPerfScheduling/OrdinalPlacement'); BENCH_DIR: the harness's JSON
 # data items, per-workload logs of failures and .dat progress files;
-# BENCH_FLAGS: more test flags (-test.cpuprofile=/tmp/cpu.out).
+# BENCH_FLAGS: more test flags (-test.cpuprofile=/tmp/cpu.out);
+# BENCH_COUNT: runs of the selected workloads, one after the other (each run
+# every workload once); from the second run on the report adds each ratio's
+# median over the runs.
 BENCH_NODES ?= 5000
+BENCH_COUNT ?= 1
 BENCH_LABELS ?= performance
 BENCH_RUN ?= BenchmarkPerfScheduling
 BENCH_DIR ?= $(CURDIR)/_output/bench-scheduler
@@ -275,7 +279,7 @@ BENCH_FLAGS ?=
 bench-scheduler: $(LOCALBIN)/etcd ## Scheduler throughput with kube-scheduler's harness: default vs fleetset profile, SubsetPlacement vs PodTopologySpread.
 	@mkdir -p $(BENCH_DIR)
 	PATH=$(LOCALBIN):$$PATH BENCH_NODES=$(BENCH_NODES) ARTIFACTS=$(BENCH_DIR) \
-	  $(GO) test -tags integration -count=1 -timeout 90m -run '^$$' -bench '$(BENCH_RUN)' -benchtime=1ns ./plugins/bench/ \
+	  $(GO) test -tags integration -count=$(BENCH_COUNT) -timeout 90m -run '^$$' -bench '$(BENCH_RUN)' -benchtime=1ns ./plugins/bench/ \
 	  -args -perf-scheduling-label-filter=$(BENCH_LABELS) -data-items-dir=$(BENCH_DIR) $(BENCH_FLAGS) | grep -E '^(BENCH |--- FAIL|ok|FAIL|PASS)'
 
 # The hub at 1000 FleetSets × 20 ManagedClusters (20,000 ManifestWorks), in

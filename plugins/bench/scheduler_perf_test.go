@@ -103,7 +103,82 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fmt.Print(report(items, b.Name()+"/", nodes, file))
+	text, ratios := report(items, b.Name()+"/", nodes, file)
+	fmt.Print(text)
+	fmt.Print(runs.add(ratios))
+}
+
+// ratioLine is one ratio a report printed: its key (what and workload) and
+// the average and p50 ratios.
+type ratioLine struct {
+	key      string
+	avg, p50 float64
+}
+
+// ratioRuns collects the ratios of every run of BenchmarkPerfScheduling in
+// this process: go test -count=N (make bench-scheduler BENCH_COUNT=N) runs
+// it N times, each running every selected workload once, so the two sides
+// of a ratio ran minutes apart at most, in every run.
+type ratioRuns struct {
+	keys  []string
+	byKey map[string][]ratioLine
+	nRuns int
+}
+
+// runs holds this process's runs.
+var runs ratioRuns
+
+// add records one run's ratios and, from the second run on, returns a
+// "BENCH median of N runs" line per ratio: the median average ratio and
+// the median p50 ratio, with each run's values (in run order).
+func (r *ratioRuns) add(ratios []ratioLine) string {
+	if r.byKey == nil {
+		r.byKey = map[string][]ratioLine{}
+	}
+	r.nRuns++
+	for _, l := range ratios {
+		if _, ok := r.byKey[l.key]; !ok {
+			r.keys = append(r.keys, l.key)
+		}
+		r.byKey[l.key] = append(r.byKey[l.key], l)
+	}
+	if r.nRuns < 2 {
+		return ""
+	}
+	var sb strings.Builder
+	for _, k := range r.keys {
+		ls := r.byKey[k]
+		avgs, p50s := make([]float64, len(ls)), make([]float64, len(ls))
+		for i, l := range ls {
+			avgs[i], p50s[i] = l.avg, l.p50
+		}
+		fmt.Fprintf(&sb, "BENCH median of %d runs: ratio %s: average %.3f (%s), p50 %.3f (%s)\n",
+			len(ls), k, median(avgs), joinRatios(avgs), median(p50s), joinRatios(p50s))
+	}
+	return sb.String()
+}
+
+// median returns the median of vs (the mean of the two middle values for
+// an even count; 0 for none). It does not modify vs.
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), vs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// joinRatios formats vs as "0.880 0.823 0.701".
+func joinRatios(vs []float64) string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = strconv.FormatFloat(v, 'f', 3, 64)
+	}
+	return strings.Join(out, " ")
 }
 
 // loadAverage returns the 1- and 5-minute load averages of /proc/loadavg as
@@ -136,7 +211,8 @@ func TestPrintDataItems(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("BENCH_NODES")); err == nil {
 		nodes = n
 	}
-	fmt.Print(report(items, "BenchmarkPerfScheduling/", nodes, file))
+	text, _ := report(items, "BenchmarkPerfScheduling/", nodes, file)
+	fmt.Print(text)
 }
 
 // withNodes returns configFile itself when nodes is defaultNodes, else a
@@ -299,8 +375,8 @@ var upstreamThresholds = map[string]float64{
 // SchedulingThroughput, one per comparison whose both sides ran, and the
 // fleetset plugins' execution times (the framework samples them). prefix
 // (the benchmark's name and "/") is cut from the items' names; nodes and
-// file are printed in the header.
-func report(items []perf.DataItem, prefix string, nodes int, file string) string {
+// file are printed in the header. It also returns the ratios it printed.
+func report(items []perf.DataItem, prefix string, nodes int, file string) (string, []ratioLine) {
 	tp := map[string]throughput{} // "<test case>/<workload>" → throughput
 	var keys []string
 	type pluginTime struct{ key, line string }
@@ -338,6 +414,7 @@ func report(items []perf.DataItem, prefix string, nodes int, file string) string
 		}
 		fmt.Fprintf(&sb, "BENCH %-56s %9.1f %9.1f %9.1f %9.1f  %s\n", k, t.avg, t.p50, t.p90, t.p99, threshold)
 	}
+	var ratios []ratioLine
 	ratio := func(c comparison, workload, denWorkload string) {
 		num, ok1 := tp[c.num+"/"+workload]
 		den, ok2 := tp[c.den+"/"+denWorkload]
@@ -347,7 +424,9 @@ func report(items []perf.DataItem, prefix string, nodes int, file string) string
 		if denWorkload != workload {
 			workload += " vs " + denWorkload
 		}
-		fmt.Fprintf(&sb, "BENCH ratio %s, %s: average %.3f, p50 %.3f\n", c.what, workload, num.avg/den.avg, num.p50/den.p50)
+		key := c.what + ", " + workload
+		ratios = append(ratios, ratioLine{key: key, avg: num.avg / den.avg, p50: num.p50 / den.p50})
+		fmt.Fprintf(&sb, "BENCH ratio %s: average %.3f, p50 %.3f\n", key, num.avg/den.avg, num.p50/den.p50)
 	}
 	for _, c := range comparisons {
 		for _, k := range keys {
@@ -374,7 +453,7 @@ func report(items []perf.DataItem, prefix string, nodes int, file string) string
 	for _, p := range pluginTimes {
 		sb.WriteString(p.line)
 	}
-	return sb.String()
+	return sb.String(), ratios
 }
 
 // TestWithNodes: BENCH_NODES rewrites the node count and the name of the
@@ -435,5 +514,22 @@ func TestWithNodes(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestRatioRunsMedians: a run's ratios print nothing alone; from the second
+// run on, each ratio gets the median of its runs and every run's value, in
+// run order, and a ratio missing from a run counts only the runs that had it.
+func TestRatioRunsMedians(t *testing.T) {
+	var r ratioRuns
+	if got := r.add([]ratioLine{{"a, w", 0.88, 0.85}, {"b, w", 1.5, 1.4}}); got != "" {
+		t.Fatalf("one run printed %q, want nothing", got)
+	}
+	r.add([]ratioLine{{"a, w", 0.82, 0.94}})
+	got := r.add([]ratioLine{{"a, w", 0.70, 0.88}, {"b, w", 1.7, 1.6}})
+	want := "BENCH median of 3 runs: ratio a, w: average 0.820 (0.880 0.820 0.700), p50 0.880 (0.850 0.940 0.880)\n" +
+		"BENCH median of 2 runs: ratio b, w: average 1.600 (1.500 1.700), p50 1.500 (1.400 1.600)\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
