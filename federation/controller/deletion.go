@@ -53,6 +53,7 @@ func (r *FleetSetReconciler) collect(ctx context.Context, key types.NamespacedNa
 	gone := &fleetv1.FleetSet{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	fleetDNSRecords.DeleteLabelValues(key.Namespace, key.Name)
 	forgetConditions(key)
+	r.conflictStreaks.reset(key)
 	_, orphaning, err := r.deleteWorks(ctx, key, gone)
 	if err == nil && orphaning > 0 {
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -212,12 +214,12 @@ func TestWorkConflictRetriesWithoutBackoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	conflictOn = "west"
-	before := testutil.ToFloat64(workConflicts)
+	before := testutil.ToFloat64(workConflicts.WithLabelValues("conflict"))
 	res, err := r.Reconcile(ctx, req)
 	if err != nil || res.RequeueAfter != cacheWaitDelay {
 		t.Fatalf("Reconcile = %+v, %v; want RequeueAfter %v and no error", res, err, cacheWaitDelay)
 	}
-	if got := testutil.ToFloat64(workConflicts) - before; got != 1 {
+	if got := testutil.ToFloat64(workConflicts.WithLabelValues("conflict")) - before; got != 1 {
 		t.Errorf("fleetset_hub_manifestwork_write_conflicts_total grew by %v, want 1", got)
 	}
 	// Once the work's update goes through, the reconcile completes.
@@ -239,6 +241,140 @@ func TestWorkConflictRetriesWithoutBackoff(t *testing.T) {
 	}
 	if total != 5 {
 		t.Errorf("replicas delivered = %d, want 5", total)
+	}
+}
+
+// TestWorkConflictStreakBacksOff: a conflict that does not clear (another
+// writer rewriting the work) runs the reconcile again after cacheWaitDelay
+// maxFastConflictRetries times in a row, then is returned as an error, so
+// the workqueue's backoff spaces it; a reconcile without a conflict ends
+// the streak.
+func TestWorkConflictStreakBacksOff(t *testing.T) {
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, objs := eastWestFleet(t)
+	conflicting := false
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(fs, &workv1.ManifestWork{}).
+		WithIndex(&fleetv1.FleetSet{}, ClusterIndex, clustersOf).
+		WithIndex(&workv1.ManifestWork{}, WorkOwnerIndex, workOwnerOf).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				if _, ok := obj.(*workv1.ManifestWork); ok && conflicting && obj.GetNamespace() == "west" {
+					return apierrors.NewConflict(schema.GroupResource{Group: workv1.GroupName, Resource: "manifestworks"}, obj.GetName(), fmt.Errorf("the object has been modified"))
+				}
+				return c.Update(ctx, obj, opts...)
+			},
+		}).Build()
+	r := &FleetSetReconciler{Client: c, Recorder: record.NewFakeRecorder(200)}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(fs)}
+	ctx := context.Background()
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	scale := func(n int32) {
+		cur := &fleetv1.FleetSet{}
+		if err := c.Get(ctx, req.NamespacedName, cur); err != nil {
+			t.Fatal(err)
+		}
+		cur.Spec.Replicas = n
+		if err := c.Update(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scale(5)
+	conflicting = true
+	for range 2 { // the second streak starts from 0 again
+		for i := 1; i <= maxFastConflictRetries; i++ {
+			if res, err := r.Reconcile(ctx, req); err != nil || res.RequeueAfter != cacheWaitDelay {
+				t.Fatalf("conflict %d: Reconcile = %+v, %v; want RequeueAfter %v and no error", i, res, err, cacheWaitDelay)
+			}
+		}
+		_, err := r.Reconcile(ctx, req)
+		if !errors.Is(err, errWorkConflict) || !apierrors.IsConflict(err) {
+			t.Fatalf("conflict %d: Reconcile error = %v, want the conflict", maxFastConflictRetries+1, err)
+		}
+		conflicting = false
+		if res, err := r.Reconcile(ctx, req); err != nil || res.RequeueAfter == cacheWaitDelay {
+			t.Fatalf("Reconcile after the conflicts = %+v, %v; want done", res, err)
+		}
+		scale(7)
+		conflicting = true
+	}
+}
+
+// TestForeignWorkIsReportedNotOverwritten: a ManifestWork of the name the
+// hub would create that is not the FleetSet's (no owner labels) is never
+// overwritten: its subset gets an ApplyFailed problem naming it (Degraded,
+// a Warning event), counted as a foreign conflict, and the write is tried
+// again after writeFailureRetry (no event of the hub's caches announces its
+// removal), not every cacheWaitDelay; once it is gone, the work is created.
+func TestForeignWorkIsReportedNotOverwritten(t *testing.T) {
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, objs := eastWestFleet(t)
+	foreign := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: "west", Name: "db.mydb", Labels: map[string]string{"team": "other"}}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(append(objs, foreign)...).WithStatusSubresource(fs, &workv1.ManifestWork{}).
+		WithIndex(&fleetv1.FleetSet{}, ClusterIndex, clustersOf).
+		WithIndex(&workv1.ManifestWork{}, WorkOwnerIndex, workOwnerOf).Build()
+	rec := record.NewFakeRecorder(50)
+	r := &FleetSetReconciler{Client: c, Recorder: rec}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(fs)}
+	ctx := context.Background()
+	before := testutil.ToFloat64(workConflicts.WithLabelValues("foreign"))
+	res, err := r.Reconcile(ctx, req)
+	if err != nil || res.RequeueAfter != writeFailureRetry {
+		t.Fatalf("Reconcile = %+v, %v; want RequeueAfter %v and no error", res, err, writeFailureRetry)
+	}
+	if got := testutil.ToFloat64(workConflicts.WithLabelValues("foreign")) - before; got != 1 {
+		t.Errorf("fleetset_hub_manifestwork_write_conflicts_total{reason=foreign} grew by %v, want 1", got)
+	}
+	got := &workv1.ManifestWork{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(foreign), got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Spec.Workload.Manifests) != 0 || got.Labels["team"] != "other" || len(got.Labels) != 1 {
+		t.Errorf("the foreign work was changed: labels %v, %d manifests", got.Labels, len(got.Spec.Workload.Manifests))
+	}
+	cur := &fleetv1.FleetSet{}
+	if err := c.Get(ctx, req.NamespacedName, cur); err != nil {
+		t.Fatal(err)
+	}
+	const want = "ManifestWork west/db.mydb exists and is not this FleetSet's"
+	degraded := apimeta.FindStatusCondition(cur.Status.Conditions, fleetv1.ConditionDegraded)
+	if degraded == nil || degraded.Status != metav1.ConditionTrue || degraded.Reason != fleetv1.ReasonApplyFailed || !strings.Contains(degraded.Message, want) {
+		t.Errorf("Degraded = %+v, want True, %s, naming %q", degraded, fleetv1.ReasonApplyFailed, want)
+	}
+	if !drainedEventContains(rec, "Warning", want) {
+		t.Errorf("no Warning event naming %q", want)
+	}
+	if err := c.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := r.Reconcile(ctx, req); err != nil || res.RequeueAfter == writeFailureRetry {
+		t.Fatalf("Reconcile once the foreign work is gone = %+v, %v; want no retry", res, err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(foreign), got); err != nil || got.Labels[fleetv1.LabelOwnerName] != "mydb" {
+		t.Errorf("west's work after the foreign one was deleted: labels %v, %v; want the FleetSet's", got.Labels, err)
+	}
+}
+
+// drainedEventContains reports whether one of the events rec holds now is
+// of eventType and contains text; it empties rec.
+func drainedEventContains(rec *record.FakeRecorder, eventType, text string) bool {
+	found := false
+	for {
+		select {
+		case e := <-rec.Events:
+			if strings.HasPrefix(e, eventType+" ") && strings.Contains(e, text) {
+				found = true
+			}
+		default:
+			return found
+		}
 	}
 }
 

@@ -95,6 +95,9 @@ type FleetSetReconciler struct {
 	// higher generation had its spec changed by someone else, and is
 	// restored (editedByOthers). Unknown after a restart: trusted then.
 	writtenGenerations sync.Map
+	// conflictStreaks counts, by FleetSet, the reconciles in a row that
+	// ended on a ManifestWork write conflict.
+	conflictStreaks streaks
 	// dependencyCopies holds, by "<Kind>/<namespace>/<name>", the last
 	// content read of each ConfigMap or Secret a FleetSet delivers
 	// (client.Object, read-only), reused while its resourceVersion holds
@@ -295,11 +298,17 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 			// A work changed after the cache's copy (the work agent's
 			// status): plan again once the cache has it (its event
 			// requeues sooner); the other works' writes are expected.
+			// A run of them longer than maxFastConflictRetries goes to
+			// the workqueue's backoff, as an error.
+			if n := r.conflictStreaks.add(client.ObjectKeyFromObject(fs)); n > maxFastConflictRetries {
+				return ctrl.Result{}, fmt.Errorf("%d ManifestWork write conflicts in a row: %w", n, err)
+			}
 			log.FromContext(ctx).V(1).Info("A ManifestWork changed since the cached copy; retrying", "error", err.Error())
 			return ctrl.Result{RequeueAfter: cacheWaitDelay}, nil
 		} else if err != nil {
 			return ctrl.Result{}, err
 		}
+		r.conflictStreaks.reset(client.ObjectKeyFromObject(fs))
 		foldSubsets(st, status)
 		foldRollout(st, status)
 		foldRoles(st, status)
@@ -317,7 +326,7 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 	for _, e := range events {
 		r.Recorder.Event(fs, e.eventType, e.reason, e.message)
 	}
-	return ctrl.Result{RequeueAfter: minPositive(st.rollout.requeue, st.failoverRequeue)}, nil
+	return ctrl.Result{RequeueAfter: minPositive(minPositive(st.rollout.requeue, st.failoverRequeue), st.writeRetry)}, nil
 }
 
 // writeStatus writes status as st.fs's status when it differs, and expects

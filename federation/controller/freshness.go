@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
@@ -24,6 +26,38 @@ var errStaleFleetSet = errors.New("the cached FleetSet is older than the apiserv
 // agent's status updates grew past a second (docs/benchmarks.md, "Scale
 // latency").
 var errWorkConflict = errors.New("a ManifestWork changed since the cached copy the write was decided from")
+
+// maxFastConflictRetries is how many reconciles in a row of one FleetSet
+// may end on errWorkConflict and run again after cacheWaitDelay; the next
+// one returns the conflict as an error, so the workqueue's exponential
+// backoff spaces a conflict that does not clear (another writer rewriting
+// the work) and the controller's error metrics and log show it.
+const maxFastConflictRetries = 10
+
+// streaks counts events in a row by FleetSet. The zero value is ready.
+// Safe for concurrent use.
+type streaks struct {
+	mu sync.Mutex
+	n  map[types.NamespacedName]int
+}
+
+// add counts one more for key and returns its streak.
+func (s *streaks) add(key types.NamespacedName) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == nil {
+		s.n = map[types.NamespacedName]int{}
+	}
+	s.n[key]++
+	return s.n[key]
+}
+
+// reset ends key's streak.
+func (s *streaks) reset(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.n, key)
+}
 
 // current reports whether fs, as read from the cache, is the FleetSet the
 // apiserver holds now: the same resourceVersion, read live (metadata only)

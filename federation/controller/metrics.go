@@ -44,11 +44,15 @@ var (
 		Name: "fleetset_hub_stale_fleetset_reads_total",
 		Help: "Reconciles that found, before writing ManifestWorks, that the cached FleetSet was older than the apiserver's, and wrote nothing (retried once the cache catches up).",
 	})
-	// workConflicts counts ManifestWork writes refused as a conflict.
-	workConflicts = prometheus.NewCounter(prometheus.CounterOpts{
+	// workConflicts counts ManifestWork writes refused as a conflict, by
+	// reason: conflict (an update at an older resourceVersion),
+	// already_exists (a create of a work the cache lacks), foreign (a
+	// create refused because a work of that name exists that is not the
+	// FleetSet's: not retried, an ApplyFailed problem).
+	workConflicts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fleetset_hub_manifestwork_write_conflicts_total",
-		Help: "ManifestWork writes the apiserver refused as a conflict (the work changed after the cached copy, most often by the work agent's status update); the reconcile runs again once the cache holds the change.",
-	})
+		Help: "ManifestWork writes the apiserver refused as a conflict, by reason: conflict (the work changed after the cached copy, most often by the work agent's status update) and already_exists (created meanwhile) run the reconcile again once the cache holds the change; foreign (a work of that name exists and is not the FleetSet's) is an ApplyFailed problem, retried every 30 s.",
+	}, []string{"reason"})
 	// relocationHolds counts relocations that were due and held.
 	relocationHolds = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "fleetset_hub_relocation_holds_total",

@@ -57,6 +57,10 @@ type state struct {
 	failoverEvents []pendingEvent
 	// failoverRequeue is when a failover wait ends (0: none).
 	failoverRequeue time.Duration
+	// writeRetry is when to try again a ManifestWork write that failed
+	// for a reason no event of the hub's caches will announce the end of
+	// (writeFailureRetry; 0: none).
+	writeRetry time.Duration
 	// rebuilt is each planned subset's failover state rebuilt from the
 	// ManifestWorks while status.subsets is empty (rebuildStatus), by
 	// name; status.subsets overrides it.

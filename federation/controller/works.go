@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"open-cluster-management.io/api/utils/work/v1/workvalidator"
 
@@ -12,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -207,7 +209,10 @@ func deletable(works map[types.NamespacedName]*workv1.ManifestWork, kept keptWor
 // writeWorks makes the writes chooseWrites chose (writeAll), once st.fs is
 // known to be the apiserver's current FleetSet (else errStaleFleetSet,
 // nothing written), and records them in st. Write failures are ApplyFailed
-// problems; a conflict is returned, to retry with fresh objects.
+// problems, tried again after writeFailureRetry (st.writeRetry), and so is
+// a create refused by a work of the same name that is not st.fs's
+// (foreignWork); a conflict, or a create of st.fs's own work the cache does
+// not hold yet, is returned as errWorkConflict, to retry with fresh objects.
 func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 	if st.holdWrites {
 		return nil
@@ -246,16 +251,28 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 		switch err := applied[i].err; {
 		case err == nil:
 			written = append(written, applied[i].written)
-		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
+		case apierrors.IsConflict(err):
 			// The cache is behind: retry with fresh objects.
-			workConflicts.Inc()
+			workConflicts.WithLabelValues("conflict").Inc()
 			retry = fmt.Errorf("%w: %w", errWorkConflict, err)
-		default:
-			for _, sp := range st.subsets {
-				if sp.planned.Cluster == ww.desired.Namespace {
-					st.report(subsetProblem(fleetv1.ReasonApplyFailed, sp.planned.Name, sp.planned.Cluster, err.Error()))
-				}
+		case apierrors.IsAlreadyExists(err):
+			foreign, ferr := r.foreignWork(ctx, st.fs, ww.desired)
+			if ferr != nil {
+				return ferr
 			}
+			if foreign == "" {
+				// Ours, created meanwhile: the cache is behind.
+				workConflicts.WithLabelValues("already_exists").Inc()
+				retry = fmt.Errorf("%w: %w", errWorkConflict, err)
+				continue
+			}
+			// Not the FleetSet's: never overwritten. No event of the
+			// hub's caches (which hold only its own works) announces
+			// its removal, so the write is tried again later.
+			workConflicts.WithLabelValues("foreign").Inc()
+			r.reportWriteFailure(st, ww.desired.Namespace, foreign)
+		default:
+			r.reportWriteFailure(st, ww.desired.Namespace, err.Error())
 		}
 	}
 	for i, w := range changes.remove {
@@ -268,6 +285,49 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 	}
 	st.recordWrites(written, gone)
 	return retry
+}
+
+// writeFailureRetry is how long after a refused ManifestWork write (a
+// webhook, RBAC, a foreign work of the same name) the reconcile runs
+// again: the hub's caches announce no end to such a refusal.
+const writeFailureRetry = 30 * time.Second
+
+// reportWriteFailure records message as an ApplyFailed problem of every
+// subset of st placed on cluster, and the write's retry.
+func (r *FleetSetReconciler) reportWriteFailure(st *state, cluster, message string) {
+	for _, sp := range st.subsets {
+		if sp.planned.Cluster == cluster {
+			st.report(subsetProblem(fleetv1.ReasonApplyFailed, sp.planned.Name, sp.planned.Cluster, message))
+		}
+	}
+	st.writeRetry = writeFailureRetry
+}
+
+// foreignWork reads desired's ManifestWork live (APIReader, else Client)
+// after its create was refused as AlreadyExists, and returns why it is not
+// fs's, naming it and its owner labels ("" when it is fs's work, or is gone
+// again: the cache is behind). It returns the read's other errors.
+func (r *FleetSetReconciler) foreignWork(ctx context.Context, fs *fleetv1.FleetSet, desired *workv1.ManifestWork) (string, error) {
+	var reader client.Reader = r.Client
+	if r.APIReader != nil {
+		reader = r.APIReader
+	}
+	key := client.ObjectKeyFromObject(desired)
+	live := &metav1.PartialObjectMetadata{}
+	live.SetGroupVersionKind(workv1.SchemeGroupVersion.WithKind("ManifestWork"))
+	if err := reader.Get(ctx, key, live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("reading ManifestWork %s live after its create was refused: %w", key, err)
+	}
+	owner, owned := manifestwork.Owner(live)
+	if owned && owner == client.ObjectKeyFromObject(fs) && live.Labels[fleetv1.LabelManagedBy] == fleetv1.ManagedByHub {
+		return "", nil
+	}
+	return fmt.Sprintf("ManifestWork %s exists and is not this FleetSet's (labels %s=%q, %s=%q, %s=%q): the hub does not overwrite it; delete or rename it",
+		key, fleetv1.LabelOwnerNamespace, live.Labels[fleetv1.LabelOwnerNamespace], fleetv1.LabelOwnerName, live.Labels[fleetv1.LabelOwnerName],
+		fleetv1.LabelManagedBy, live.Labels[fleetv1.LabelManagedBy]), nil
 }
 
 // holdForTenants drops from changes.apply every work that would run as an

@@ -34,10 +34,12 @@ type Records struct {
 	Rejected int
 	records  []record
 	// reporters holds, per ordinal, every cluster that reported it, in
-	// name order: while an instance moves (a relocation, a failback) both
-	// its clusters run a pod of that name, and a cluster that runs one
-	// resolves the name from its own EndpointSlice, so it gets no fleet
-	// record for it (two addresses for one name otherwise).
+	// name order, whether or not the hub places its subset there: while
+	// an instance moves (a relocation, a failback) both its clusters may
+	// run a pod of that name (the old one terminating after its subset
+	// moved), and a cluster that runs one resolves the name from its own
+	// EndpointSlice, so it gets no fleet record for it (two addresses for
+	// one name otherwise).
 	reporters map[int32][]string
 }
 
@@ -58,7 +60,10 @@ type record struct {
 // for the governing Service (publishNotReadyAddresses, or serving and not
 // terminating). One record per ordinal: when several clusters report it
 // (an instance moving), the one whose subset is not draining there, then
-// the first by name. Records are sorted by ordinal.
+// the first by name. A cluster reporting an instance of fs that the hub
+// does not place there (a copy still terminating after its subset moved)
+// adds no record, but gets none for that instance either (Slices). Records
+// are sorted by ordinal.
 func AcceptRecords(fs *fleetv1.FleetSet, subsets []Subset, reports map[string]*discoveryv1.EndpointSlice) *Records {
 	out := &Records{}
 	total := int64(0)
@@ -86,8 +91,19 @@ func AcceptRecords(fs *fleetv1.FleetSet, subsets []Subset, reports map[string]*d
 			continue
 		}
 		for _, ep := range slice.Endpoints {
-			ordinal, draining, ok := instanceOn(fs, subsets, cluster, ptr.Deref(ep.Hostname, ""))
+			hostname := ptr.Deref(ep.Hostname, "")
+			ordinal, draining, ok := instanceOn(fs, subsets, cluster, hostname)
 			addr, valid := firstIPv4(ep.Addresses)
+			if !ok && valid {
+				// A copy the hub no longer places here (still
+				// terminating after the subset moved home, or a
+				// report not yet updated): not a record, but this
+				// cluster resolves the name from its own
+				// EndpointSlice, so it gets no fleet record for it.
+				if o, found := instanceOfFleet(fs, subsets, hostname); found && !slices.Contains(out.reporters[o], cluster) {
+					out.reporters[o] = append(out.reporters[o], cluster)
+				}
+			}
 			if !ok || !valid || slices.Contains(out.reporters[ordinal], cluster) {
 				out.Rejected++
 				continue
@@ -128,19 +144,39 @@ func instanceOn(fs *fleetv1.FleetSet, subsets []Subset, cluster, hostname string
 		if sp.Cluster != cluster {
 			continue
 		}
-		rest, found := strings.CutPrefix(hostname, envelope.StatefulSetName(fs.Name, sp.Name)+"-")
-		if !found {
-			continue
-		}
-		n, err := strconv.ParseInt(rest, 10, 32)
-		if err != nil || strconv.FormatInt(n, 10) != rest {
-			continue
-		}
-		if o := int32(n); o >= sp.OrdinalStart && o < sp.OrdinalStart+max(sp.BlockSize, sp.Replicas) {
+		if o, ok := instanceOf(fs, sp, hostname); ok {
 			return o, sp.Draining, true
 		}
 	}
 	return 0, false, false
+}
+
+// instanceOfFleet returns the ordinal of hostname when it names an instance
+// of any subset of fs, wherever that subset is placed.
+func instanceOfFleet(fs *fleetv1.FleetSet, subsets []Subset, hostname string) (int32, bool) {
+	for _, sp := range subsets {
+		if o, ok := instanceOf(fs, sp, hostname); ok {
+			return o, true
+		}
+	}
+	return 0, false
+}
+
+// instanceOf returns the ordinal of hostname when it is
+// "<fleetset>-<subset>-<ordinal>" of subset sp with the ordinal in sp's block.
+func instanceOf(fs *fleetv1.FleetSet, sp Subset, hostname string) (int32, bool) {
+	rest, found := strings.CutPrefix(hostname, envelope.StatefulSetName(fs.Name, sp.Name)+"-")
+	if !found {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(rest, 10, 32)
+	if err != nil || strconv.FormatInt(n, 10) != rest {
+		return 0, false
+	}
+	if o := int32(n); o >= sp.OrdinalStart && o < sp.OrdinalStart+max(sp.BlockSize, sp.Replicas) {
+		return o, true
+	}
+	return 0, false
 }
 
 // firstIPv4 returns the first of addresses when it is a valid IPv4 address.

@@ -270,26 +270,57 @@ func TestServiceExportOnlyWhenAsked(t *testing.T) {
 func TestRecordsDuringAMove(t *testing.T) {
 	fs := makeFleetSet("db", "mydb").subset("east", "east", nil).subset("west", "west", nil).obj()
 	home := east
-	copyOnNorth := east
-	copyOnNorth.Cluster, copyOnNorth.Replicas, copyOnNorth.Draining = "north", 0, true
+	// The draining copy's cluster sorts after east, then before it: the
+	// copy not draining wins either way, not the first cluster by name.
+	for _, other := range []string{"north", "alpha"} {
+		copyElsewhere := east
+		copyElsewhere.Cluster, copyElsewhere.Replicas, copyElsewhere.Draining = other, 0, true
+		reports := map[string]*discoveryv1.EndpointSlice{
+			"east": report(map[string]string{"mydb-east-0": "10.1.0.5", "mydb-east-1": "10.1.0.6"}),
+			other:  report(map[string]string{"mydb-east-0": "10.3.0.7", "mydb-east-1": "10.3.0.8"}),
+			"west": report(map[string]string{"mydb-west-1000": "10.2.0.1"}),
+		}
+		for range 20 { // map order varies between calls
+			r := AcceptRecords(fs, []Subset{copyElsewhere, home, west}, reports)
+			if r.Rejected != 0 {
+				t.Fatalf("%s: rejected %d endpoints, want 0 (every report names an instance placed where it runs)", other, r.Rejected)
+			}
+			for cluster, want := range map[string]string{
+				"west": "map[mydb-east-0:[10.1.0.5] mydb-east-1:[10.1.0.6]]",
+				other:  "map[mydb-west-1000:[10.2.0.1]]",
+				"east": "map[mydb-west-1000:[10.2.0.1]]",
+			} {
+				if got := fmt.Sprint(resolved(r.Slices(fs, cluster))); got != want {
+					t.Fatalf("%s: fleet records delivered to %s = %s, want %s", other, cluster, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestNoRecordForALeftoverCopy: once a subset is placed home again, the
+// cluster it left may still run (and report) a copy of an instance, its pod
+// terminating: that cluster resolves the name from its own EndpointSlice,
+// so it gets no fleet record for it (else it would answer two addresses),
+// and its copy is no record for the others.
+func TestNoRecordForALeftoverCopy(t *testing.T) {
+	fs := makeFleetSet("db", "mydb").subset("east", "east", nil).subset("west", "west", nil).obj()
 	reports := map[string]*discoveryv1.EndpointSlice{
 		"east":  report(map[string]string{"mydb-east-0": "10.1.0.5", "mydb-east-1": "10.1.0.6"}),
-		"north": report(map[string]string{"mydb-east-0": "10.3.0.7", "mydb-east-1": "10.3.0.8"}),
+		"north": report(map[string]string{"mydb-east-1": "10.3.0.8"}),
 		"west":  report(map[string]string{"mydb-west-1000": "10.2.0.1"}),
 	}
-	for range 20 { // map order varies between calls
-		r := AcceptRecords(fs, []Subset{copyOnNorth, home, west}, reports)
-		if r.Rejected != 0 {
-			t.Fatalf("rejected %d endpoints, want 0 (every report names an instance placed where it runs)", r.Rejected)
-		}
-		for cluster, want := range map[string]string{
-			"west":  "map[mydb-east-0:[10.1.0.5] mydb-east-1:[10.1.0.6]]",
-			"north": "map[mydb-west-1000:[10.2.0.1]]",
-			"east":  "map[mydb-west-1000:[10.2.0.1]]",
-		} {
-			if got := fmt.Sprint(resolved(r.Slices(fs, cluster))); got != want {
-				t.Fatalf("fleet records delivered to %s = %s, want %s", cluster, got, want)
-			}
+	r := AcceptRecords(fs, []Subset{east, west}, reports)
+	if r.Rejected != 1 {
+		t.Errorf("rejected %d endpoints, want 1 (north's copy, not placed there)", r.Rejected)
+	}
+	for cluster, want := range map[string]string{
+		"north": "map[mydb-east-0:[10.1.0.5] mydb-west-1000:[10.2.0.1]]",
+		"west":  "map[mydb-east-0:[10.1.0.5] mydb-east-1:[10.1.0.6]]",
+		"east":  "map[mydb-west-1000:[10.2.0.1]]",
+	} {
+		if got := fmt.Sprint(resolved(r.Slices(fs, cluster))); got != want {
+			t.Errorf("fleet records delivered to %s = %s, want %s", cluster, got, want)
 		}
 	}
 }
