@@ -279,6 +279,7 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 		key := client.ObjectKeyFromObject(w)
 		if err := deleted[i]; err != nil {
 			st.report(clusterProblem(fleetv1.ReasonApplyFailed, w.Namespace, fmt.Sprintf("deleting ManifestWork %s: %v", key, err)))
+			st.writeRetry = writeFailureRetry
 			continue
 		}
 		gone = append(gone, key)
@@ -287,9 +288,9 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 	return retry
 }
 
-// writeFailureRetry is how long after a refused ManifestWork write (a
-// webhook, RBAC, a foreign work of the same name) the reconcile runs
-// again: the hub's caches announce no end to such a refusal.
+// writeFailureRetry is how long after a refused ManifestWork write or
+// delete (a webhook, RBAC, a foreign work of the same name) the reconcile
+// runs again: the hub's caches announce no end to such a refusal.
 const writeFailureRetry = 30 * time.Second
 
 // reportWriteFailure records message as an ApplyFailed problem of every
