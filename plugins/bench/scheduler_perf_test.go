@@ -103,9 +103,8 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	text, ratios := report(items, b.Name()+"/", nodes, file)
+	text, _ := report(items, b.Name()+"/", nodes, file)
 	fmt.Print(text)
-	fmt.Print(runs.add(ratios))
 }
 
 // ratioLine is one ratio a report printed: its key (what and workload) and
@@ -115,18 +114,16 @@ type ratioLine struct {
 	avg, p50 float64
 }
 
-// ratioRuns collects the ratios of every run of BenchmarkPerfScheduling in
-// this process: go test -count=N (make bench-scheduler BENCH_COUNT=N) runs
-// it N times, each running every selected workload once, so the two sides
-// of a ratio ran minutes apart at most, in every run.
+// ratioRuns collects the ratios of several runs of BenchmarkPerfScheduling
+// (make bench-scheduler BENCH_COUNT=N runs it N times, one process each,
+// every selected workload once per run, so the two sides of a ratio ran
+// minutes apart at most, in every run), read back from their data items
+// files (TestPrintDataItems).
 type ratioRuns struct {
 	keys  []string
 	byKey map[string][]ratioLine
 	nRuns int
 }
-
-// runs holds this process's runs.
-var runs ratioRuns
 
 // add records one run's ratios and, from the second run on, returns a
 // "BENCH median of N runs" line per ratio: the median average ratio and
@@ -195,24 +192,34 @@ func loadAverage() string {
 	return "load1=" + f[0] + " load5=" + f[1]
 }
 
-// TestPrintDataItems prints the BENCH lines of an earlier run's data items
-// file, named by BENCH_DATA_ITEMS (BENCH_NODES: its node count); it skips
-// without it.
+// TestPrintDataItems prints the BENCH lines of earlier runs' data items
+// files, named by BENCH_DATA_ITEMS (separated by spaces; BENCH_NODES: their
+// node count): one file's report, or for several (in run order) only each
+// ratio's median over them (make bench-scheduler BENCH_COUNT=N). It skips
+// without BENCH_DATA_ITEMS.
 func TestPrintDataItems(t *testing.T) {
-	file := os.Getenv("BENCH_DATA_ITEMS")
-	if file == "" {
-		t.Skip("set BENCH_DATA_ITEMS to a data items file of BenchmarkPerfScheduling")
-	}
-	items, err := readDataItems(file)
-	if err != nil {
-		t.Fatal(err)
+	files := strings.Fields(os.Getenv("BENCH_DATA_ITEMS"))
+	if len(files) == 0 {
+		t.Skip("set BENCH_DATA_ITEMS to data items files of BenchmarkPerfScheduling")
 	}
 	nodes := defaultNodes
 	if n, err := strconv.Atoi(os.Getenv("BENCH_NODES")); err == nil {
 		nodes = n
 	}
-	text, _ := report(items, "BenchmarkPerfScheduling/", nodes, file)
-	fmt.Print(text)
+	var runs ratioRuns
+	medians := ""
+	for _, file := range files {
+		items, err := readDataItems(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, ratios := report(items, "BenchmarkPerfScheduling/", nodes, file)
+		if len(files) == 1 {
+			fmt.Print(text)
+		}
+		medians = runs.add(ratios)
+	}
+	fmt.Print(medians)
 }
 
 // withNodes returns configFile itself when nodes is defaultNodes, else a
