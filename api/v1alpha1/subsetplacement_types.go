@@ -123,11 +123,14 @@ type SubsetPlacementSpec struct {
 // cut off from the hub.
 type PlacementFencing struct {
 	// GraceSeconds is how long, in seconds, running pods may keep running
-	// after the member fenced itself. Default 0.
+	// after the member fenced itself. Default 0. Always serialized, 0
+	// included: a fencing with no field set would be {}, which server-side
+	// apply stores as null over a fencing another apply set (the schema
+	// refuses null), so a grace lowered to 0 would never reach the member.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=3600
 	// +optional
-	GraceSeconds int32 `json:"graceSeconds,omitempty"`
+	GraceSeconds int32 `json:"graceSeconds"`
 
 	// Epoch is the subset's fencing epoch (FleetSet
 	// status.subsets[].epoch) when the hub delivered the placement: it grows
