@@ -53,6 +53,19 @@ func TestFenceGraceLoweredDuringCut(t *testing.T) {
 	f.do(t, framework.OpCut, victim.name, "")
 	t.Cleanup(func() { f.do(t, framework.OpHeal, victim.name, "") })
 	f.updateFleetSet(t, ns, "db", func(fs *fleetv1.FleetSet) { fs.Spec.Failover.FenceGraceSeconds = 0 })
+	// The lowered grace reaches the member still in contact: its work
+	// applies (a fencing rendered as {} once did not, and the member kept
+	// the old grace).
+	eventually(t, 2*time.Minute, other.name+"'s placement fences with grace 0", func(ctx context.Context) (bool, string, error) {
+		sp := &fleetv1.SubsetPlacement{}
+		if err := other.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-" + other.name}, sp); err != nil {
+			return false, "", err
+		}
+		if sp.Spec.Fencing == nil {
+			return false, "no spec.fencing", nil
+		}
+		return sp.Spec.Fencing.GraceSeconds == 0, fmt.Sprintf("spec.fencing.graceSeconds=%d", sp.Spec.Fencing.GraceSeconds), nil
+	})
 
 	eventually(t, 5*time.Minute, other.name+" runs "+victim.name+"'s instances", func(ctx context.Context) (bool, string, error) {
 		got, err := f.runningOrdinals(ctx, ns, "db")
