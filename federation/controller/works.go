@@ -244,7 +244,7 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 		}
 	}
 	applied, deleted := r.writeAll(ctx, st.fs, changes, EventWorksApplied)
-	var retry error
+	var retry, readErr error
 	var written []*workv1.ManifestWork
 	var gone []types.NamespacedName
 	for i, ww := range changes.apply {
@@ -258,7 +258,9 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 		case apierrors.IsAlreadyExists(err):
 			foreign, ferr := r.foreignWork(ctx, st.fs, ww.desired)
 			if ferr != nil {
-				return ferr
+				// Returned once the other writes are recorded.
+				readErr = ferr
+				continue
 			}
 			if foreign == "" {
 				// Ours, created meanwhile: the cache is behind.
@@ -285,6 +287,9 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 		gone = append(gone, key)
 	}
 	st.recordWrites(written, gone)
+	if readErr != nil {
+		return readErr
+	}
 	return retry
 }
 
