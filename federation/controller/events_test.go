@@ -182,37 +182,15 @@ func TestRolloutEventsOutliveWorkEvents(t *testing.T) {
 // sends the FleetSet through the workqueue's exponential backoff, which a
 // run of conflicts during the agent's status updates grew past a second.
 func TestWorkConflictRetriesWithoutBackoff(t *testing.T) {
-	scheme, err := NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, objs := eastWestFleet(t)
 	conflictOn := "" // the cluster whose work update conflicts
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(fs, &workv1.ManifestWork{}).
-		WithIndex(&fleetv1.FleetSet{}, ClusterIndex, clustersOf).
-		WithIndex(&workv1.ManifestWork{}, WorkOwnerIndex, workOwnerOf).
-		WithInterceptorFuncs(interceptor.Funcs{
-			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-				if _, ok := obj.(*workv1.ManifestWork); ok && obj.GetNamespace() == conflictOn {
-					return apierrors.NewConflict(schema.GroupResource{Group: workv1.GroupName, Resource: "manifestworks"}, obj.GetName(), fmt.Errorf("the object has been modified"))
-				}
-				return c.Update(ctx, obj, opts...)
-			},
-		}).Build()
+	fs, c := conflictingWorks(t, &conflictOn)
 	r := &FleetSetReconciler{Client: c, Recorder: record.NewFakeRecorder(50)}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(fs)}
 	ctx := context.Background()
 	if _, err := r.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	cur := &fleetv1.FleetSet{}
-	if err := c.Get(ctx, req.NamespacedName, cur); err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec.Replicas = 5
-	if err := c.Update(ctx, cur); err != nil {
-		t.Fatal(err)
-	}
+	scaleTo(t, c, req.NamespacedName, 5)
 	conflictOn = "west"
 	before := testutil.ToFloat64(workConflicts.WithLabelValues("conflict"))
 	res, err := r.Reconcile(ctx, req)
@@ -250,41 +228,16 @@ func TestWorkConflictRetriesWithoutBackoff(t *testing.T) {
 // the workqueue's backoff spaces it; a reconcile without a conflict ends
 // the streak.
 func TestWorkConflictStreakBacksOff(t *testing.T) {
-	scheme, err := NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, objs := eastWestFleet(t)
-	conflicting := false
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(fs, &workv1.ManifestWork{}).
-		WithIndex(&fleetv1.FleetSet{}, ClusterIndex, clustersOf).
-		WithIndex(&workv1.ManifestWork{}, WorkOwnerIndex, workOwnerOf).
-		WithInterceptorFuncs(interceptor.Funcs{
-			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-				if _, ok := obj.(*workv1.ManifestWork); ok && conflicting && obj.GetNamespace() == "west" {
-					return apierrors.NewConflict(schema.GroupResource{Group: workv1.GroupName, Resource: "manifestworks"}, obj.GetName(), fmt.Errorf("the object has been modified"))
-				}
-				return c.Update(ctx, obj, opts...)
-			},
-		}).Build()
+	conflictOn := "" // "west" while its work updates conflict
+	fs, c := conflictingWorks(t, &conflictOn)
 	r := &FleetSetReconciler{Client: c, Recorder: record.NewFakeRecorder(200)}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(fs)}
 	ctx := context.Background()
 	if _, err := r.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	scale := func(n int32) {
-		cur := &fleetv1.FleetSet{}
-		if err := c.Get(ctx, req.NamespacedName, cur); err != nil {
-			t.Fatal(err)
-		}
-		cur.Spec.Replicas = n
-		if err := c.Update(ctx, cur); err != nil {
-			t.Fatal(err)
-		}
-	}
-	scale(5)
-	conflicting = true
+	scaleTo(t, c, req.NamespacedName, 5)
+	conflictOn = "west"
 	for range 2 { // the second streak starts from 0 again
 		for i := 1; i <= maxFastConflictRetries; i++ {
 			if res, err := r.Reconcile(ctx, req); err != nil || res.RequeueAfter != cacheWaitDelay {
@@ -295,12 +248,12 @@ func TestWorkConflictStreakBacksOff(t *testing.T) {
 		if !errors.Is(err, errWorkConflict) || !apierrors.IsConflict(err) {
 			t.Fatalf("conflict %d: Reconcile error = %v, want the conflict", maxFastConflictRetries+1, err)
 		}
-		conflicting = false
+		conflictOn = ""
 		if res, err := r.Reconcile(ctx, req); err != nil || res.RequeueAfter == cacheWaitDelay {
 			t.Fatalf("Reconcile after the conflicts = %+v, %v; want done", res, err)
 		}
-		scale(7)
-		conflicting = true
+		scaleTo(t, c, req.NamespacedName, 7)
+		conflictOn = "west"
 	}
 }
 
@@ -375,6 +328,44 @@ func drainedEventContains(rec *record.FakeRecorder, eventType, text string) bool
 		default:
 			return found
 		}
+	}
+}
+
+// conflictingWorks returns eastWestFleet's FleetSet and a fake client
+// holding its objects (with the reconciler's indexes) on which every update
+// of a ManifestWork in cluster *conflictOn (none while empty) is refused as
+// a conflict, as when the work agent updated its status first.
+func conflictingWorks(t *testing.T, conflictOn *string) (*fleetv1.FleetSet, client.WithWatch) {
+	t.Helper()
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, objs := eastWestFleet(t)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(fs, &workv1.ManifestWork{}).
+		WithIndex(&fleetv1.FleetSet{}, ClusterIndex, clustersOf).
+		WithIndex(&workv1.ManifestWork{}, WorkOwnerIndex, workOwnerOf).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				if _, ok := obj.(*workv1.ManifestWork); ok && *conflictOn != "" && obj.GetNamespace() == *conflictOn {
+					return apierrors.NewConflict(schema.GroupResource{Group: workv1.GroupName, Resource: "manifestworks"}, obj.GetName(), fmt.Errorf("the object has been modified"))
+				}
+				return c.Update(ctx, obj, opts...)
+			},
+		}).Build()
+	return fs, c
+}
+
+// scaleTo sets FleetSet key's spec.replicas to n through c.
+func scaleTo(t *testing.T, c client.Client, key types.NamespacedName, n int32) {
+	t.Helper()
+	cur := &fleetv1.FleetSet{}
+	if err := c.Get(context.Background(), key, cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Replicas = n
+	if err := c.Update(context.Background(), cur); err != nil {
+		t.Fatal(err)
 	}
 }
 

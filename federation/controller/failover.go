@@ -269,11 +269,7 @@ func (r *FleetSetReconciler) fenceDeadline(ctx context.Context, fs *fleetv1.Flee
 	if r.Heartbeats == nil {
 		return nil
 	}
-	reader := r.APIReader
-	if reader == nil {
-		reader = r.Client
-	}
-	if err := r.Heartbeats.Refresh(ctx, reader, c); err != nil {
+	if err := r.Heartbeats.Refresh(ctx, r.liveReader(), c); err != nil {
 		return err
 	}
 	v, ok := r.Heartbeats.View(c)

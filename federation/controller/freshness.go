@@ -59,6 +59,15 @@ func (s *streaks) reset(key types.NamespacedName) {
 	delete(s.n, key)
 }
 
+// liveReader returns APIReader, the live reads' reader, or Client without
+// one (a reconciler built without Setup, as in unit tests).
+func (r *FleetSetReconciler) liveReader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
+
 // current reports whether fs, as read from the cache, is the FleetSet the
 // apiserver holds now: the same resourceVersion, read live (metadata only)
 // through APIReader; true without an APIReader. It returns the read's error.

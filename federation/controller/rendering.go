@@ -152,11 +152,7 @@ func (r *FleetSetReconciler) readDependency(ctx context.Context, namespace strin
 			return c.(client.Object), nil
 		}
 	}
-	reader := client.Reader(r.Client)
-	if r.APIReader != nil {
-		reader = r.APIReader
-	}
-	switch err := reader.Get(ctx, key, obj); {
+	switch err := r.liveReader().Get(ctx, key, obj); {
 	case apierrors.IsNotFound(err):
 		r.dependencyCopies.Delete(memo)
 		return nil, nil

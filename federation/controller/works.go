@@ -272,9 +272,9 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 			// hub's caches (which hold only its own works) announces
 			// its removal, so the write is tried again later.
 			workConflicts.WithLabelValues("foreign").Inc()
-			r.reportWriteFailure(st, ww.desired.Namespace, foreign)
+			st.writeFailed(ww.desired.Namespace, foreign)
 		default:
-			r.reportWriteFailure(st, ww.desired.Namespace, err.Error())
+			st.writeFailed(ww.desired.Namespace, err.Error())
 		}
 	}
 	for i, w := range changes.remove {
@@ -298,9 +298,9 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 // runs again: the hub's caches announce no end to such a refusal.
 const writeFailureRetry = 30 * time.Second
 
-// reportWriteFailure records message as an ApplyFailed problem of every
+// writeFailed records message as an ApplyFailed problem of every
 // subset of st placed on cluster, and the write's retry.
-func (r *FleetSetReconciler) reportWriteFailure(st *state, cluster, message string) {
+func (st *state) writeFailed(cluster, message string) {
 	for _, sp := range st.subsets {
 		if sp.planned.Cluster == cluster {
 			st.report(subsetProblem(fleetv1.ReasonApplyFailed, sp.planned.Name, sp.planned.Cluster, message))
@@ -309,19 +309,15 @@ func (r *FleetSetReconciler) reportWriteFailure(st *state, cluster, message stri
 	st.writeRetry = writeFailureRetry
 }
 
-// foreignWork reads desired's ManifestWork live (APIReader, else Client)
+// foreignWork reads desired's ManifestWork live (liveReader)
 // after its create was refused as AlreadyExists, and returns why it is not
 // fs's, naming it and its owner labels ("" when it is fs's work, or is gone
 // again: the cache is behind). It returns the read's other errors.
 func (r *FleetSetReconciler) foreignWork(ctx context.Context, fs *fleetv1.FleetSet, desired *workv1.ManifestWork) (string, error) {
-	var reader client.Reader = r.Client
-	if r.APIReader != nil {
-		reader = r.APIReader
-	}
 	key := client.ObjectKeyFromObject(desired)
 	live := &metav1.PartialObjectMetadata{}
 	live.SetGroupVersionKind(workv1.SchemeGroupVersion.WithKind("ManifestWork"))
-	if err := reader.Get(ctx, key, live); err != nil {
+	if err := r.liveReader().Get(ctx, key, live); err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", nil
 		}
