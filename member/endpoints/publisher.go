@@ -1,13 +1,27 @@
 // Package endpoints publishes a member cluster's instances to the hub for
-// fleet DNS (see api/v1alpha1/fleetdns.go): for every FleetSet with pods in
-// this cluster, one EndpointSlice in the member's cluster namespace on the
-// hub, listing each of its pods as the EndpointSlice controller would, with
-// the pod's name as hostname. The hub delivers them to the other members.
+// fleet DNS (see api/v1alpha1/fleetdns.go): for every FleetSet with
+// instances in this cluster, one EndpointSlice in the member's cluster
+// namespace on the hub, listing each instance this cluster's DNS serves:
+// the endpoints with a hostname in the EndpointSlices the EndpointSlice
+// controller keeps for the FleetSet's governing Service. The hub delivers
+// them to the other members.
+//
+// The report follows those EndpointSlices, not the pods, because the hub
+// withholds from a cluster the fleet record of any instance the cluster
+// reports (its own EndpointSlice answers the name there): a report read
+// from the pods runs ahead of the EndpointSlice controller, so a cluster
+// whose copy of an instance was just deleted could receive the instance's
+// record from elsewhere while its own EndpointSlice still listed the old
+// copy, and answer two addresses for one name. Read from the
+// EndpointSlices, the record is written in this cluster after the
+// EndpointSlice dropped the copy, and DNS servers watching EndpointSlices
+// see the two changes in that order.
 //
 // The publisher runs in the member controllers' leader only. It never
 // deletes a report because the hub is unreachable: a failed write is
 // retried, and the hub keeps the last report (silence keeps records). It
-// deletes a FleetSet's report only when this cluster runs none of its pods.
+// deletes a FleetSet's report only when no EndpointSlice here lists an
+// instance of it.
 package endpoints
 
 import (
@@ -19,7 +33,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,7 +41,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-base/metrics"
@@ -59,12 +72,24 @@ func init() {
 	legacyregistry.MustRegister(publishes)
 }
 
+// SliceSelector selects the EndpointSlices the publisher reads: those the
+// EndpointSlice controller keeps for a Service labelled fleetset.io/set (it
+// copies the Service's labels to them), not the fleet DNS slices the hub
+// delivers.
+const SliceSelector = discoveryv1.LabelManagedBy + "=" + controllerManagedBy + "," + fleetv1.LabelSet
+
+// controllerManagedBy is the value of endpointslice.kubernetes.io/managed-by
+// on the EndpointSlices kube-controller-manager's EndpointSlice controller
+// writes.
+const controllerManagedBy = "endpointslice-controller.k8s.io"
+
 // Publisher keeps the hub's copy of this member's instances current.
 type Publisher struct {
 	// Cluster is this member's ManagedCluster name: its namespace on the hub.
 	Cluster string
-	// Pods lists the member's pods.
-	Pods corelisters.PodLister
+	// Slices lists the member's EndpointSlices (those of SliceSelector; it
+	// may hold others, which are ignored).
+	Slices discoverylisters.EndpointSliceLister
 	// Hub is the hub's clientset, with the add-on's credentials.
 	Hub kubernetes.Interface
 	// Resync is how often every FleetSet is published again, whether or
@@ -78,17 +103,22 @@ type Publisher struct {
 	known map[types.NamespacedName][]discoveryv1.Endpoint
 }
 
-// Run publishes over d's pod informer to hub as cluster until ctx is done;
-// it returns an error when the informer's handler cannot be registered or
-// its cache never syncs.
+// Run publishes the EndpointSlices of SliceSelector in d.Client's cluster
+// (an informer of its own, for this leader term) to hub as cluster until
+// ctx is done; it returns an error when the informer's handler cannot be
+// registered or its cache never syncs.
 func Run(ctx context.Context, d wiring.Deps, hub kubernetes.Interface, cluster string, resync time.Duration) error {
 	logger := klog.FromContext(ctx).WithName("fleet-dns")
 	ctx = klog.NewContext(ctx, logger)
-	p := &Publisher{Cluster: cluster, Pods: d.Pods.Lister(), Hub: hub, Resync: resync}
+	factory := wiring.NewLabelledFactory(d.Client, SliceSelector)
+	slices := factory.Discovery().V1().EndpointSlices()
+	p := &Publisher{Cluster: cluster, Slices: slices.Lister(), Hub: hub, Resync: resync}
 	var hs wiring.Handlers
-	if err := hs.Add(d.Pods.Informer(), p.PodHandler()); err != nil {
+	if err := hs.Add(slices.Informer(), p.SliceHandler()); err != nil {
 		return err
 	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
 	return hs.Run(ctx, "fleetset-member-fleet-dns", func(ctx context.Context) {
 		logger.Info("Fleet DNS publisher started", "cluster", cluster, "resync", resync)
 		p.Run(ctx, 2)
@@ -120,12 +150,13 @@ func (p *Publisher) Run(ctx context.Context, workers int) {
 	wait.UntilWithContext(ctx, p.enqueueAll, p.Resync)
 }
 
-// enqueueAll adds every FleetSet with a pod here or a report published,
-// and forgets what was last written, so the next sync reads the hub again.
+// enqueueAll adds every FleetSet with an EndpointSlice here or a report
+// published, and forgets what was last written, so the next sync reads the
+// hub again.
 func (p *Publisher) enqueueAll(ctx context.Context) {
-	pods, err := p.Pods.List(labels.Everything())
+	all, err := p.Slices.List(labels.Everything())
 	if err != nil {
-		klog.FromContext(ctx).Error(err, "Listing pods")
+		klog.FromContext(ctx).Error(err, "Listing EndpointSlices")
 		return
 	}
 	p.mu.Lock()
@@ -135,8 +166,8 @@ func (p *Publisher) enqueueAll(ctx context.Context) {
 		p.known[k] = nil
 	}
 	p.mu.Unlock()
-	for _, pod := range pods {
-		if k, ok := fleetSetOf(pod); ok {
+	for _, sl := range all {
+		if k, ok := fleetSetOf(sl); ok {
 			keys = append(keys, k)
 		}
 	}
@@ -145,15 +176,15 @@ func (p *Publisher) enqueueAll(ctx context.Context) {
 	}
 }
 
-// PodHandler enqueues the FleetSet of every pod event.
-func (p *Publisher) PodHandler() toolscache.ResourceEventHandler {
+// SliceHandler enqueues the FleetSet of every EndpointSlice event.
+func (p *Publisher) SliceHandler() toolscache.ResourceEventHandler {
 	p.init()
 	add := func(obj any) {
 		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj
 		}
-		if pod, ok := obj.(*corev1.Pod); ok {
-			if k, ok := fleetSetOf(pod); ok {
+		if sl, ok := obj.(*discoveryv1.EndpointSlice); ok {
+			if k, ok := fleetSetOf(sl); ok {
 				p.queue.Add(k)
 			}
 		}
@@ -161,29 +192,31 @@ func (p *Publisher) PodHandler() toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{AddFunc: add, UpdateFunc: func(_, n any) { add(n) }, DeleteFunc: add}
 }
 
-// fleetSetOf returns the FleetSet of a delivered pod: its namespace and
-// label fleetset.io/set, for pods that also carry fleetset.io/subset.
-func fleetSetOf(pod *corev1.Pod) (types.NamespacedName, bool) {
-	set, subset := pod.Labels[fleetv1.LabelSet], pod.Labels[fleetv1.LabelSubset]
-	if set == "" || subset == "" {
+// fleetSetOf returns the FleetSet of an EndpointSlice the EndpointSlice
+// controller keeps for a delivered Service: its namespace and label
+// fleetset.io/set.
+func fleetSetOf(sl *discoveryv1.EndpointSlice) (types.NamespacedName, bool) {
+	set := sl.Labels[fleetv1.LabelSet]
+	if set == "" || sl.Labels[discoveryv1.LabelManagedBy] != controllerManagedBy {
 		return types.NamespacedName{}, false
 	}
-	return types.NamespacedName{Namespace: pod.Namespace, Name: set}, true
+	return types.NamespacedName{Namespace: sl.Namespace, Name: set}, true
 }
 
 // Sync publishes FleetSet key: writes its report when the endpoints differ
-// from what the hub holds, or deletes it when no pod of key runs here. It
-// returns the hub's error, to retry.
+// from what the hub holds, or deletes it when no EndpointSlice here lists
+// an instance of key. It returns the hub's error, to retry.
 func (p *Publisher) Sync(ctx context.Context, key types.NamespacedName) error {
 	sel := labels.SelectorFromSet(labels.Set{fleetv1.LabelSet: key.Name})
-	pods, err := p.Pods.Pods(key.Namespace).List(sel)
+	local, err := p.Slices.EndpointSlices(key.Namespace).List(sel)
 	if err != nil {
 		return err
 	}
-	pods = slices.DeleteFunc(pods, func(pod *corev1.Pod) bool { _, ok := fleetSetOf(pod); return !ok })
+	local = slices.DeleteFunc(local, func(sl *discoveryv1.EndpointSlice) bool { _, ok := fleetSetOf(sl); return !ok })
+	want := Report(p.Cluster, key.Namespace, key.Name, local)
 	reports := p.Hub.DiscoveryV1().EndpointSlices(p.Cluster)
 	name := fleetv1.MemberEndpointsName(key.Namespace, key.Name)
-	if len(pods) == 0 {
+	if len(want.Endpoints) == 0 {
 		if err := reports.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			publishes.WithLabelValues(resultFailed).Inc()
 			return fmt.Errorf("deleting fleet DNS report %s/%s on the hub: %w", p.Cluster, name, err)
@@ -197,7 +230,6 @@ func (p *Publisher) Sync(ctx context.Context, key types.NamespacedName) error {
 		}
 		return nil
 	}
-	want := Report(p.Cluster, key.Namespace, key.Name, pods)
 	p.mu.Lock()
 	last, published := p.known[key]
 	p.mu.Unlock()
@@ -239,14 +271,17 @@ func (p *Publisher) write(ctx context.Context, want *discoveryv1.EndpointSlice) 
 	return nil
 }
 
-// Report returns the EndpointSlice a member publishes on the hub
-// for the FleetSet namespace/name from its own pods of that FleetSet: one
-// endpoint per pod the EndpointSlice controller would list (an IP, not
-// finished; terminating included), with the pod's name as hostname, its
-// first IPv4 address, Serving = the pod is Ready, Terminating = it is being
-// deleted (Ready is the hub's to compute), sorted by hostname. cluster is
-// the member's cluster namespace on the hub.
-func Report(cluster, namespace, name string, pods []*corev1.Pod) *discoveryv1.EndpointSlice {
+// Report returns the EndpointSlice a member publishes on the hub for the
+// FleetSet namespace/name from local, the EndpointSlices the EndpointSlice
+// controller keeps here for its governing Service: one endpoint per
+// hostname they list (a StatefulSet pod's name; endpoints without one
+// are not the governing Service's instances), with its first IPv4 address
+// and its Serving and Terminating conditions as the controller set them
+// (Ready is the hub's to compute), sorted by hostname. A hostname listed
+// twice (the controller moving an endpoint between slices) is reported
+// once, from the slice first by name. cluster is the member's cluster
+// namespace on the hub.
+func Report(cluster, namespace, name string, local []*discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
 	s := &discoveryv1.EndpointSlice{
 		TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -261,47 +296,39 @@ func Report(cluster, namespace, name string, pods []*corev1.Pod) *discoveryv1.En
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints:   []discoveryv1.Endpoint{},
 	}
-	for _, p := range pods {
-		if p.Spec.Hostname == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+	local = slices.Clone(local)
+	slices.SortFunc(local, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
+	seen := map[string]bool{}
+	for _, sl := range local {
+		if sl.AddressType != discoveryv1.AddressTypeIPv4 {
 			continue
 		}
-		var ips []string
-		for _, ip := range p.Status.PodIPs {
-			ips = append(ips, ip.IP)
-		}
-		if len(ips) == 0 && p.Status.PodIP != "" {
-			ips = []string{p.Status.PodIP}
-		}
-		addr := ""
-		for _, ip := range ips {
-			if a, err := netip.ParseAddr(ip); err == nil && a.Is4() {
-				addr = a.String()
-				break
+		for _, ep := range sl.Endpoints {
+			host := ptr.Deref(ep.Hostname, "")
+			if host == "" || seen[host] {
+				continue
 			}
+			addr := ""
+			for _, ip := range ep.Addresses {
+				if a, err := netip.ParseAddr(ip); err == nil && a.Is4() {
+					addr = a.String()
+					break
+				}
+			}
+			if addr == "" {
+				continue
+			}
+			seen[host] = true
+			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
+				Addresses: []string{addr},
+				Hostname:  ptr.To(host),
+				Conditions: discoveryv1.EndpointConditions{
+					Serving:     ptr.To(ptr.Deref(ep.Conditions.Serving, false)),
+					Terminating: ptr.To(ptr.Deref(ep.Conditions.Terminating, false)),
+				},
+			})
 		}
-		if addr == "" {
-			continue
-		}
-		ready := podReady(p)
-		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
-			Addresses: []string{addr},
-			Hostname:  ptr.To(p.Spec.Hostname),
-			Conditions: discoveryv1.EndpointConditions{
-				Serving:     ptr.To(ready),
-				Terminating: ptr.To(p.DeletionTimestamp != nil),
-			},
-		})
 	}
 	slices.SortFunc(s.Endpoints, func(a, b discoveryv1.Endpoint) int { return strings.Compare(*a.Hostname, *b.Hostname) })
 	return s
-}
-
-// podReady reports whether p's Ready condition is True.
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

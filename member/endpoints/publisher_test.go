@@ -6,63 +6,78 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
-	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 )
 
-func pod(name, ip string, ready bool, deleting bool) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: name, Labels: map[string]string{fleetv1.LabelSet: "mydb", fleetv1.LabelSubset: "east"}},
-		Spec:       corev1.PodSpec{Hostname: name, Subdomain: "mydb"},
-		Status:     corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip},
+// ep is an endpoint of the EndpointSlice controller for a StatefulSet pod
+// (hostname = the pod's name; "" for none), at ip.
+func ep(hostname, ip string, serving, terminating bool) discoveryv1.Endpoint {
+	e := discoveryv1.Endpoint{
+		Addresses: []string{ip},
+		Conditions: discoveryv1.EndpointConditions{
+			Ready: ptr.To(true), Serving: ptr.To(serving), Terminating: ptr.To(terminating),
+		},
 	}
-	if ip != "" {
-		p.Status.PodIPs = []corev1.PodIP{{IP: ip}}
+	if hostname != "" {
+		e.Hostname = ptr.To(hostname)
 	}
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
-	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}
-	if deleting {
-		p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-	}
-	return p
+	return e
 }
 
-func newPublisher(t *testing.T, pods ...*corev1.Pod) (*Publisher, *cache.Indexer, *fake.Clientset) {
+// slice is an EndpointSlice of namespace db, labelled as the EndpointSlice
+// controller labels those of the governing Service of FleetSet set.
+func slice(name, set string, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+	return &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: name, Labels: map[string]string{
+			fleetv1.LabelSet: set, discoveryv1.LabelManagedBy: controllerManagedBy, discoveryv1.LabelServiceName: set}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   eps,
+	}
+}
+
+func newPublisher(t *testing.T, local ...*discoveryv1.EndpointSlice) (*Publisher, *cache.Indexer, *fake.Clientset) {
 	t.Helper()
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	for _, p := range pods {
-		if err := idx.Add(p); err != nil {
+	for _, sl := range local {
+		if err := idx.Add(sl); err != nil {
 			t.Fatal(err)
 		}
 	}
 	hub := fake.NewClientset()
-	p := &Publisher{Cluster: "east", Pods: corelisters.NewPodLister(idx), Hub: hub, Resync: time.Minute}
+	p := &Publisher{Cluster: "east", Slices: discoverylisters.NewEndpointSliceLister(idx), Hub: hub, Resync: time.Minute}
 	p.init()
 	return p, &idx, hub
 }
 
 var key = types.NamespacedName{Namespace: "db", Name: "mydb"}
 
+// TestPublishesLocalInstances: the report lists what the EndpointSlice
+// controller's slices of the FleetSet list with a hostname, once each,
+// and nothing of another FleetSet's slices or of the fleet DNS slices the
+// hub delivers here.
 func TestPublishesLocalInstances(t *testing.T) {
-	other := pod("web-east-0", "10.1.0.9", true, false)
-	other.Labels[fleetv1.LabelSet] = "web"
+	delivered := slice("mydb-fleet-0", "mydb", ep("mydb-west-1000", "10.2.0.1", true, false))
+	delivered.Labels[discoveryv1.LabelManagedBy] = "fleetset-hub"
 	p, _, hub := newPublisher(t,
-		pod("mydb-east-1", "10.1.0.2", false, false),
-		pod("mydb-east-0", "10.1.0.1", true, false),
-		pod("mydb-east-2", "", false, false), // no IP yet
-		pod("mydb-east-3", "10.1.0.4", true, true),
-		other)
+		slice("mydb-b", "mydb",
+			ep("mydb-east-1", "10.1.0.2", false, false),
+			ep("mydb-east-0", "10.1.0.99", true, false)), // also in mydb-a: the first slice by name wins
+		slice("mydb-a", "mydb",
+			ep("mydb-east-0", "10.1.0.1", true, false),
+			ep("", "10.1.0.5", true, false), // no hostname: not the governing Service's
+			ep("mydb-east-3", "10.1.0.4", true, true)),
+		slice("web-a", "web", ep("web-east-0", "10.1.0.9", true, false)),
+		delivered)
 	if err := p.Sync(t.Context(), key); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +105,7 @@ func TestPublishesLocalInstances(t *testing.T) {
 			t.Errorf("endpoint %d = %v, want %v", i, got[i], want[i])
 		}
 	}
-	// Unchanged pods: no second write.
+	// Unchanged slices: no second write.
 	writes := len(hub.Actions())
 	if err := p.Sync(t.Context(), key); err != nil {
 		t.Fatal(err)
@@ -102,21 +117,21 @@ func TestPublishesLocalInstances(t *testing.T) {
 
 // TestHubSilenceKeepsReports: while the hub refuses every request, the
 // publisher deletes nothing and reports the failure to retry; it deletes
-// the report only once no pod of the FleetSet runs here and the hub
-// answers.
+// the report only once no EndpointSlice here lists an instance of the
+// FleetSet and the hub answers.
 func TestHubSilenceKeepsReports(t *testing.T) {
-	p, idx, hub := newPublisher(t, pod("mydb-east-0", "10.1.0.1", true, false))
+	p, idx, hub := newPublisher(t, slice("mydb-a", "mydb", ep("mydb-east-0", "10.1.0.1", true, false)))
 	if err := p.Sync(t.Context(), key); err != nil {
 		t.Fatal(err)
 	}
 	hub.PrependReactor("*", "endpointslices", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("hub unreachable")
 	})
-	(*idx).Update(pod("mydb-east-0", "10.1.0.7", true, false))
+	(*idx).Update(slice("mydb-a", "mydb", ep("mydb-east-0", "10.1.0.7", true, false)))
 	if err := p.Sync(t.Context(), key); err == nil {
 		t.Error("a sync the hub refused returned no error: nothing would retry it")
 	}
-	(*idx).Delete(pod("mydb-east-0", "", true, false))
+	(*idx).Update(slice("mydb-a", "mydb"))
 	if err := p.Sync(context.Background(), key); err == nil {
 		t.Error("a delete the hub refused returned no error")
 	}
@@ -128,6 +143,6 @@ func TestHubSilenceKeepsReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := hub.DiscoveryV1().EndpointSlices("east").Get(t.Context(), "db.mydb", metav1.GetOptions{}); err == nil {
-		t.Error("no pod of mydb runs here and the hub answers: the report should be deleted")
+		t.Error("no EndpointSlice here lists an instance of mydb and the hub answers: the report should be deleted")
 	}
 }

@@ -26,6 +26,13 @@ import (
 // it (killed after 10 s) and, when FLEETSET_TEST_KCM_LOG is set, prints its
 // log to stderr. The error says how to get the binary when it is missing.
 func StartControllerManager(cfg *rest.Config, dir string, controllers ...string) (stop func(), err error) {
+	return StartControllerManagerWithFlags(cfg, dir, nil, controllers...)
+}
+
+// StartControllerManagerWithFlags is StartControllerManager with flags
+// added to kube-controller-manager's command line (e.g.
+// "--endpointslice-updates-batch-period=3s").
+func StartControllerManagerWithFlags(cfg *rest.Config, dir string, flags []string, controllers ...string) (stop func(), err error) {
 	bin := filepath.Join(BinDir(), "kube-controller-manager")
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("kube-controller-manager not in %s (make test-binaries, or set KUBEBUILDER_ASSETS): %w", BinDir(), err)
@@ -48,6 +55,7 @@ func StartControllerManager(cfg *rest.Config, dir string, controllers ...string)
 	if len(controllers) > 0 {
 		args = append(args, "--controllers", strings.Join(controllers, ","))
 	}
+	args = append(args, flags...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {

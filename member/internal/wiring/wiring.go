@@ -66,8 +66,15 @@ type Deps struct {
 // NewStatefulSetFactory returns an informer factory over cs whose
 // StatefulSets are those labelled fleetset.io/set, without managed fields.
 func NewStatefulSetFactory(cs kubernetes.Interface) informers.SharedInformerFactory {
+	return NewLabelledFactory(cs, fleetv1.LabelSet)
+}
+
+// NewLabelledFactory returns an informer factory over cs whose informers
+// hold only the objects matching the label selector selector (e.g.
+// "fleetset.io/set"), without managed fields.
+func NewLabelledFactory(cs kubernetes.Interface, selector string) informers.SharedInformerFactory {
 	return informers.NewSharedInformerFactoryWithOptions(cs, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = fleetv1.LabelSet }),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }),
 		informers.WithTransform(stripManagedFields))
 }
 
