@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -222,35 +221,60 @@ func TestWorkConflictRetriesWithoutBackoff(t *testing.T) {
 	}
 }
 
-// TestWorkConflictStreakBacksOff: a conflict that does not clear (another
+// TestWorkConflictStreakIsReported: a conflict that does not clear (another
 // writer rewriting the work) runs the reconcile again after cacheWaitDelay
-// maxFastConflictRetries times in a row, then is returned as an error, so
-// the workqueue's backoff spaces it; a reconcile without a conflict ends
-// the streak.
-func TestWorkConflictStreakBacksOff(t *testing.T) {
+// maxFastConflictRetries times in a row without a status write; from the
+// next one on it is reported as a refused write: the conflicted work's
+// subset ApplyFailed (Degraded, a Warning event naming the work), the
+// status written, the write tried again after writeFailureRetry, and no
+// error (no workqueue backoff). A reconcile without a conflict clears the
+// problem and ends the streak.
+func TestWorkConflictStreakIsReported(t *testing.T) {
 	conflictOn := "" // "west" while its work updates conflict
 	fs, c := conflictingWorks(t, &conflictOn)
-	r := &FleetSetReconciler{Client: c, Recorder: record.NewFakeRecorder(200)}
+	rec := record.NewFakeRecorder(500)
+	r := &FleetSetReconciler{Client: c, Recorder: rec}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(fs)}
 	ctx := context.Background()
 	if _, err := r.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}
+	degraded := func() *metav1.Condition {
+		t.Helper()
+		cur := &fleetv1.FleetSet{}
+		if err := c.Get(ctx, req.NamespacedName, cur); err != nil {
+			t.Fatal(err)
+		}
+		return apimeta.FindStatusCondition(cur.Status.Conditions, fleetv1.ConditionDegraded)
+	}
+	const want = "ManifestWork west/db.mydb changed under the hub in 11 reconciles in a row"
 	scaleTo(t, c, req.NamespacedName, 5)
 	conflictOn = "west"
-	for range 2 { // the second streak starts from 0 again
+	for round := range 2 { // the second streak starts from 0 again
 		for i := 1; i <= maxFastConflictRetries; i++ {
 			if res, err := r.Reconcile(ctx, req); err != nil || res.RequeueAfter != cacheWaitDelay {
-				t.Fatalf("conflict %d: Reconcile = %+v, %v; want RequeueAfter %v and no error", i, res, err, cacheWaitDelay)
+				t.Fatalf("round %d, conflict %d: Reconcile = %+v, %v; want RequeueAfter %v and no error", round, i, res, err, cacheWaitDelay)
 			}
 		}
-		_, err := r.Reconcile(ctx, req)
-		if !errors.Is(err, errWorkConflict) || !apierrors.IsConflict(err) {
-			t.Fatalf("conflict %d: Reconcile error = %v, want the conflict", maxFastConflictRetries+1, err)
+		if d := degraded(); d != nil && d.Status == metav1.ConditionTrue {
+			t.Fatalf("round %d: Degraded after %d conflicts: %+v; want none yet", round, maxFastConflictRetries, d)
+		}
+		res, err := r.Reconcile(ctx, req)
+		if err != nil || res.RequeueAfter != writeFailureRetry {
+			t.Fatalf("round %d, conflict %d: Reconcile = %+v, %v; want RequeueAfter %v and no error", round, maxFastConflictRetries+1, res, err, writeFailureRetry)
+		}
+		if d := degraded(); d == nil || d.Status != metav1.ConditionTrue || d.Reason != fleetv1.ReasonApplyFailed || !strings.Contains(d.Message, want) {
+			t.Errorf("round %d: Degraded = %+v, want True, %s, naming %q", round, d, fleetv1.ReasonApplyFailed, want)
+		}
+		if !drainedEventContains(rec, "Warning", want) {
+			t.Errorf("round %d: no Warning event naming %q", round, want)
 		}
 		conflictOn = ""
-		if res, err := r.Reconcile(ctx, req); err != nil || res.RequeueAfter == cacheWaitDelay {
-			t.Fatalf("Reconcile after the conflicts = %+v, %v; want done", res, err)
+		if res, err := r.Reconcile(ctx, req); err != nil || res.RequeueAfter == cacheWaitDelay || res.RequeueAfter == writeFailureRetry {
+			t.Fatalf("round %d: Reconcile after the conflicts = %+v, %v; want done", round, res, err)
+		}
+		if d := degraded(); d != nil && d.Status == metav1.ConditionTrue {
+			t.Errorf("round %d: still Degraded once the write went through: %+v", round, d)
 		}
 		scaleTo(t, c, req.NamespacedName, 7)
 		conflictOn = "west"

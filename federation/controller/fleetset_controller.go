@@ -289,26 +289,38 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		}
 		planClaims(st)
 		planLifecycle(st)
-		if err := r.writeWorks(ctx, st); errors.Is(err, errStaleFleetSet) {
+		key := client.ObjectKeyFromObject(fs)
+		var conflicts *conflictedWrites
+		switch err := r.writeWorks(ctx, st); {
+		case errors.Is(err, errStaleFleetSet):
 			// Planned from an older FleetSet than the apiserver's: plan
 			// again once the cache has it (its event requeues sooner).
 			log.FromContext(ctx).V(1).Info("Cached FleetSet is older than the apiserver's; wrote nothing, retrying")
 			return ctrl.Result{RequeueAfter: cacheWaitDelay}, nil
-		} else if errors.Is(err, errWorkConflict) {
+		case errors.As(err, &conflicts):
 			// A work changed after the cache's copy (the work agent's
 			// status): plan again once the cache has it (its event
 			// requeues sooner); the other works' writes are expected.
-			// A run of them longer than maxFastConflictRetries goes to
-			// the workqueue's backoff, as an error.
-			if n := r.conflictStreaks.add(client.ObjectKeyFromObject(fs)); n > maxFastConflictRetries {
-				return ctrl.Result{}, fmt.Errorf("%d ManifestWork write conflicts in a row: %w", n, err)
+			// A run of them longer than maxFastConflictRetries is
+			// reported as refused writes, and tried again after
+			// writeFailureRetry.
+			n := r.conflictStreaks.add(key)
+			if n <= maxFastConflictRetries {
+				log.FromContext(ctx).V(1).Info("A ManifestWork changed since the cached copy; retrying", "error", err.Error())
+				return ctrl.Result{RequeueAfter: cacheWaitDelay}, nil
 			}
-			log.FromContext(ctx).V(1).Info("A ManifestWork changed since the cached copy; retrying", "error", err.Error())
-			return ctrl.Result{RequeueAfter: cacheWaitDelay}, nil
-		} else if err != nil {
+			log.FromContext(ctx).Info("ManifestWork writes keep conflicting; reporting them and retrying later",
+				"reconciles", n, "retryAfter", writeFailureRetry, "error", err.Error())
+			for _, w := range conflicts.works {
+				st.writeFailed(w.Namespace, fmt.Sprintf(
+					"ManifestWork %s changed under the hub in %d reconciles in a row (each write conflicted: another writer, or a cache that does not catch up); the hub tries again every %v",
+					w, n, writeFailureRetry))
+			}
+		case err != nil:
 			return ctrl.Result{}, err
+		default:
+			r.conflictStreaks.reset(key)
 		}
-		r.conflictStreaks.reset(client.ObjectKeyFromObject(fs))
 		foldSubsets(st, status)
 		foldRollout(st, status)
 		foldRoles(st, status)

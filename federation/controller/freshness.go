@@ -27,11 +27,31 @@ var errStaleFleetSet = errors.New("the cached FleetSet is older than the apiserv
 // latency").
 var errWorkConflict = errors.New("a ManifestWork changed since the cached copy the write was decided from")
 
+// conflictedWrites is the errWorkConflict writeWorks returns: the works whose
+// writes conflicted, and the last conflict.
+type conflictedWrites struct {
+	works []types.NamespacedName
+	last  error
+}
+
+func (e *conflictedWrites) Error() string {
+	return fmt.Sprintf("%v: %d ManifestWork write(s) conflicted, last: %v", errWorkConflict, len(e.works), e.last)
+}
+
+// Is makes errors.Is(e, errWorkConflict) true.
+func (e *conflictedWrites) Is(target error) bool { return target == errWorkConflict }
+
+// Unwrap returns the last conflict (apierrors.IsConflict, IsAlreadyExists).
+func (e *conflictedWrites) Unwrap() error { return e.last }
+
 // maxFastConflictRetries is how many reconciles in a row of one FleetSet
-// may end on errWorkConflict and run again after cacheWaitDelay; the next
-// one returns the conflict as an error, so the workqueue's exponential
-// backoff spaces a conflict that does not clear (another writer rewriting
-// the work) and the controller's error metrics and log show it.
+// may end on errWorkConflict and run again after cacheWaitDelay, without a
+// status write. From the next one on, a conflict that does not clear
+// (another writer rewriting the work, or a cache that does not catch up)
+// is a problem like a refused write: ApplyFailed on the subsets of the
+// works that conflicted (Degraded, a Warning event), the rest of the
+// reconcile's status written, and the writes tried again after
+// writeFailureRetry.
 const maxFastConflictRetries = 10
 
 // streaks counts events in a row by FleetSet. The zero value is ready.

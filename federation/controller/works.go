@@ -212,7 +212,8 @@ func deletable(works map[types.NamespacedName]*workv1.ManifestWork, kept keptWor
 // problems, tried again after writeFailureRetry (st.writeRetry), and so is
 // a create refused by a work of the same name that is not st.fs's
 // (foreignWork); a conflict, or a create of st.fs's own work the cache does
-// not hold yet, is returned as errWorkConflict, to retry with fresh objects.
+// not hold yet, is returned as errWorkConflict (a *conflictedWrites naming
+// the works), to retry with fresh objects.
 func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 	if st.holdWrites {
 		return nil
@@ -244,7 +245,14 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 		}
 	}
 	applied, deleted := r.writeAll(ctx, st.fs, changes, EventWorksApplied)
-	var retry, readErr error
+	var conflicts *conflictedWrites
+	conflicted := func(key types.NamespacedName, err error) {
+		if conflicts == nil {
+			conflicts = &conflictedWrites{}
+		}
+		conflicts.works, conflicts.last = append(conflicts.works, key), err
+	}
+	var readErr error
 	var written []*workv1.ManifestWork
 	var gone []types.NamespacedName
 	for i, ww := range changes.apply {
@@ -254,7 +262,7 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 		case apierrors.IsConflict(err):
 			// The cache is behind: retry with fresh objects.
 			workConflicts.WithLabelValues("conflict").Inc()
-			retry = fmt.Errorf("%w: %w", errWorkConflict, err)
+			conflicted(client.ObjectKeyFromObject(ww.desired), err)
 		case apierrors.IsAlreadyExists(err):
 			foreign, ferr := r.foreignWork(ctx, st.fs, ww.desired)
 			if ferr != nil {
@@ -265,7 +273,7 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 			if foreign == "" {
 				// Ours, created meanwhile: the cache is behind.
 				workConflicts.WithLabelValues("already_exists").Inc()
-				retry = fmt.Errorf("%w: %w", errWorkConflict, err)
+				conflicted(client.ObjectKeyFromObject(ww.desired), err)
 				continue
 			}
 			// Not the FleetSet's: never overwritten. No event of the
@@ -290,7 +298,10 @@ func (r *FleetSetReconciler) writeWorks(ctx context.Context, st *state) error {
 	if readErr != nil {
 		return readErr
 	}
-	return retry
+	if conflicts != nil {
+		return conflicts
+	}
+	return nil
 }
 
 // writeFailureRetry is how long after a refused ManifestWork write or
