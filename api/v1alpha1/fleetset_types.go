@@ -708,6 +708,11 @@ type FleetSetStatus struct {
 	// leader, while it waits for the leader role to move.
 	// +optional
 	Switchover *SwitchoverStatus `json:"switchover,omitempty"`
+	// RequestedSwitchover is the switchover an operator asked for with the
+	// annotation fleetset.io/switchover-to, while the hub waits for the
+	// leader role to move.
+	// +optional
+	RequestedSwitchover *RequestedSwitchoverStatus `json:"requestedSwitchover,omitempty"`
 	// Leader is the instance holding the leader role (spec.roles), as the
 	// members report it; unset when none or more than one does (Degraded
 	// NoLeader or MultipleLeaders).

@@ -318,6 +318,12 @@ type PlacementActions struct {
 	// +listType=atomic
 	// +optional
 	Candidates []string `json:"candidates,omitempty"`
+	// Switchover, when set, is a switchover an operator asked for
+	// (FleetSet annotation fleetset.io/switchover-to): the member runs the
+	// switchover action once in the leader pod it names, with its
+	// candidate, and reports the ID in status.actions.switchover.
+	// +optional
+	Switchover *PlacementSwitchover `json:"switchover,omitempty"`
 	// RolloutComplete, when set, is the fleet revision every instance now
 	// runs: the member runs rolloutComplete once for it and reports it in
 	// status.actions.rolloutComplete. The hub sets it on one placement.
@@ -361,6 +367,23 @@ type SubsetOrigin struct {
 	Replicas int32 `json:"replicas,omitempty"`
 }
 
+// PlacementSwitchover is a switchover an operator asked for, as the hub
+// hands it to the leader's subset.
+type PlacementSwitchover struct {
+	// ID names the request (the leader and when the hub took it): the
+	// member runs the action once per ID.
+	// +kubebuilder:validation:MaxLength=512
+	ID string `json:"id"`
+	// Leader is the pod holding the leader role, which runs the action.
+	// +kubebuilder:validation:MaxLength=253
+	Leader string `json:"leader"`
+	// Candidate is the instance to hand the role to
+	// (FLEETSET_CANDIDATE_NAME); empty lets the workload choose.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Candidate string `json:"candidate,omitempty"`
+}
+
 // PlacementActionsStatus is the member component's report of the actions
 // the hub waits for, fed back to the hub through the ManifestWork (scalar
 // strings, for JSONPaths).
@@ -379,6 +402,16 @@ type PlacementActionsStatus struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	RolloutComplete string `json:"rolloutComplete,omitempty"`
+	// Switchover is the ID of the last requested switchover
+	// (spec.actions.switchover) whose action succeeded.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Switchover string `json:"switchover,omitempty"`
+	// SwitchoverFailed says why the requested switchover's action fails
+	// ("<pod>: <error>"); empty when it does not.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	SwitchoverFailed string `json:"switchoverFailed,omitempty"`
 	// Joined lists the ordinals whose memberJoin succeeded in this
 	// placement and that have not left since, sorted, joined by commas: an
 	// instance among them that starts on a claim that has not joined

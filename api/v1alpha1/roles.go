@@ -250,6 +250,45 @@ const AnnotationSwitchoverRequested = "fleetset.io/switchover-requested"
 // DefaultSwitchoverDeadlineSeconds is switchover.deadlineSeconds when unset.
 const DefaultSwitchoverDeadlineSeconds int32 = 60
 
+// AnnotationSwitchoverTo on a FleetSet asks for a switchover of its leader
+// now, outside any rollout (kubectl fleetset switchover): to the instance
+// (pod name) it names, or SwitchoverToAny to let the workload choose. The
+// hub has the member of the leader's cluster run the FleetSet's switchover
+// lifecycle action in the leader once (status.requestedSwitchover), then
+// removes the annotation when the leader role has moved, or when
+// spec.switchover.deadlineSeconds passed without it (a Warning event).
+const AnnotationSwitchoverTo = "fleetset.io/switchover-to"
+
+// SwitchoverToAny is AnnotationSwitchoverTo's value that lets the workload
+// choose the new leader (the action runs with no candidate).
+const SwitchoverToAny = "*"
+
+// RequestedSwitchoverStatus is the switchover an operator asked for with
+// AnnotationSwitchoverTo, while the hub waits for the leader role to move.
+type RequestedSwitchoverStatus struct {
+	// To is the annotation's value: the instance asked to take the leader
+	// role, or "*".
+	// +kubebuilder:validation:MaxLength=253
+	To string `json:"to"`
+	// Pod is the leader asked to hand its role over; Subset and Cluster
+	// where it runs.
+	// +kubebuilder:validation:MaxLength=253
+	Pod string `json:"pod"`
+	// +kubebuilder:validation:MaxLength=63
+	Subset string `json:"subset"`
+	// +kubebuilder:validation:MaxLength=253
+	Cluster string `json:"cluster"`
+	// RequestedAt is when the hub took the request: the deadline
+	// (spec.switchover.deadlineSeconds) counts from it, and it names the
+	// request to the member (PlacementSwitchover.ID).
+	RequestedAt metav1.Time `json:"requestedAt"`
+	// Failed is the member's last report of the switchover action failing
+	// (it runs again with a growing delay until the deadline).
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Failed string `json:"failed,omitempty"`
+}
+
 // LeaderUpdate is what a subset's member may do with the leader instance in
 // a role-ordered rollout.
 // +kubebuilder:validation:Enum=Hold;Switchover;Update

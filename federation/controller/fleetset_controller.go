@@ -289,6 +289,7 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		}
 		planClaims(st)
 		planLifecycle(st)
+		planRequestedSwitchover(st)
 		key := client.ObjectKeyFromObject(fs)
 		var conflicts *conflictedWrites
 		switch err := r.writeWorks(ctx, st); {
@@ -324,13 +325,18 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		foldSubsets(st, status)
 		foldRollout(st, status)
 		foldRoles(st, status)
+		foldRequestedSwitchover(st, status)
 	}
 	foldSpec(st, status)
 	setConditions(st, status)
+	if err := r.clearSwitchoverRequest(ctx, st); err != nil {
+		return ctrl.Result{}, err
+	}
 	events, err := r.writeStatus(ctx, st, status)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	events = append(events, st.switchover.events...)
 	observeConditions(client.ObjectKeyFromObject(fs), status)
 	if err := r.clearFailbackRequest(ctx, st); err != nil {
 		return ctrl.Result{}, err
@@ -338,7 +344,7 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 	for _, e := range events {
 		r.Recorder.Event(fs, e.eventType, e.reason, e.message)
 	}
-	return ctrl.Result{RequeueAfter: minPositive(minPositive(st.rollout.requeue, st.failoverRequeue), st.writeRetry)}, nil
+	return ctrl.Result{RequeueAfter: minPositive(minPositive(minPositive(st.rollout.requeue, st.failoverRequeue), st.writeRetry), st.switchover.requeue)}, nil
 }
 
 // writeStatus writes status as st.fs's status when it differs, and expects

@@ -436,6 +436,12 @@ func resourceVersions(t testing.TB, ns, name string) map[string]string {
 // appears within 10 s: the recorder writes events asynchronously, after the
 // reconcile that emitted them.
 func hasEvent(t testing.TB, ns, name, reason string) bool {
+	return hasEventContaining(t, ns, name, reason, "")
+}
+
+// hasEventContaining is hasEvent for an event whose message contains
+// substr.
+func hasEventContaining(t testing.TB, ns, name, reason, substr string) bool {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var list corev1.EventList
@@ -443,7 +449,7 @@ func hasEvent(t testing.TB, ns, name, reason string) bool {
 			t.Fatal(err)
 		}
 		for _, e := range list.Items {
-			if e.InvolvedObject.Name == name && e.Reason == reason {
+			if e.InvolvedObject.Name == name && e.Reason == reason && strings.Contains(e.Message, substr) {
 				return true
 			}
 		}

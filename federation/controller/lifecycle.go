@@ -31,6 +31,9 @@ type subsetLifecycle struct {
 	rolloutComplete string
 	// candidates are the switchover candidates of other subsets.
 	candidates []string
+	// switchover is a switchover an operator asked for, for this subset's
+	// member to run in its leader.
+	switchover *fleetv1.PlacementSwitchover
 }
 
 // apply writes the step's output into the subset to deliver.
@@ -41,7 +44,7 @@ func (l subsetLifecycle) apply(p *manifestwork.Subset) {
 	if l.hold > p.Replicas {
 		p.Replicas = l.hold
 	}
-	p.Leave, p.Origin, p.RolloutComplete, p.Candidates = l.leave, l.origin, l.rolloutComplete, l.candidates
+	p.Leave, p.Origin, p.RolloutComplete, p.Candidates, p.Switchover = l.leave, l.origin, l.rolloutComplete, l.candidates, l.switchover
 }
 
 // LeaveHold decides a subset's StatefulSet replicas when the FleetSet has

@@ -27,6 +27,13 @@ import (
 // reports).
 func reportRoles(t *testing.T, cluster, ns, name, subset, roles, leaders string) {
 	t.Helper()
+	reportPlacement(t, cluster, ns, name, subset, roles, leaders, nil)
+}
+
+// reportPlacement is reportRoles with more string feedback values of the
+// SubsetPlacement (e.g. the lifecycle actions' report), by name.
+func reportPlacement(t *testing.T, cluster, ns, name, subset, roles, leaders string, more map[string]string) {
+	t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		w := &workv1.ManifestWork{}
 		if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: cluster, Name: manifestwork.WorkName(ns, name)}, w); err != nil {
@@ -35,13 +42,17 @@ func reportRoles(t *testing.T, cluster, ns, name, subset, roles, leaders string)
 		str := func(n, v string) workv1.FeedbackValue {
 			return workv1.FeedbackValue{Name: n, Value: workv1.FieldValue{Type: workv1.String, String: ptr.To(v)}}
 		}
+		values := []workv1.FeedbackValue{
+			str(manifestwork.FeedbackRoles, roles), str(manifestwork.FeedbackLeaders, leaders),
+			{Name: manifestwork.FeedbackRolesGeneration, Value: workv1.FieldValue{Type: workv1.Integer, Integer: ptr.To[int64](1)}},
+		}
+		for n, v := range more {
+			values = append(values, str(n, v))
+		}
 		w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
 			ResourceMeta: workv1.ManifestResourceMeta{Group: fleetv1.GroupVersion.Group, Version: "v1alpha1", Kind: "SubsetPlacement", Resource: "subsetplacements",
 				Name: manifestwork.StatefulSetName(name, subset), Namespace: ns},
-			StatusFeedbacks: workv1.StatusFeedbackResult{Values: []workv1.FeedbackValue{
-				str(manifestwork.FeedbackRoles, roles), str(manifestwork.FeedbackLeaders, leaders),
-				{Name: manifestwork.FeedbackRolesGeneration, Value: workv1.FieldValue{Type: workv1.Integer, Integer: ptr.To[int64](1)}},
-			}},
+			StatusFeedbacks: workv1.StatusFeedbackResult{Values: values},
 			Conditions: []metav1.Condition{{Type: workv1.ManifestApplied, Status: metav1.ConditionTrue, Reason: "AppliedManifestComplete", Message: "applied", LastTransitionTime: metav1.Now()}},
 		}}
 		return k8sClient.Status().Update(context.Background(), w)

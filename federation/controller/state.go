@@ -57,6 +57,8 @@ type state struct {
 	failoverEvents []pendingEvent
 	// failoverRequeue is when a failover wait ends (0: none).
 	failoverRequeue time.Duration
+	// switchover is the requested-switchover step's output.
+	switchover switchoverPlan
 	// writeRetry is when to try again a ManifestWork write that failed
 	// for a reason no event of the hub's caches will announce the end of
 	// (writeFailureRetry; 0: none).

@@ -72,26 +72,9 @@ func foldSubsets(st *state, status *fleetv1.FleetSetStatus) {
 // nothing is said.
 func foldRoles(st *state, status *fleetv1.FleetSetStatus) {
 	status.Leader = nil
-	hasLeaderRole := false
-	for _, r := range st.fs.Spec.Roles {
-		hasLeaderRole = hasLeaderRole || r.IsLeader
-	}
+	leaders, hasLeaderRole, reported := leadersOf(st)
 	if !hasLeaderRole {
 		return
-	}
-	var leaders []fleetv1.LeaderStatus
-	reported := true
-	for _, sp := range st.subsets {
-		if sp.draining || sp.planned.Replicas == 0 {
-			continue
-		}
-		if sp.roles == nil {
-			reported = false
-			continue
-		}
-		for _, l := range sp.roles.Leaders {
-			leaders = append(leaders, fleetv1.LeaderStatus{Name: l, Subset: sp.planned.Name, Cluster: sp.planned.Cluster})
-		}
 	}
 	switch {
 	case len(leaders) == 1:
@@ -106,6 +89,33 @@ func foldRoles(st *state, status *fleetv1.FleetSetStatus) {
 	case reported && len(st.subsets) > 0:
 		st.report(fleetProblem(fleetv1.ReasonNoLeader, "no instance holds the leader role (every subset reported its roles)"))
 	}
+}
+
+// leadersOf returns the instances holding a leader role as the subsets
+// delivered with replicas reported them this reconcile, whether st.fs has
+// a leader role at all (spec.roles[].isLeader; without one, nothing else
+// is computed), and whether every such subset has reported its roles.
+func leadersOf(st *state) (leaders []fleetv1.LeaderStatus, hasLeaderRole, reported bool) {
+	for _, r := range st.fs.Spec.Roles {
+		hasLeaderRole = hasLeaderRole || r.IsLeader
+	}
+	if !hasLeaderRole {
+		return nil, false, false
+	}
+	reported = true
+	for _, sp := range st.subsets {
+		if sp.draining || sp.planned.Replicas == 0 {
+			continue
+		}
+		if sp.roles == nil {
+			reported = false
+			continue
+		}
+		for _, l := range sp.roles.Leaders {
+			leaders = append(leaders, fleetv1.LeaderStatus{Name: l, Subset: sp.planned.Name, Cluster: sp.planned.Cluster})
+		}
+	}
+	return leaders, true, reported
 }
 
 // foldSpec writes what status says of the spec itself: the subset count,

@@ -1,7 +1,10 @@
 package manifestwork
 
 import (
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -17,6 +20,10 @@ const (
 	FeedbackActionsLeft            = "actionsLeft"
 	FeedbackActionsLeaveFailed     = "actionsLeaveFailed"
 	FeedbackActionsRolloutComplete = "actionsRolloutComplete"
+	// FeedbackActionsSwitchover and FeedbackActionsSwitchoverFailed
+	// report a requested switchover (PlacementSwitchover).
+	FeedbackActionsSwitchover       = "actionsSwitchover"
+	FeedbackActionsSwitchoverFailed = "actionsSwitchoverFailed"
 )
 
 // placementActions returns what sp's SubsetPlacement carries of fs's
@@ -37,6 +44,7 @@ func placementActions(fs *fleetv1.FleetSet, sp Subset) *fleetv1.PlacementActions
 		Origin:          sp.Origin.DeepCopy(),
 		Candidates:      slices.Clone(sp.Candidates),
 		RolloutComplete: sp.RolloutComplete,
+		Switchover:      sp.Switchover.DeepCopy(),
 	}
 	return pa
 }
@@ -62,6 +70,8 @@ func actionsFeedback() []workv1.JsonPath {
 		{Name: FeedbackActionsLeft, Path: ".status.actions.left"},
 		{Name: FeedbackActionsLeaveFailed, Path: ".status.actions.leaveFailed"},
 		{Name: FeedbackActionsRolloutComplete, Path: ".status.actions.rolloutComplete"},
+		{Name: FeedbackActionsSwitchover, Path: ".status.actions.switchover"},
+		{Name: FeedbackActionsSwitchoverFailed, Path: ".status.actions.switchoverFailed"},
 	}
 }
 
@@ -74,6 +84,9 @@ type ActionsReport struct {
 	LeaveFailed string
 	// RolloutComplete is the revision whose rolloutComplete succeeded.
 	RolloutComplete string
+	// Switchover is the ID of the requested switchover whose action
+	// succeeded; SwitchoverFailed says why it fails, if it does.
+	Switchover, SwitchoverFailed string
 }
 
 // ActionsFeedback returns, by SubsetPlacement name, the lifecycle-action
@@ -97,6 +110,10 @@ func ActionsFeedback(w *workv1.ManifestWork) map[string]ActionsReport {
 				r.LeaveFailed, found = *v.Value.String, true
 			case FeedbackActionsRolloutComplete:
 				r.RolloutComplete, found = *v.Value.String, true
+			case FeedbackActionsSwitchover:
+				r.Switchover, found = *v.Value.String, true
+			case FeedbackActionsSwitchoverFailed:
+				r.SwitchoverFailed, found = *v.Value.String, true
 			}
 		}
 		if found {
@@ -138,4 +155,44 @@ func withMembers(fs *fleetv1.FleetSet, subsets []Subset) []Subset {
 		out[i].Members, out[i].Leader = members, leader
 	}
 	return out
+}
+
+// SwitchoverTarget checks a requested switchover of fs's leader to to
+// (AnnotationSwitchoverTo's value; "" or v1alpha1.SwitchoverToAny: the
+// workload chooses) and returns the annotation value. It returns an error,
+// saying what to change, when fs has no leader role (spec.roles[].isLeader)
+// or no switchover lifecycle action, or when to is neither "*" nor a
+// desired instance (<fleetset>-<subset>-<ordinal> within a subset's
+// ordinals as status.subsets reports them), or is the leader already
+// (status.leader).
+func SwitchoverTarget(fs *fleetv1.FleetSet, to string) (string, error) {
+	leaderRole := false
+	for _, r := range fs.Spec.Roles {
+		leaderRole = leaderRole || r.IsLeader
+	}
+	if !leaderRole {
+		return "", fmt.Errorf("fleetset %q has no leader role (spec.roles[].isLeader): nothing to switch over", fs.Name)
+	}
+	if la := fs.Spec.LifecycleActions; la == nil || la.Switchover == nil {
+		return "", fmt.Errorf("fleetset %q has no switchover lifecycle action (spec.lifecycleActions.switchover): nothing would ask the leader to hand its role over", fs.Name)
+	}
+	if to == "" || to == fleetv1.SwitchoverToAny {
+		return fleetv1.SwitchoverToAny, nil
+	}
+	if l := fs.Status.Leader; l != nil && l.Name == to {
+		return "", fmt.Errorf("%s is the leader already", to)
+	}
+	var known []string
+	for _, ss := range fs.Status.Subsets {
+		prefix := StatefulSetName(fs.Name, ss.Name) + "-"
+		known = append(known, fmt.Sprintf("%s[%d..%d]", prefix, ss.OrdinalStart, ss.OrdinalStart+ss.Replicas-1))
+		rest, ok := strings.CutPrefix(to, prefix)
+		if !ok {
+			continue
+		}
+		if n, err := strconv.Atoi(rest); err == nil && strconv.Itoa(n) == rest && int32(n) >= ss.OrdinalStart && int32(n) < ss.OrdinalStart+ss.Replicas {
+			return to, nil
+		}
+	}
+	return "", fmt.Errorf("%q is not an instance of fleetset %q (its instances: %s)", to, fs.Name, strings.Join(known, ", "))
 }

@@ -33,7 +33,7 @@ func TestLifecycleActionsRendering(t *testing.T) {
 			wantGates: []corev1.PodReadinessGate{{ConditionType: "example.com/ready"}, {ConditionType: fleetv1.ConditionMemberJoined}},
 			wantSpec: &fleetv1.PlacementActions{Actions: fleetv1.LifecycleActions{MemberJoin: join}, FleetSet: "db", ServiceName: "db",
 				Leave: sp.Leave, Origin: sp.Origin},
-			wantPaths: 3,
+			wantPaths: 5,
 		},
 		{
 			name:      "memberJoin with the gate already in the template: not twice",
@@ -42,14 +42,14 @@ func TestLifecycleActionsRendering(t *testing.T) {
 			wantGates: []corev1.PodReadinessGate{{ConditionType: fleetv1.ConditionMemberJoined}},
 			wantSpec: &fleetv1.PlacementActions{Actions: fleetv1.LifecycleActions{MemberJoin: join}, FleetSet: "db", ServiceName: "db",
 				Leave: sp.Leave, Origin: sp.Origin},
-			wantPaths: 3,
+			wantPaths: 5,
 		},
 		{
 			name:    "memberLeave only: no gate",
 			actions: &fleetv1.LifecycleActions{MemberLeave: leave},
 			wantSpec: &fleetv1.PlacementActions{Actions: fleetv1.LifecycleActions{MemberLeave: leave}, FleetSet: "db", ServiceName: "db",
 				Leave: sp.Leave, Origin: sp.Origin},
-			wantPaths: 3,
+			wantPaths: 5,
 		},
 	}
 	for _, tc := range tests {

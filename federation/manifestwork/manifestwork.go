@@ -66,13 +66,14 @@ type Subset struct {
 	// FleetSet's persistentVolumeClaimRetentionPolicy says.
 	Draining bool
 
-	// Leave, Origin, Candidates and RolloutComplete are the hub's
-	// lifecycle-action instructions to its member (SubsetPlacement
+	// Leave, Origin, Candidates, RolloutComplete and Switchover are the
+	// hub's lifecycle-action instructions to its member (SubsetPlacement
 	// spec.actions), rendered only when the FleetSet has lifecycle actions.
 	Leave           []fleetv1.PlacementLeave
 	Origin          *fleetv1.SubsetOrigin
 	Candidates      []string
 	RolloutComplete string
+	Switchover      *fleetv1.PlacementSwitchover
 	// Members (pod names in ordinal order) and Leader are the fleet's, for
 	// the actions' environment; Works fills them from the fleet view.
 	Members []string

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,6 +41,12 @@ const (
 	ReasonMemberLeaveFailed     = "MemberLeaveFailed"
 	ReasonRolloutCompleteRan    = "RolloutCompleteRan"
 	ReasonRolloutCompleteFailed = "RolloutCompleteFailed"
+	// ReasonSwitchoverRan and ReasonSwitchoverFailed, on the placement
+	// and the leader pod: the switchover action an operator asked for
+	// (spec.actions.switchover) succeeded, or failed (it runs again with a
+	// growing delay while the hub asks).
+	ReasonSwitchoverRan    = "SwitchoverRan"
+	ReasonSwitchoverFailed = "SwitchoverFailed"
 )
 
 // Defaults.
@@ -98,6 +105,9 @@ type Controller struct {
 	// completed holds the rolloutComplete revision that succeeded, by
 	// placement.
 	completed map[types.NamespacedName]string
+	// switched holds the ID of the requested switchover whose action
+	// succeeded, and switchoverFailed its last failure, by placement.
+	switched, switchoverFailed map[types.NamespacedName]string
 }
 
 type failure struct {
@@ -114,7 +124,8 @@ func New(placements client.Reader, pods corelisters.PodLister, cs kubernetes.Int
 			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "fleetset_member_membership"}),
 		running: map[string]bool{}, failures: map[string]failure{}, left: map[types.NamespacedName]map[int32]bool{},
 		leaveFailed: map[types.NamespacedName]string{}, joined: map[types.NamespacedName]map[int32]bool{},
-		relocationLeft: map[types.UID]bool{}, completed: map[types.NamespacedName]string{}}
+		relocationLeft: map[types.UID]bool{}, completed: map[types.NamespacedName]string{},
+		switched: map[types.NamespacedName]string{}, switchoverFailed: map[types.NamespacedName]string{}}
 }
 
 // Run runs a Controller over d until ctx is done. d.Writer must write the
@@ -220,6 +231,7 @@ func (c *Controller) Sync(ctx context.Context, key types.NamespacedName) error {
 	}
 	c.leave(ctx, sp, pods)
 	c.rolloutComplete(ctx, sp, pods)
+	c.switchover(ctx, sp, pods)
 	return c.writeStatus(ctx, sp)
 }
 
@@ -484,7 +496,7 @@ func (c *Controller) leave(ctx context.Context, sp *fleetv1.SubsetPlacement, pod
 			}
 			_, err := c.runFor(ctx, sp, p, fleetv1.ActionMemberLeave, pa.Actions.MemberLeave, func(e *actions.Env) { e.LeaveReason = l.Reason })
 			if err != nil {
-				msg := fmt.Sprintf("%s: %v", name, err)
+				msg := statusMessage(fmt.Sprintf("%s: %v", name, err))
 				c.mu.Lock()
 				c.leaveFailed[key] = msg
 				c.mu.Unlock()
@@ -576,6 +588,57 @@ func (c *Controller) rolloutComplete(ctx context.Context, sp *fleetv1.SubsetPlac
 	})
 }
 
+// switchover runs the switchover action an operator asked for
+// (spec.actions.switchover) in the leader pod it names, once per ID: with
+// FLEETSET_CANDIDATE_NAME the request's candidate ("" lets the workload
+// choose) and FLEETSET_LEADER_NAME the leader. A failure is reported
+// (status.actions.switchoverFailed, Warning events) and the action runs
+// again with a growing delay while the hub asks; the hub gives up at its
+// deadline. A leader pod not running here holds it (a pod's event brings
+// it back); the role moving ends the hub's request.
+func (c *Controller) switchover(ctx context.Context, sp *fleetv1.SubsetPlacement, pods []*v1.Pod) {
+	pa := sp.Spec.Actions
+	req := pa.Switchover
+	key := client.ObjectKeyFromObject(sp)
+	if req == nil || pa.Actions.Switchover == nil || (sp.Status.Actions != nil && sp.Status.Actions.Switchover == req.ID) {
+		return
+	}
+	c.mu.Lock()
+	done := c.switched[key] == req.ID
+	c.mu.Unlock()
+	if done {
+		return
+	}
+	var leader *v1.Pod
+	for _, p := range pods {
+		if p.Name == req.Leader && p.Status.Phase == v1.PodRunning && p.DeletionTimestamp == nil {
+			leader = p
+		}
+	}
+	if leader == nil {
+		return
+	}
+	c.start(ctx, sp, "switchover/"+key.String()+"/"+req.ID, func(ctx context.Context) bool {
+		res, err := c.runFor(ctx, sp, leader, fleetv1.ActionSwitchover, pa.Actions.Switchover, func(e *actions.Env) {
+			e.Leader, e.Candidate = req.Leader, req.Candidate
+		})
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if err != nil {
+			c.switchoverFailed[key] = statusMessage(fmt.Sprintf("%s: %v", leader.Name, err))
+			c.Recorder.Eventf(sp, leader, v1.EventTypeWarning, ReasonSwitchoverFailed, "Switchover",
+				"switchover action in leader %s (candidate %q) failed after %d attempts; it runs again while the hub asks: %v", leader.Name, req.Candidate, res.Attempts, err)
+			return false
+		}
+		c.switched[key] = req.ID
+		delete(c.switchoverFailed, key)
+		c.Recorder.Eventf(sp, leader, v1.EventTypeNormal, ReasonSwitchoverRan, "Switchover",
+			"switchover action succeeded in leader %s (candidate %q); the hub waits for the role to move", leader.Name, req.Candidate)
+		klog.FromContext(ctx).Info("Requested switchover action succeeded", "pod", klog.KObj(leader), "candidate", req.Candidate, "id", req.ID, "stdout", res.Stdout)
+		return true
+	})
+}
+
 // writeStatus writes sp's status.actions when it differs from what is
 // known now.
 func (c *Controller) writeStatus(ctx context.Context, sp *fleetv1.SubsetPlacement) error {
@@ -611,6 +674,17 @@ func (c *Controller) writeStatus(ctx context.Context, sp *fleetv1.SubsetPlacemen
 	if r := c.completed[key]; r != "" {
 		want.RolloutComplete = r
 	}
+	want.Switchover, want.SwitchoverFailed = cur.Switchover, cur.SwitchoverFailed
+	if id := c.switched[key]; id != "" {
+		want.Switchover = id
+	}
+	if req := sp.Spec.Actions.Switchover; req == nil || req.ID == want.Switchover {
+		// No request, or this one done: no failure to report.
+		delete(c.switchoverFailed, key)
+		want.SwitchoverFailed = ""
+	} else if f, ok := c.switchoverFailed[key]; ok {
+		want.SwitchoverFailed = f
+	}
 	if len(sp.Spec.Actions.Leave) == 0 {
 		delete(c.left, key)
 		delete(c.leaveFailed, key)
@@ -627,7 +701,8 @@ func (c *Controller) writeStatus(ctx context.Context, sp *fleetv1.SubsetPlacemen
 		return s
 	}
 	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"actions": map[string]any{
-		"left": str(want.Left), "leaveFailed": str(want.LeaveFailed), "rolloutComplete": str(want.RolloutComplete), "joined": str(want.Joined)}}})
+		"left": str(want.Left), "leaveFailed": str(want.LeaveFailed), "rolloutComplete": str(want.RolloutComplete), "joined": str(want.Joined),
+		"switchover": str(want.Switchover), "switchoverFailed": str(want.SwitchoverFailed)}}})
 	obj := &fleetv1.SubsetPlacement{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	if err := c.Status.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -636,7 +711,7 @@ func (c *Controller) writeStatus(ctx context.Context, sp *fleetv1.SubsetPlacemen
 		return fmt.Errorf("patching status.actions of SubsetPlacement %s: %w", key, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Wrote the lifecycle actions' status", "placement", key, "left", want.Left, "leaveFailed", want.LeaveFailed,
-		"rolloutComplete", want.RolloutComplete, "joined", want.Joined)
+		"rolloutComplete", want.RolloutComplete, "joined", want.Joined, "switchover", want.Switchover, "switchoverFailed", want.SwitchoverFailed)
 	return nil
 }
 
@@ -687,4 +762,22 @@ func instanceOf(placement, name string) bool {
 	}
 	n, err := strconv.ParseUint(rest, 10, 31)
 	return err == nil && strconv.FormatUint(n, 10) == rest
+}
+
+// maxStatusMessage is the longest failure message written to
+// status.actions (the schema's MaxLength is 4096 characters).
+const maxStatusMessage = 2048
+
+// statusMessage returns s cut to maxStatusMessage bytes at a rune boundary,
+// with "…" when cut, so a long action error never makes the status write
+// fail.
+func statusMessage(s string) string {
+	if len(s) <= maxStatusMessage {
+		return s
+	}
+	cut := maxStatusMessage
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

@@ -660,3 +660,66 @@ func TestRolloutComplete(t *testing.T) {
 		t.Errorf("rolloutComplete ran %d times for one revision", n)
 	}
 }
+
+// TestRequestedSwitchover: spec.actions.switchover (a switchover an
+// operator asked for) runs the switchover action in the leader it names,
+// with the candidate and the leader in its environment; while the action
+// fails, status.actions.switchoverFailed says why and it runs again; once
+// it succeeds, status.actions.switchover holds the request's ID, the
+// failure is cleared, and it does not run again for that ID. A request
+// naming a pod not running here runs nothing.
+func TestRequestedSwitchover(t *testing.T) {
+	ns := newNamespace(t, "switchover")
+	req := &fleetv1.PlacementSwitchover{ID: "db-east-1@2026-11-29T07:00:00Z", Leader: "db-east-1", Candidate: "db-west-1000"}
+	createPlacement(t, ns, &fleetv1.PlacementActions{FleetSet: "db", ServiceName: "db", Members: members("db-east", 0, 1), Leader: "db-east-1",
+		Switchover: req, Actions: fleetv1.LifecycleActions{Switchover: action("/switchover.sh")}}, true)
+	fail := true
+	exec.setAnswer(func(c call) (string, error) {
+		if c.Namespace == ns && fail {
+			return "", errors.New("patronictl: candidate not ready")
+		}
+		return "", nil
+	})
+	t.Cleanup(func() { exec.setAnswer(nil) })
+	createPod(t, ns, 0, false, true)
+	createPod(t, ns, 1, false, true)
+	waitFor(t, 20*time.Second, func() string {
+		return fmt.Sprintf("status.actions %+v, calls %v", placementStatus(t, ns), actionsOf(ns))
+	}, func() bool {
+		return strings.Contains(placementStatus(t, ns).SwitchoverFailed, "patronictl: candidate not ready")
+	})
+	calls := exec.callsIn(ns)
+	c := calls[0]
+	if c.Pod != "db-east-1" || c.Env[fleetv1.EnvAction] != "switchover" || c.Env[fleetv1.EnvCandidateName] != "db-west-1000" ||
+		c.Env[fleetv1.EnvLeaderName] != "db-east-1" || !slices.Equal(c.Command, []string{"/switchover.sh"}) {
+		t.Fatalf("first call %+v, want the switchover action in db-east-1 with candidate db-west-1000", c)
+	}
+	if s := placementStatus(t, ns); s.Switchover != "" {
+		t.Errorf("status.actions.switchover = %q while the action fails", s.Switchover)
+	}
+	waitFor(t, 10*time.Second, func() string { return fmt.Sprint(events(t, ns)) }, hasEvent(t, ns, "SubsetPlacement/db-east", membership.ReasonSwitchoverFailed))
+	fail = false
+	waitFor(t, 30*time.Second, func() string {
+		return fmt.Sprintf("status.actions %+v, calls %v", placementStatus(t, ns), actionsOf(ns))
+	}, func() bool { s := placementStatus(t, ns); return s.Switchover == req.ID && s.SwitchoverFailed == "" })
+	waitFor(t, 10*time.Second, func() string { return fmt.Sprint(events(t, ns)) }, hasEvent(t, ns, "SubsetPlacement/db-east", membership.ReasonSwitchoverRan))
+	n := len(exec.callsIn(ns))
+	time.Sleep(2 * time.Second)
+	if got := len(exec.callsIn(ns)); got != n {
+		t.Errorf("the switchover ran %d more times after it succeeded for its ID", got-n)
+	}
+
+	// A request for a leader not running here runs nothing.
+	var sp fleetv1.SubsetPlacement
+	if err := cl.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "db-east"}, &sp); err != nil {
+		t.Fatal(err)
+	}
+	sp.Spec.Actions.Switchover = &fleetv1.PlacementSwitchover{ID: "db-east-7@2026-11-29T07:05:00Z", Leader: "db-east-7"}
+	if err := cl.Update(context.Background(), &sp); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if got := len(exec.callsIn(ns)); got != n {
+		t.Errorf("a request for a leader not running here ran the action %d times", got-n)
+	}
+}

@@ -68,10 +68,14 @@ func TestSwitchover(t *testing.T) {
 	ctx := context.Background()
 	withRoles := delivered9()
 	withRoles.Spec.Roles = []fleetv1.Role{{Name: "primary", IsLeader: true}, {Name: "replica"}}
+	withRoles.Spec.LifecycleActions = &fleetv1.LifecycleActions{Switchover: &fleetv1.LifecycleAction{
+		Exec: &fleetv1.ExecAction{Command: []string{"/switchover"}}}}
 	withRoles.Status.Leader = &fleetv1.LeaderStatus{Name: "mydb-east-0", Subset: "east", Cluster: "east"}
 	noRoles := delivered9()
 	noRoles.Name = "plain"
-	hub := fakeHub(t, withRoles, noRoles)
+	noAction := withRoles.DeepCopy()
+	noAction.Name, noAction.Spec.LifecycleActions = "noaction", nil
+	hub := fakeHub(t, withRoles, noRoles, noAction)
 	run := func(name, to string, any, yes bool) (string, error) {
 		o, out := verb(hub, name, "")
 		err := (&SwitchoverOptions{VerbOptions: o, To: to, Any: any, Yes: yes}).Run(ctx)
@@ -85,6 +89,7 @@ func TestSwitchover(t *testing.T) {
 		{"neither --to nor --any", "mydb", "", false, true, "exactly one of --to INSTANCE and --any"},
 		{"both", "mydb", "mydb-west-1000", true, true, "exactly one of --to INSTANCE and --any"},
 		{"no leader role", "plain", "", true, true, `fleetset "plain" has no leader role`},
+		{"no switchover action", "noaction", "", true, true, `fleetset "noaction" has no switchover lifecycle action (spec.lifecycleActions.switchover)`},
 		{"the leader itself", "mydb", "mydb-east-0", false, true, "mydb-east-0 is the leader already"},
 		{"not an instance: ordinal past the subset", "mydb", "mydb-west-1004", false, true, `"mydb-west-1004" is not an instance of fleetset "mydb" (its instances: mydb-east-[0..4], mydb-west-[1000..1003])`},
 		{"not an instance: another name", "mydb", "other-east-1", false, true, "is not an instance"},

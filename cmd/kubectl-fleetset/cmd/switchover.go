@@ -3,8 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,15 +14,11 @@ import (
 	"github.com/fleetset/fleetset/federation/manifestwork"
 )
 
-// AnnotationSwitchoverTo on a FleetSet asks for a switchover of its
-// leader: to the instance (pod name) it names, or "*" to let the workload
-// choose. The hub and the member component act on it and remove it when
-// done (the lifecycle action switchover; docs/operations.md).
-const AnnotationSwitchoverTo = "fleetset.io/switchover-to"
+// AnnotationSwitchoverTo is v1alpha1.AnnotationSwitchoverTo.
+const AnnotationSwitchoverTo = fleetv1.AnnotationSwitchoverTo
 
-// SwitchoverAny is AnnotationSwitchoverTo's value that lets the workload
-// choose the new leader.
-const SwitchoverAny = "*"
+// SwitchoverAny is v1alpha1.SwitchoverToAny.
+const SwitchoverAny = fleetv1.SwitchoverToAny
 
 // SwitchoverOptions are the inputs of `kubectl fleetset switchover NAME`.
 type SwitchoverOptions struct {
@@ -92,7 +86,7 @@ func (o *SwitchoverOptions) Run(ctx context.Context) error {
 		return fmt.Errorf("annotating fleetset %q: %w", o.Name, err)
 	}
 	fmt.Fprintf(o.Out, "fleetset.fleetset.io/%s annotated %s=%s: switchover to %s requested\n", o.Name, AnnotationSwitchoverTo, target, describeTarget(target))
-	fmt.Fprintf(o.Out, "The member component runs the switchover action in the leader; the annotation is removed once the role has moved.\n")
+	fmt.Fprintf(o.Out, "The member component runs the switchover action in the leader; the hub removes the annotation once the role has moved (event SwitchoverDone), or after spec.switchover.deadlineSeconds (event SwitchoverFailed).\n")
 	fmt.Fprintf(o.Out, "Watch: %s (the Leader line in the header, each pod's role with --member)\n", o.watchHint())
 	return nil
 }
@@ -105,35 +99,12 @@ func describeTarget(target string) string {
 	return "instance " + target
 }
 
-// switchoverTarget returns the annotation value for to ("" : SwitchoverAny)
-// after checking fs: a leader role, and to a desired instance (status
-// subsets: <name>-<subset>-<ordinal> within its ordinal range) other than
-// the leader.
+// switchoverTarget returns the annotation value for to ("":
+// SwitchoverAny) after the hub's own check (manifestwork.SwitchoverTarget).
 func switchoverTarget(fs *fleetv1.FleetSet, to string) (string, error) {
-	leaderRole := false
-	for _, r := range fs.Spec.Roles {
-		leaderRole = leaderRole || r.IsLeader
+	target, err := manifestwork.SwitchoverTarget(fs, to)
+	if err != nil {
+		return "", fmt.Errorf("%w: nothing changed", err)
 	}
-	if !leaderRole {
-		return "", fmt.Errorf("fleetset %q has no leader role (spec.roles[].isLeader): nothing to switch over, nothing changed", fs.Name)
-	}
-	if to == "" {
-		return SwitchoverAny, nil
-	}
-	if l := fs.Status.Leader; l != nil && l.Name == to {
-		return "", fmt.Errorf("%s is the leader already: nothing changed", to)
-	}
-	var known []string
-	for _, ss := range fs.Status.Subsets {
-		prefix := manifestwork.StatefulSetName(fs.Name, ss.Name) + "-"
-		known = append(known, fmt.Sprintf("%s[%d..%d]", prefix, ss.OrdinalStart, ss.OrdinalStart+ss.Replicas-1))
-		rest, ok := strings.CutPrefix(to, prefix)
-		if !ok {
-			continue
-		}
-		if n, err := strconv.Atoi(rest); err == nil && strconv.Itoa(n) == rest && int32(n) >= ss.OrdinalStart && int32(n) < ss.OrdinalStart+ss.Replicas {
-			return to, nil
-		}
-	}
-	return "", fmt.Errorf("%q is not an instance of fleetset %q (its instances: %s): nothing changed", to, fs.Name, strings.Join(known, ", "))
+	return target, nil
 }
