@@ -534,7 +534,7 @@ e2e-kind: kind-up kind-echo-image ## The e2e suite on the kind fleet (left up; m
 # test runs memberJoin/memberLeave itself (a fleet whose fleetset predates
 # the actions; no leader-last rollout); 0: none (no cut, no scale, no
 # leader-last rollout). Not in CI: about 30 minutes on a 2-core machine.
-ETCD_STEPS ?= cut,rollout-plain,rollout-leader-last,scale,kill-leader-node
+ETCD_STEPS ?= switchover,cut,rollout-plain,rollout-leader-last,scale,kill-leader-node
 ETCD_ACTIONS ?= 1
 .PHONY: e2e-kind-etcd
 e2e-kind-etcd: kind-etcd-image kind-etcd-client-image $(LOCALBIN)/etcd-check ## etcd on the kind fleet under cuts, rollouts, scaling and a node kill, checked with porcupine (ETCD_STEPS, ETCD_ACTIONS).

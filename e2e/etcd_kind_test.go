@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,13 +88,13 @@ func TestEtcdOnTheFleet(t *testing.T) {
 		r.clusters = append(r.clusters, p.Name)
 		r.kubecfg[p.Name] = p.Path
 	}
-	steps := strings.Split(framework.EnvString("FLEETSET_E2E_ETCD_STEPS", "cut,rollout-plain,rollout-leader-last,scale,kill-leader-node"), ",")
+	steps := strings.Split(framework.EnvString("FLEETSET_E2E_ETCD_STEPS", "switchover,cut,rollout-plain,rollout-leader-last,scale,kill-leader-node"), ",")
 	switch mode {
 	case "0":
-		steps = slices.DeleteFunc(steps, func(s string) bool { return s == "cut" || s == "scale" || s == "rollout-leader-last" })
+		steps = slices.DeleteFunc(steps, func(s string) bool { return s == "cut" || s == "scale" || s == "rollout-leader-last" || s == "switchover" })
 	case "driver":
-		// No role probe: no leader-last order.
-		steps = slices.DeleteFunc(steps, func(s string) bool { return s == "rollout-leader-last" })
+		// No role probe: no leader-last order, no leader to switch over.
+		steps = slices.DeleteFunc(steps, func(s string) bool { return s == "rollout-leader-last" || s == "switchover" })
 		r.driver = &driverActions{r: r, joined: map[string]string{}, seen: map[string]bool{}, left: map[string]bool{}}
 	}
 	start := time.Now()
@@ -134,7 +135,7 @@ func TestEtcdOnTheFleet(t *testing.T) {
 	}
 	time.Sleep(20 * time.Second) // a history before the first fault
 
-	res := map[string]string{"cut_to_healthy_s": "-1", "rollout_gap_ms_leader_last": "-1", "rollout_gap_ms_plain": "-1"}
+	res := map[string]string{"cut_to_healthy_s": "-1", "rollout_gap_ms_leader_last": "-1", "rollout_gap_ms_plain": "-1", "switchover_s": "-1"}
 	for _, step := range steps {
 		t.Logf("step %s (%s into the run)", step, time.Since(start).Round(time.Second))
 		switch step {
@@ -168,6 +169,8 @@ func TestEtcdOnTheFleet(t *testing.T) {
 			r.scale(t, 5)
 		case "kill-leader-node":
 			r.killLeaderNode(t)
+		case "switchover":
+			res["switchover_s"] = r.requestedSwitchover(t)
 		case "":
 		default:
 			t.Fatalf("unknown step %q", step)
@@ -186,9 +189,9 @@ func TestEtcdOnTheFleet(t *testing.T) {
 	if v, ok := out["gap_leader_last"]; ok {
 		res["rollout_gap_ms_leader_last"] = v
 	}
-	line := fmt.Sprintf("ETCD ops=%s linearizable=%s acknowledged_lost=%s members_match=%s cut_to_healthy_s=%s rollout_gap_ms_leader_last=%s rollout_gap_ms_plain=%s leader_changes=%s",
+	line := fmt.Sprintf("ETCD ops=%s linearizable=%s acknowledged_lost=%s members_match=%s cut_to_healthy_s=%s rollout_gap_ms_leader_last=%s rollout_gap_ms_plain=%s switchover_s=%s leader_changes=%s",
 		res["ops"], res["linearizable"], res["acknowledged_lost"], res["members_match"], res["cut_to_healthy_s"],
-		res["rollout_gap_ms_leader_last"], res["rollout_gap_ms_plain"], res["leader_changes"])
+		res["rollout_gap_ms_leader_last"], res["rollout_gap_ms_plain"], res["switchover_s"], res["leader_changes"])
 	fmt.Println(line)
 	t.Logf("%s (run %s, steps %v, actions %t, unknown writes %s, reused member IDs %s)", line, time.Since(start).Round(time.Second),
 		steps, r.actions, res["unknown_writes"], res["reused_ids"])
@@ -617,6 +620,65 @@ func (r *etcdRun) killLeaderNode(t *testing.T) {
 	t.Logf("new leader after %s", time.Since(begin).Round(time.Second))
 	time.Sleep(30 * time.Second)
 	restart()
+}
+
+// requestedSwitchover asks, as an operator does (kubectl fleetset
+// switchover --to), for the leader role to move to an instance in another
+// cluster, and returns how long until etcd's leader was that instance and
+// the hub had ended the request (annotation and
+// status.requestedSwitchover gone, a SwitchoverDone event), in seconds.
+func (r *etcdRun) requestedSwitchover(t *testing.T) string {
+	t.Helper()
+	var from, to etcdPod
+	eventually(t, 2*time.Minute, "the leader, reported to the hub, and a ready instance in another cluster", func(ctx context.Context) (bool, string, error) {
+		l, err := r.leader(ctx)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		fs, err := r.f.getFleetSet(ctx, r.ns, "etcd")
+		if err != nil {
+			return false, "", err
+		}
+		if fs.Status.Leader == nil || fs.Status.Leader.Name != l.name {
+			return false, fmt.Sprintf("etcd's leader %s, status.leader %+v", l.name, fs.Status.Leader), nil
+		}
+		pods, err := r.pods(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		for _, name := range slices.Sorted(maps.Keys(pods)) {
+			if p := pods[name]; p.ready && p.cluster != l.cluster {
+				from, to = l, p
+				return true, "", nil
+			}
+		}
+		return false, "no ready instance outside " + l.cluster, nil
+	})
+	begin := time.Now()
+	out, err := r.f.kubectlFleetset(t, "", "switchover", "etcd", "--to", to.name, "--yes", "-n", r.ns)
+	if err != nil {
+		t.Fatalf("kubectl fleetset switchover: %v\n%s", err, out)
+	}
+	t.Logf("asked leader %s (%s) to hand its role to %s (%s)", from.name, from.cluster, to.name, to.cluster)
+	eventually(t, 3*time.Minute, "etcd's leader "+to.name+" and the request ended", func(ctx context.Context) (bool, string, error) {
+		l, err := r.leader(ctx)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		fs, err := r.f.getFleetSet(ctx, r.ns, "etcd")
+		if err != nil {
+			return false, "", err
+		}
+		_, pending := fs.Annotations[fleetv1.AnnotationSwitchoverTo]
+		return l.name == to.name && !pending && fs.Status.RequestedSwitchover == nil,
+			fmt.Sprintf("etcd's leader %s, annotation pending %t, status.requestedSwitchover %+v", l.name, pending, fs.Status.RequestedSwitchover), nil
+	})
+	took := time.Since(begin)
+	if !r.f.hubEvent(t, r.ns, "etcd", "SwitchoverDone", "to "+to.name) {
+		t.Errorf("no SwitchoverDone event naming %s", to.name)
+	}
+	t.Logf("requested switchover done in %s: etcd's leader is %s", took.Round(100*time.Millisecond), to.name)
+	return strconv.FormatFloat(took.Seconds(), 'f', 1, 64)
 }
 
 // dumpPods saves every member's pods and the etcd containers' logs (and

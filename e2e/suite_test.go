@@ -542,3 +542,19 @@ func partitionOf(s *appsv1.StatefulSet) int32 {
 func condition(fs *fleetv1.FleetSet, typ string) *metav1.Condition {
 	return apimeta.FindStatusCondition(fs.Status.Conditions, typ)
 }
+
+// hubEvent reports whether the hub holds an event of reason about the
+// object named name in namespace ns whose message contains substr.
+func (f *fleet) hubEvent(t *testing.T, ns, name, reason, substr string) bool {
+	t.Helper()
+	var events corev1.EventList
+	if err := f.hub.List(t.Context(), &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.InvolvedObject.Name == name && e.Reason == reason && strings.Contains(e.Message, substr) {
+			return true
+		}
+	}
+	return false
+}
