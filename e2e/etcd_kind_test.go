@@ -91,7 +91,9 @@ func TestEtcdOnTheFleet(t *testing.T) {
 	steps := strings.Split(framework.EnvString("FLEETSET_E2E_ETCD_STEPS", "switchover,cut,rollout-plain,rollout-leader-last,scale,kill-leader-node"), ",")
 	switch mode {
 	case "0":
-		steps = slices.DeleteFunc(steps, func(s string) bool { return s == "cut" || s == "scale" || s == "rollout-leader-last" || s == "switchover" })
+		steps = slices.DeleteFunc(steps, func(s string) bool {
+			return s == "cut" || s == "scale" || s == "rollout-leader-last" || s == "switchover"
+		})
 	case "driver":
 		// No role probe: no leader-last order, no leader to switch over.
 		steps = slices.DeleteFunc(steps, func(s string) bool { return s == "rollout-leader-last" || s == "switchover" })

@@ -53,7 +53,7 @@ func reportPlacement(t *testing.T, cluster, ns, name, subset, roles, leaders str
 			ResourceMeta: workv1.ManifestResourceMeta{Group: fleetv1.GroupVersion.Group, Version: "v1alpha1", Kind: "SubsetPlacement", Resource: "subsetplacements",
 				Name: manifestwork.StatefulSetName(name, subset), Namespace: ns},
 			StatusFeedbacks: workv1.StatusFeedbackResult{Values: values},
-			Conditions: []metav1.Condition{{Type: workv1.ManifestApplied, Status: metav1.ConditionTrue, Reason: "AppliedManifestComplete", Message: "applied", LastTransitionTime: metav1.Now()}},
+			Conditions:      []metav1.Condition{{Type: workv1.ManifestApplied, Status: metav1.ConditionTrue, Reason: "AppliedManifestComplete", Message: "applied", LastTransitionTime: metav1.Now()}},
 		}}
 		return k8sClient.Status().Update(context.Background(), w)
 	})
