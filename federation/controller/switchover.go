@@ -126,33 +126,43 @@ func planRequestedSwitchover(st *state) {
 	if candidate == fleetv1.SwitchoverToAny {
 		candidate = ""
 	}
-	found := false
+	var leaderSubset *subsetPlan
 	for i := range st.subsets {
-		sp := &st.subsets[i]
-		if sp.planned.Name != cur.Subset || sp.planned.Cluster != cur.Cluster || sp.draining || !sp.lifecycle.on {
-			continue
+		if sp := &st.subsets[i]; sp.planned.Name == cur.Subset && sp.planned.Cluster == cur.Cluster && !sp.draining && sp.lifecycle.on {
+			leaderSubset = sp
 		}
-		found = true
-		sp.lifecycle.switchover = &fleetv1.PlacementSwitchover{ID: id, Leader: cur.Pod, Candidate: candidate}
-		if a := sp.actions; a != nil && a.Switchover != id {
+	}
+	ran := false
+	if leaderSubset != nil && leaderSubset.actions != nil {
+		a := leaderSubset.actions
+		ran = a.Switchover == id
+		if ran {
+			cur.Failed = ""
+		} else {
 			cur.Failed = a.SwitchoverFailed
 		}
 	}
 	end := cur.RequestedAt.Add(deadline)
 	switch {
-	case !found:
+	case leaderSubset == nil:
 		sw.end(switchoverFailed, corev1.EventTypeWarning, EventSwitchoverFailed, fmt.Sprintf(
 			"Leader %s's subset %s is no longer delivered to cluster %s: the switchover is abandoned; annotation %s removed",
 			cur.Pod, cur.Subset, cur.Cluster, fleetv1.AnnotationSwitchoverTo))
 	case !st.now.Time.Before(end):
-		why := "the role did not move"
-		if cur.Failed != "" {
+		// Ended: the instruction is not delivered again, so no member
+		// runs the action after the hub gave up.
+		why := "its member has not reported the switchover action done"
+		switch {
+		case ran:
+			why = "the switchover action succeeded in it, but no member reported another leader"
+		case cur.Failed != "":
 			why = "the switchover action fails: " + cur.Failed
 		}
 		sw.end(switchoverFailed, corev1.EventTypeWarning, EventSwitchoverFailed, fmt.Sprintf(
 			"Leader %s (cluster %s) did not hand its role to %s within %v (spec.switchover.deadlineSeconds): %s; annotation %s removed, the leader is unchanged",
 			cur.Pod, cur.Cluster, describeSwitchoverTarget(cur.To), deadline, why, fleetv1.AnnotationSwitchoverTo))
 	default:
+		leaderSubset.lifecycle.switchover = &fleetv1.PlacementSwitchover{ID: id, Leader: cur.Pod, Candidate: candidate}
 		sw.requeue = end.Sub(st.now.Time) + time.Second
 	}
 }
@@ -180,7 +190,11 @@ func takeSwitchover(st *state, to string, leaders []fleetv1.LeaderStatus) {
 	l := leaders[0]
 	deadline := time.Duration(st.fs.Spec.Switchover.DeadlineSecondsOrDefault()) * time.Second
 	sw.status = &fleetv1.RequestedSwitchoverStatus{To: to, Pod: l.Name, Subset: l.Subset, Cluster: l.Cluster, RequestedAt: st.now}
-	sw.requeue = deadline + time.Second
+	// The next reconcile hands the request to the leader's subset, once
+	// the cache holds this status (step 2); the status write itself
+	// brings no reconcile (FleetSet events pass on generation and
+	// annotation changes only).
+	sw.requeue = cacheWaitDelay
 	sw.events = append(sw.events, pendingEvent{corev1.EventTypeNormal, EventSwitchoverRequested, fmt.Sprintf(
 		"Asked leader %s (cluster %s) to hand its role to %s: its member runs the switchover action in it; deadline %v",
 		l.Name, l.Cluster, describeSwitchoverTarget(to), deadline)})
