@@ -247,7 +247,7 @@ func TestWorkConflictStreakIsReported(t *testing.T) {
 		}
 		return apimeta.FindStatusCondition(cur.Status.Conditions, fleetv1.ConditionDegraded)
 	}
-	const want = "ManifestWork west/db.mydb changed under the hub in 11 reconciles in a row"
+	const want = "ManifestWork west/db.mydb changed under the hub in more than 10 reconciles in a row"
 	scaleTo(t, c, req.NamespacedName, 5)
 	conflictOn = "west"
 	for round := range 2 { // the second streak starts from 0 again
@@ -268,6 +268,24 @@ func TestWorkConflictStreakIsReported(t *testing.T) {
 		}
 		if !drainedEventContains(rec, "Warning", want) {
 			t.Errorf("round %d: no Warning event naming %q", round, want)
+		}
+		// Conflicting on: the same problem, no status write, no event.
+		before := &fleetv1.FleetSet{}
+		if err := c.Get(ctx, req.NamespacedName, before); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		after := &fleetv1.FleetSet{}
+		if err := c.Get(ctx, req.NamespacedName, after); err != nil {
+			t.Fatal(err)
+		}
+		if after.ResourceVersion != before.ResourceVersion {
+			t.Errorf("round %d: a further conflicted reconcile rewrote the FleetSet (resourceVersion %s → %s)", round, before.ResourceVersion, after.ResourceVersion)
+		}
+		if drainedEventContains(rec, "Warning", "") {
+			t.Errorf("round %d: a further conflicted reconcile emitted another Warning event", round)
 		}
 		conflictOn = ""
 		if res, err := r.Reconcile(ctx, req); err != nil || res.RequeueAfter == cacheWaitDelay || res.RequeueAfter == writeFailureRetry {

@@ -292,6 +292,7 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		planRequestedSwitchover(st)
 		key := client.ObjectKeyFromObject(fs)
 		var conflicts *conflictedWrites
+		holdSwitchovers := false
 		switch err := r.writeWorks(ctx, st); {
 		case errors.Is(err, errStaleFleetSet):
 			// Planned from an older FleetSet than the apiserver's: plan
@@ -313,10 +314,17 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 			log.FromContext(ctx).Info("ManifestWork writes keep conflicting; reporting them and retrying later",
 				"reconciles", n, "retryAfter", writeFailureRetry, "error", err.Error())
 			for _, w := range conflicts.works {
+				// A fixed message: the count in it would rewrite the
+				// status and emit an event at every retry.
 				st.writeFailed(w.Namespace, fmt.Sprintf(
-					"ManifestWork %s changed under the hub in %d reconciles in a row (each write conflicted: another writer, or a cache that does not catch up); the hub tries again every %v",
-					w, n, writeFailureRetry))
+					"ManifestWork %s changed under the hub in more than %d reconciles in a row (each write conflicted: another writer, or a cache that does not catch up); the hub tries again every %v",
+					w, maxFastConflictRetries, writeFailureRetry))
 			}
+			// Deadlines start from delivered instructions only: a
+			// switchover is neither taken, timed nor ended on a
+			// reconcile whose writes did not all go through.
+			st.switchover = switchoverPlan{}
+			holdSwitchovers = true
 		case err != nil:
 			return ctrl.Result{}, err
 		default:
@@ -326,6 +334,9 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		foldRollout(st, status)
 		foldRoles(st, status)
 		foldRequestedSwitchover(st, status)
+		if holdSwitchovers {
+			status.Switchover, status.RequestedSwitchover = fs.Status.Switchover, fs.Status.RequestedSwitchover
+		}
 	}
 	foldSpec(st, status)
 	setConditions(st, status)

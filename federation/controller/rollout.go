@@ -139,7 +139,9 @@ func rolloutSubset(sp *subsetPlan) rollout.Subset {
 // spec.switchover.deadlineSeconds, then Update under policy BestEffort
 // (Skipped) or Switchover still under Required (Held: the rollout waits).
 // A leader that handed its role over is an outdated follower like any
-// other: the next reconcile updates it in its subset's turn.
+// other: the next reconcile updates it in its subset's turn. While a
+// switchover an operator asked for runs (status.requestedSwitchover), the
+// leader is held.
 func planLeaderUpdates(st *state, d *rollout.Decision) {
 	fs := st.fs
 	for i := range st.subsets {
@@ -147,6 +149,12 @@ func planLeaderUpdates(st *state, d *rollout.Decision) {
 		u := &fleetv1.PlacementUpdate{MaxUnavailable: d.Allowed[sp.planned.Name], Leader: fleetv1.LeaderHold}
 		sp.rollout.update = u
 		if d.LeaderTurn != sp.planned.Name || sp.roles == nil || len(sp.roles.Leaders) == 0 {
+			continue
+		}
+		if fs.Status.RequestedSwitchover != nil {
+			// An operator's switchover runs (switchover.go): the leader
+			// is held until it ends (its deadline bounds the wait), so
+			// that one switchover runs at a time.
 			continue
 		}
 		pod := sp.roles.Leaders[0]

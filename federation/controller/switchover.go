@@ -83,9 +83,11 @@ type switchoverPlan struct {
 }
 
 // switchoverID names request r to the member (PlacementSwitchover.ID): the
-// leader and when the hub took it.
+// leader, when the hub took it (to the second) and the target, so that a
+// request replaced within the same second by one for another target is
+// another request.
 func switchoverID(r *fleetv1.RequestedSwitchoverStatus) string {
-	return r.Pod + "@" + r.RequestedAt.UTC().Format(time.RFC3339)
+	return r.Pod + "@" + r.RequestedAt.UTC().Format(time.RFC3339) + ">" + r.To
 }
 
 // planRequestedSwitchover decides st.switchover from st.fs's annotation,
@@ -174,6 +176,15 @@ func takeSwitchover(st *state, to string, leaders []fleetv1.LeaderStatus) {
 	if len(leaders) == 1 && leaders[0].Name == to {
 		sw.end(switchoverDone, corev1.EventTypeNormal, EventSwitchoverDone, fmt.Sprintf(
 			"%s is the leader already; annotation %s removed", to, fleetv1.AnnotationSwitchoverTo))
+		return
+	}
+	if r := st.fs.Status.Switchover; r != nil || st.rollout.switchover != nil {
+		// A role-ordered rollout is asking the leader already: two
+		// switchovers at once would run the action twice, with two
+		// candidates.
+		sw.end(switchoverRefused, corev1.EventTypeWarning, EventSwitchoverRefused, fmt.Sprintf(
+			"%s=%q refused: a rolling update is at the leader's turn and asks it for a switchover itself (status.switchover); annotation removed",
+			fleetv1.AnnotationSwitchoverTo, to))
 		return
 	}
 	if _, err := manifestwork.SwitchoverTarget(st.fs, to); err != nil {

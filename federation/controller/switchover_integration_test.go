@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
@@ -159,7 +160,27 @@ func TestRequestedSwitchover(t *testing.T) {
 		t.Errorf("a refused request is in the status: %+v", r)
 	}
 
-	for result, before := range map[string]float64{switchoverDone: done, switchoverFailed: failed, switchoverRefused: refused} {
+	// A rolling update asking the leader for a switchover itself
+	// (status.switchover): refused, so that one switchover runs at a time.
+	setRolloutSwitchover := func(s *fleetv1.SwitchoverStatus) {
+		t.Helper()
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur := getFleetSet(t, "switch", "db")
+			cur.Status.Switchover = s
+			return k8sClient.Status().Update(ctx, cur)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setRolloutSwitchover(&fleetv1.SwitchoverStatus{Pod: "db-west-1000", Subset: "west", Cluster: "sw-west", RequestedAt: metav1.Now()})
+	annotate("db-east-0")
+	eventually(t, 20*time.Second, "the request refused during the rollout's switchover", func() (bool, error) { return !annotated(), nil })
+	if !hasEventContaining(t, "switch", "db", EventSwitchoverRefused, "a rolling update is at the leader's turn") {
+		t.Errorf("no %s event naming the rollout's switchover", EventSwitchoverRefused)
+	}
+	setRolloutSwitchover(nil)
+
+	for result, before := range map[string]float64{switchoverDone: done, switchoverFailed: failed, switchoverRefused: refused + 1} {
 		if got := testutil.ToFloat64(requestedSwitchovers.WithLabelValues(result)) - before; got != 1 {
 			t.Errorf("fleetset_hub_requested_switchovers_total{result=%q} grew by %v, want 1", result, got)
 		}

@@ -64,7 +64,7 @@ const (
 var publishes = metrics.NewCounterVec(&metrics.CounterOpts{
 	Namespace: "fleetset", Subsystem: "member", Name: "fleet_dns_publishes_total",
 	Help: "Writes of this member's fleet DNS reports (its instances' addresses, one EndpointSlice per FleetSet in its cluster namespace on the hub), " +
-		"by result: applied (created or updated), deleted (no pod of the FleetSet runs here any more), failed (retried).",
+		"by result: applied (created or updated), deleted (no EndpointSlice here lists an instance of the FleetSet any more), failed (retried).",
 	StabilityLevel: metrics.ALPHA,
 }, []string{"result"})
 
@@ -147,7 +147,28 @@ func (p *Publisher) Run(ctx context.Context, workers int) {
 			}
 		}, time.Second)
 	}
+	p.enqueueHubReports(ctx)
 	wait.UntilWithContext(ctx, p.enqueueAll, p.Resync)
+}
+
+// enqueueHubReports adds every FleetSet this cluster has a report of on the
+// hub, once per run (leader term): a report whose last instance left
+// while no publisher ran here is then deleted, not left on the hub, where
+// it would keep withholding that instance's record from this cluster. A
+// failed list is logged; the reports published this term are resynced
+// anyway.
+func (p *Publisher) enqueueHubReports(ctx context.Context) {
+	list, err := p.Hub.DiscoveryV1().EndpointSlices(p.Cluster).List(ctx, metav1.ListOptions{LabelSelector: fleetv1.LabelMemberEndpoints + "=true"})
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Listing this cluster's fleet DNS reports on the hub; a report left from an earlier leader term is deleted only once a pod of its FleetSet runs here again")
+		return
+	}
+	for _, s := range list.Items {
+		ns, name := s.Labels[fleetv1.LabelOwnerNamespace], s.Labels[fleetv1.LabelOwnerName]
+		if ns != "" && name != "" && s.Name == fleetv1.MemberEndpointsName(ns, name) {
+			p.queue.Add(types.NamespacedName{Namespace: ns, Name: name})
+		}
+	}
 }
 
 // enqueueAll adds every FleetSet with an EndpointSlice here or a report
@@ -279,8 +300,8 @@ func (p *Publisher) write(ctx context.Context, want *discoveryv1.EndpointSlice) 
 // and its Serving and Terminating conditions as the controller set them
 // (Ready is the hub's to compute), sorted by hostname. A hostname listed
 // twice (the controller moving an endpoint between slices) is reported
-// once, from the slice first by name. cluster is the member's cluster
-// namespace on the hub.
+// once: the serving, not terminating one, else the one of the slice first
+// by name. cluster is the member's cluster namespace on the hub.
 func Report(cluster, namespace, name string, local []*discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
 	s := &discoveryv1.EndpointSlice{
 		TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
@@ -298,14 +319,14 @@ func Report(cluster, namespace, name string, local []*discoveryv1.EndpointSlice)
 	}
 	local = slices.Clone(local)
 	slices.SortFunc(local, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
-	seen := map[string]bool{}
+	seen := map[string]int{} // hostname → index in s.Endpoints
 	for _, sl := range local {
 		if sl.AddressType != discoveryv1.AddressTypeIPv4 {
 			continue
 		}
 		for _, ep := range sl.Endpoints {
 			host := ptr.Deref(ep.Hostname, "")
-			if host == "" || seen[host] {
+			if host == "" {
 				continue
 			}
 			addr := ""
@@ -318,17 +339,29 @@ func Report(cluster, namespace, name string, local []*discoveryv1.EndpointSlice)
 			if addr == "" {
 				continue
 			}
-			seen[host] = true
-			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
+			e := discoveryv1.Endpoint{
 				Addresses: []string{addr},
 				Hostname:  ptr.To(host),
 				Conditions: discoveryv1.EndpointConditions{
 					Serving:     ptr.To(ptr.Deref(ep.Conditions.Serving, false)),
 					Terminating: ptr.To(ptr.Deref(ep.Conditions.Terminating, false)),
 				},
-			})
+			}
+			i, dup := seen[host]
+			switch {
+			case !dup:
+				seen[host] = len(s.Endpoints)
+				s.Endpoints = append(s.Endpoints, e)
+			case live(e) && !live(s.Endpoints[i]):
+				s.Endpoints[i] = e
+			}
 		}
 	}
 	slices.SortFunc(s.Endpoints, func(a, b discoveryv1.Endpoint) int { return strings.Compare(*a.Hostname, *b.Hostname) })
 	return s
+}
+
+// live reports whether e is serving and not terminating.
+func live(e discoveryv1.Endpoint) bool {
+	return ptr.Deref(e.Conditions.Serving, false) && !ptr.Deref(e.Conditions.Terminating, false)
 }

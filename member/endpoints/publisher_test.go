@@ -71,11 +71,13 @@ func TestPublishesLocalInstances(t *testing.T) {
 	p, _, hub := newPublisher(t,
 		slice("mydb-b", "mydb",
 			ep("mydb-east-1", "10.1.0.2", false, false),
-			ep("mydb-east-0", "10.1.0.99", true, false)), // also in mydb-a: the first slice by name wins
+			ep("mydb-east-0", "10.1.0.99", true, false), // also in mydb-a: the first slice by name wins
+			ep("mydb-east-5", "10.1.0.6", true, false)), // also in mydb-a, terminating there: the live one wins
 		slice("mydb-a", "mydb",
 			ep("mydb-east-0", "10.1.0.1", true, false),
 			ep("", "10.1.0.5", true, false), // no hostname: not the governing Service's
-			ep("mydb-east-3", "10.1.0.4", true, true)),
+			ep("mydb-east-3", "10.1.0.4", true, true),
+			ep("mydb-east-5", "10.1.0.55", true, true)),
 		slice("web-a", "web", ep("web-east-0", "10.1.0.9", true, false)),
 		delivered)
 	if err := p.Sync(t.Context(), key); err != nil {
@@ -96,7 +98,8 @@ func TestPublishesLocalInstances(t *testing.T) {
 	for _, e := range s.Endpoints {
 		got = append(got, ep{*e.Hostname, e.Addresses[0], *e.Conditions.Serving, *e.Conditions.Terminating})
 	}
-	want := []ep{{"mydb-east-0", "10.1.0.1", true, false}, {"mydb-east-1", "10.1.0.2", false, false}, {"mydb-east-3", "10.1.0.4", true, true}}
+	want := []ep{{"mydb-east-0", "10.1.0.1", true, false}, {"mydb-east-1", "10.1.0.2", false, false}, {"mydb-east-3", "10.1.0.4", true, true},
+		{"mydb-east-5", "10.1.0.6", true, false}}
 	if len(got) != len(want) {
 		t.Fatalf("endpoints %v, want %v", got, want)
 	}
@@ -144,5 +147,30 @@ func TestHubSilenceKeepsReports(t *testing.T) {
 	}
 	if _, err := hub.DiscoveryV1().EndpointSlices("east").Get(t.Context(), "db.mydb", metav1.GetOptions{}); err == nil {
 		t.Error("no EndpointSlice here lists an instance of mydb and the hub answers: the report should be deleted")
+	}
+}
+
+// TestLeftoverReportIsDeleted: a report on the hub for a FleetSet with no
+// EndpointSlice here (its last instance left while no publisher ran, e.g.
+// between two leader terms) is deleted at the start of a run: the hub
+// would otherwise keep withholding that instance's record from this
+// cluster.
+func TestLeftoverReportIsDeleted(t *testing.T) {
+	p, _, hub := newPublisher(t)
+	left := Report("east", "db", "mydb", []*discoveryv1.EndpointSlice{slice("mydb-a", "mydb", ep("mydb-east-0", "10.1.0.1", true, false))})
+	if _, err := hub.DiscoveryV1().EndpointSlices("east").Create(t.Context(), left, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p.enqueueHubReports(t.Context())
+	if p.queue.Len() != 1 {
+		t.Fatalf("%d FleetSets queued, want mydb's", p.queue.Len())
+	}
+	k, _ := p.queue.Get()
+	if err := p.Sync(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	p.queue.Done(k)
+	if _, err := hub.DiscoveryV1().EndpointSlices("east").Get(t.Context(), "db.mydb", metav1.GetOptions{}); err == nil {
+		t.Error("the leftover report is still on the hub")
 	}
 }

@@ -106,8 +106,11 @@ type Controller struct {
 	// placement.
 	completed map[types.NamespacedName]string
 	// switched holds the ID of the requested switchover whose action
-	// succeeded, and switchoverFailed its last failure, by placement.
-	switched, switchoverFailed map[types.NamespacedName]string
+	// succeeded, by placement.
+	switched map[types.NamespacedName]string
+	// switchoverFailed holds the last failure of a requested
+	// switchover's action, by placement: the request's ID and why.
+	switchoverFailed map[types.NamespacedName][2]string
 }
 
 type failure struct {
@@ -125,7 +128,7 @@ func New(placements client.Reader, pods corelisters.PodLister, cs kubernetes.Int
 		running: map[string]bool{}, failures: map[string]failure{}, left: map[types.NamespacedName]map[int32]bool{},
 		leaveFailed: map[types.NamespacedName]string{}, joined: map[types.NamespacedName]map[int32]bool{},
 		relocationLeft: map[types.UID]bool{}, completed: map[types.NamespacedName]string{},
-		switched: map[types.NamespacedName]string{}, switchoverFailed: map[types.NamespacedName]string{}}
+		switched: map[types.NamespacedName]string{}, switchoverFailed: map[types.NamespacedName][2]string{}}
 }
 
 // Run runs a Controller over d until ctx is done. d.Writer must write the
@@ -594,8 +597,11 @@ func (c *Controller) rolloutComplete(ctx context.Context, sp *fleetv1.SubsetPlac
 // choose) and FLEETSET_LEADER_NAME the leader. A failure is reported
 // (status.actions.switchoverFailed, Warning events) and the action runs
 // again with a growing delay while the hub asks; the hub gives up at its
-// deadline. A leader pod not running here holds it (a pod's event brings
-// it back); the role moving ends the hub's request.
+// deadline. It runs only while that pod runs here and this placement's
+// role report (status.leaders) still names it the leader: once the role
+// moved (a run whose report was lost, a new leader term that forgot it),
+// it is not run again in the former leader. One switchover runs at a time
+// per placement.
 func (c *Controller) switchover(ctx context.Context, sp *fleetv1.SubsetPlacement, pods []*v1.Pod) {
 	pa := sp.Spec.Actions
 	req := pa.Switchover
@@ -609,6 +615,9 @@ func (c *Controller) switchover(ctx context.Context, sp *fleetv1.SubsetPlacement
 	if done {
 		return
 	}
+	if !slices.Contains(strings.Split(sp.Status.Leaders, ","), req.Leader) {
+		return
+	}
 	var leader *v1.Pod
 	for _, p := range pods {
 		if p.Name == req.Leader && p.Status.Phase == v1.PodRunning && p.DeletionTimestamp == nil {
@@ -618,14 +627,24 @@ func (c *Controller) switchover(ctx context.Context, sp *fleetv1.SubsetPlacement
 	if leader == nil {
 		return
 	}
-	c.start(ctx, sp, "switchover/"+key.String()+"/"+req.ID, func(ctx context.Context) bool {
+	prefix := "switchover/" + key.String() + "/"
+	c.mu.Lock()
+	busy := false
+	for task := range c.running {
+		busy = busy || (strings.HasPrefix(task, prefix) && task != prefix+req.ID)
+	}
+	c.mu.Unlock()
+	if busy {
+		return // an earlier request's action still runs; its end requeues
+	}
+	c.start(ctx, sp, prefix+req.ID, func(ctx context.Context) bool {
 		res, err := c.runFor(ctx, sp, leader, fleetv1.ActionSwitchover, pa.Actions.Switchover, func(e *actions.Env) {
 			e.Leader, e.Candidate = req.Leader, req.Candidate
 		})
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if err != nil {
-			c.switchoverFailed[key] = statusMessage(fmt.Sprintf("%s: %v", leader.Name, err))
+			c.switchoverFailed[key] = [2]string{req.ID, statusMessage(fmt.Sprintf("%s: %v", leader.Name, err))}
 			c.Recorder.Eventf(sp, leader, v1.EventTypeWarning, ReasonSwitchoverFailed, "Switchover",
 				"switchover action in leader %s (candidate %q) failed after %d attempts; it runs again while the hub asks: %v", leader.Name, req.Candidate, res.Attempts, err)
 			return false
@@ -682,8 +701,11 @@ func (c *Controller) writeStatus(ctx context.Context, sp *fleetv1.SubsetPlacemen
 		// No request, or this one done: no failure to report.
 		delete(c.switchoverFailed, key)
 		want.SwitchoverFailed = ""
-	} else if f, ok := c.switchoverFailed[key]; ok {
-		want.SwitchoverFailed = f
+	} else if f, ok := c.switchoverFailed[key]; ok && f[0] == req.ID {
+		want.SwitchoverFailed = f[1]
+	} else if ok {
+		// An earlier request's failure.
+		want.SwitchoverFailed = ""
 	}
 	if len(sp.Spec.Actions.Leave) == 0 {
 		delete(c.left, key)

@@ -662,12 +662,14 @@ func TestRolloutComplete(t *testing.T) {
 }
 
 // TestRequestedSwitchover: spec.actions.switchover (a switchover an
-// operator asked for) runs the switchover action in the leader it names,
-// with the candidate and the leader in its environment; while the action
-// fails, status.actions.switchoverFailed says why and it runs again; once
-// it succeeds, status.actions.switchover holds the request's ID, the
-// failure is cleared, and it does not run again for that ID. A request
-// naming a pod not running here runs nothing.
+// operator asked for) runs the switchover action in the leader it names
+// (the pod labelled with the leader role, as the placement's
+// status.leaders reports it), with the candidate and the leader in its
+// environment; while the action fails, status.actions.switchoverFailed
+// says why and it runs again; once it succeeds, status.actions.switchover
+// holds the request's ID, the failure is cleared, and it does not run
+// again for that ID. A request naming a pod not running here, or one that
+// does not hold the leader role (any more), runs nothing.
 func TestRequestedSwitchover(t *testing.T) {
 	ns := newNamespace(t, "switchover")
 	req := &fleetv1.PlacementSwitchover{ID: "db-east-1@2026-11-29T07:00:00Z", Leader: "db-east-1", Candidate: "db-west-1000"}
@@ -683,6 +685,12 @@ func TestRequestedSwitchover(t *testing.T) {
 	t.Cleanup(func() { exec.setAnswer(nil) })
 	createPod(t, ns, 0, false, true)
 	createPod(t, ns, 1, false, true)
+	time.Sleep(2 * time.Second)
+	if n := len(exec.callsIn(ns)); n != 0 {
+		t.Fatalf("the switchover ran %d times in db-east-1 before it held the leader role", n)
+	}
+	setRole(t, ns, "db-east-0", "follower")
+	setRole(t, ns, "db-east-1", "leader")
 	waitFor(t, 20*time.Second, func() string {
 		return fmt.Sprintf("status.actions %+v, calls %v", placementStatus(t, ns), actionsOf(ns))
 	}, func() bool {
@@ -709,17 +717,30 @@ func TestRequestedSwitchover(t *testing.T) {
 		t.Errorf("the switchover ran %d more times after it succeeded for its ID", got-n)
 	}
 
-	// A request for a leader not running here runs nothing.
-	var sp fleetv1.SubsetPlacement
-	if err := cl.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "db-east"}, &sp); err != nil {
-		t.Fatal(err)
+	// A request for a leader not running here, or for a pod that does not
+	// hold the leader role, runs nothing.
+	for _, leader := range []string{"db-east-7", "db-east-0"} {
+		var sp fleetv1.SubsetPlacement
+		if err := cl.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "db-east"}, &sp); err != nil {
+			t.Fatal(err)
+		}
+		sp.Spec.Actions.Switchover = &fleetv1.PlacementSwitchover{ID: leader + "@2026-11-29T07:05:00Z>*", Leader: leader}
+		if err := cl.Update(context.Background(), &sp); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		if got := len(exec.callsIn(ns)); got != n {
+			t.Errorf("a request for %s (not running here, or not the leader) ran the action %d times", leader, got-n)
+		}
 	}
-	sp.Spec.Actions.Switchover = &fleetv1.PlacementSwitchover{ID: "db-east-7@2026-11-29T07:05:00Z", Leader: "db-east-7"}
-	if err := cl.Update(context.Background(), &sp); err != nil {
+}
+
+// setRole labels pod ns/name fleetset.io/role=role, as a workload that
+// reports its own role does (the label contract).
+func setRole(t *testing.T, ns, name, role string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, fleetv1.LabelRole, role)
+	if _, err := cs.CoreV1().Pods(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
-	}
-	time.Sleep(2 * time.Second)
-	if got := len(exec.callsIn(ns)); got != n {
-		t.Errorf("a request for a leader not running here ran the action %d times", got-n)
 	}
 }
