@@ -85,6 +85,13 @@ func printHeader(w io.Writer, st *Status) {
 		}
 		fmt.Fprintf(w, "%-12s%s\n", "Leader:", leader)
 	}
+	if r := s.RequestedSwitchover; r != nil {
+		line := fmt.Sprintf("asked of %s (cluster %s) to %s since %s", r.Pod, r.Cluster, describeTarget(r.To), r.RequestedAt.UTC().Format(time.RFC3339))
+		if r.Failed != "" {
+			line += "; the action fails: " + r.Failed
+		}
+		fmt.Fprintf(w, "%-12s%s\n", "Switchover:", line)
+	}
 	if s.ObservedGeneration != fs.Generation {
 		fmt.Fprintf(w, "%-12sgeneration %d of %d: the hub has not yet reconciled the latest spec\n", "Observed:", s.ObservedGeneration, fs.Generation)
 	}

@@ -155,6 +155,8 @@ north    -      -              not given (--member or --member-context): its pod
 				st := failedOver()
 				st.FleetSet.Spec.Roles = []fleetv1.Role{{Name: "primary", IsLeader: true}, {Name: "replica"}}
 				st.FleetSet.Status.Leader = &fleetv1.LeaderStatus{Name: "mydb-west-1000", Subset: "west", Cluster: "west"}
+				st.FleetSet.Status.RequestedSwitchover = &fleetv1.RequestedSwitchoverStatus{To: "mydb-east-0", Pod: "mydb-west-1000", Subset: "west", Cluster: "west",
+					RequestedAt: metav1.NewTime(time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)), Failed: "mydb-west-1000: exit status 1"}
 				st.Members = []MemberReport{{Cluster: "west", Pods: 2, Lease: LeaseState{RenewTime: now.Add(-2 * time.Second), Duration: 15 * time.Second}}}
 				st.Pods = []PodRow{
 					{Cluster: "west", Zone: "zone-a", Node: "west-a-0", Pod: "mydb-east-0", Ordinal: 0, Ready: true, Role: "replica"},
@@ -167,6 +169,7 @@ Namespace:  default
 Replicas:   9 desired, 9 current, 9 ready, 7 updated
 Revision:   update 5d1c0a9b7e, current 5d1c0a9b7e
 Leader:     mydb-west-1000 (subset west, cluster west)
+Switchover: asked of mydb-west-1000 (cluster west) to instance mydb-east-0 since 2026-11-29T07:00:00Z; the action fails: mydb-west-1000: exit status 1
 Conditions:
   Ready         False   Degraded     see condition Degraded
   Progressing   False   Complete     -
