@@ -370,8 +370,8 @@ type SubsetOrigin struct {
 // PlacementSwitchover is a switchover an operator asked for, as the hub
 // hands it to the leader's subset.
 type PlacementSwitchover struct {
-	// ID names the request (the leader and when the hub took it): the
-	// member runs the action once per ID.
+	// ID names the request (the leader, when the hub took it, the target):
+	// the member runs the action once per ID.
 	// +kubebuilder:validation:MaxLength=512
 	ID string `json:"id"`
 	// Leader is the pod holding the leader role, which runs the action.
