@@ -497,10 +497,15 @@ func TestStuckObjectHoldsBackOnlyItsFleetSet(t *testing.T) {
 	f.waitReady(t, ns, "other", 4)
 	sub := f.defaultSubsets()[0].Name
 	key := client.ObjectKey{Namespace: ns, Name: "stuck-" + sub}
+	// The finalizer is a cluster administrator's (system:masters): the
+	// member admission policy refuses any other user's change to a
+	// delivered SubsetPlacement, and kubeadm's admin (kind's kubeconfig)
+	// is not in system:masters since Kubernetes 1.29.
+	admin := f.asMasters(t, victim.name)
 	patch := func(fin string) error {
 		sp := &fleetv1.SubsetPlacement{}
 		sp.Namespace, sp.Name = key.Namespace, key.Name
-		return victim.c.Patch(context.Background(), sp, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":`+fin+`}}`)))
+		return admin.Patch(context.Background(), sp, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":`+fin+`}}`)))
 	}
 	if err := patch(`["` + finalizer + `"]`); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -557,4 +559,29 @@ func (f *fleet) hubEvent(t *testing.T, ns, name, reason, substr string) bool {
 		}
 	}
 	return false
+}
+
+// asMasters returns a client of member cluster name that impersonates a
+// user of group system:masters (a cluster administrator the member
+// admission policy trusts), through the member's kubeconfig, which must
+// allow impersonation (kind's kubeadm admin and the local fleet's do).
+func (f *fleet) asMasters(t *testing.T, name string) client.Client {
+	t.Helper()
+	for _, m := range append(slices.Clone(f.cfg.Members), f.cfg.Spare...) {
+		if m.Name != name {
+			continue
+		}
+		cfg, err := framework.RESTConfig(m.Path, framework.ClientOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: "e2e-cluster-admin", Groups: []string{"system:masters", "system:authenticated"}}
+		c, err := client.New(cfg, client.Options{Scheme: framework.Scheme()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	t.Fatalf("no member %q", name)
+	return nil
 }
