@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -79,9 +78,9 @@ func (o *OutOfServiceOptions) Run(ctx context.Context) error {
 		}
 	}
 	patch := client.MergeFrom(mc.DeepCopy())
-	mc.Spec.Taints = append(mc.Spec.Taints, clusterv1.Taint{
-		Key: fleetv1.TaintOutOfService, Effect: clusterv1.TaintEffectNoSelect, TimeAdded: metav1.NewTime(o.Now()),
-	})
+	// No timeAdded: OCM's ManagedCluster webhook refuses a client's and
+	// stamps the taint itself ("It is not allowed to set TimeAdded").
+	mc.Spec.Taints = append(mc.Spec.Taints, clusterv1.Taint{Key: fleetv1.TaintOutOfService, Effect: clusterv1.TaintEffectNoSelect})
 	if err := o.Hub.Patch(ctx, mc, patch); err != nil {
 		return fmt.Errorf("tainting managedcluster %q: %w", o.Name, err)
 	}
