@@ -624,6 +624,17 @@ func (r *etcdRun) killLeaderNode(t *testing.T) {
 	restart()
 }
 
+// leaderAndFleetSet returns etcd's leader and the FleetSet as the hub
+// holds it; why says what is missing when there is no leader (to wait).
+func (r *etcdRun) leaderAndFleetSet(ctx context.Context) (etcdPod, *fleetv1.FleetSet, string, error) {
+	l, err := r.leader(ctx)
+	if err != nil {
+		return etcdPod{}, nil, err.Error(), nil
+	}
+	fs, err := r.f.getFleetSet(ctx, r.ns, "etcd")
+	return l, fs, "", err
+}
+
 // requestedSwitchover asks, as an operator does (kubectl fleetset
 // switchover --to), for the leader role to move to an instance in another
 // cluster, and returns how long until etcd's leader was that instance and
@@ -633,13 +644,9 @@ func (r *etcdRun) requestedSwitchover(t *testing.T) string {
 	t.Helper()
 	var from, to etcdPod
 	eventually(t, 2*time.Minute, "the leader, reported to the hub, and a ready instance in another cluster", func(ctx context.Context) (bool, string, error) {
-		l, err := r.leader(ctx)
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		fs, err := r.f.getFleetSet(ctx, r.ns, "etcd")
-		if err != nil {
-			return false, "", err
+		l, fs, why, err := r.leaderAndFleetSet(ctx)
+		if why != "" || err != nil {
+			return false, why, err
 		}
 		if fs.Status.Leader == nil || fs.Status.Leader.Name != l.name {
 			return false, fmt.Sprintf("etcd's leader %s, status.leader %+v", l.name, fs.Status.Leader), nil
@@ -663,13 +670,9 @@ func (r *etcdRun) requestedSwitchover(t *testing.T) string {
 	}
 	t.Logf("asked leader %s (%s) to hand its role to %s (%s)", from.name, from.cluster, to.name, to.cluster)
 	eventually(t, 3*time.Minute, "etcd's leader "+to.name+" and the request ended", func(ctx context.Context) (bool, string, error) {
-		l, err := r.leader(ctx)
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		fs, err := r.f.getFleetSet(ctx, r.ns, "etcd")
-		if err != nil {
-			return false, "", err
+		l, fs, why, err := r.leaderAndFleetSet(ctx)
+		if why != "" || err != nil {
+			return false, why, err
 		}
 		_, pending := fs.Annotations[fleetv1.AnnotationSwitchoverTo]
 		return l.name == to.name && !pending && fs.Status.RequestedSwitchover == nil,

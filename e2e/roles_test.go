@@ -311,15 +311,7 @@ func TestSwitchoverBestEffort(t *testing.T) {
 	for _, e := range early {
 		t.Errorf("the leader was replaced before every follower: %s", e)
 	}
-	var events corev1.EventList
-	if err := f.hub.List(t.Context(), &events, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	skipped := false
-	for _, e := range events.Items {
-		skipped = skipped || (e.InvolvedObject.Name == "db" && e.Reason == fleetv1.ReasonSwitchoverSkipped && strings.Contains(e.Message, leader.pod))
-	}
-	if !skipped {
+	if !f.hubEvent(t, ns, "db", fleetv1.ReasonSwitchoverSkipped, leader.pod) {
 		t.Errorf("no %s event naming %s", fleetv1.ReasonSwitchoverSkipped, leader.pod)
 	}
 }
