@@ -233,7 +233,9 @@ func TestHubSecretReferencesPolicy(t *testing.T) {
 				Sources: []corev1.VolumeProjection{{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}},
 					{Secret: &corev1.SecretProjection{LocalObjectReference: sel}}}}}}}
 		},
-		"imagePullSecrets": func(fs *fleetv1.FleetSet) { fs.Spec.Template.Spec.ImagePullSecrets = []corev1.LocalObjectReference{sel} },
+		"imagePullSecrets": func(fs *fleetv1.FleetSet) {
+			fs.Spec.Template.Spec.ImagePullSecrets = []corev1.LocalObjectReference{sel}
+		},
 		"a subset's patch": func(fs *fleetv1.FleetSet) {
 			fs.Spec.Topology.Subsets[1].Patch = &runtime.RawExtension{Raw: []byte(`{"spec":{"containers":[{"name":"pause","env":[{"name":"P","valueFrom":{"secretKeyRef":{"name":"platform-0","key":"k"}}}]}]}}`)}
 		},
