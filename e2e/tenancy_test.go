@@ -210,7 +210,7 @@ func TestUnownedServiceIsNeverAdopted(t *testing.T) {
 }
 
 // TestWorksRunAsTheExecutor: every FleetSet ManifestWork names its
-// namespace's executor ServiceAccount <namespace>/fleetset-work-executor,
+// namespace's executor ServiceAccount fleetset-system/fleetset-executor-<namespace>,
 // which the namespace's tenant work (applied by the work agent) created in
 // each member with a RoleBinding to the add-on's ClusterRole; each member's
 // authorizer lets that account write the delivered kinds in that namespace
@@ -228,11 +228,11 @@ func TestWorksRunAsTheExecutor(t *testing.T) {
 	}
 	for _, w := range l.Items {
 		sa, _, _ := unstructured.NestedStringMap(w.Object, "spec", "executor", "subject", "serviceAccount")
-		if sa["namespace"] != ns || sa["name"] != fleetv1.ExecutorServiceAccount {
-			t.Errorf("work %s/%s: executor %v, want %s/%s", w.GetNamespace(), w.GetName(), sa, ns, fleetv1.ExecutorServiceAccount)
+		if sa["namespace"] != fleetv1.ExecutorNamespace || sa["name"] != fleetv1.ExecutorServiceAccountName(ns) {
+			t.Errorf("work %s/%s: executor %v, want %s/%s", w.GetNamespace(), w.GetName(), sa, fleetv1.ExecutorNamespace, fleetv1.ExecutorServiceAccountName(ns))
 		}
 	}
-	user := "system:serviceaccount:" + ns + ":" + fleetv1.ExecutorServiceAccount
+	user := "system:serviceaccount:" + fleetv1.ExecutorNamespace + ":" + fleetv1.ExecutorServiceAccountName(ns)
 	for _, m := range f.members {
 		var tw unstructured.Unstructured
 		tw.SetGroupVersionKind(manifestWorkGVK.GroupVersion().WithKind("ManifestWork"))
@@ -263,7 +263,7 @@ func TestWorksRunAsTheExecutor(t *testing.T) {
 			{"default", "apps", "statefulsets", "create", false},
 		} {
 			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
-				Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+				Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + fleetv1.ExecutorNamespace, "system:authenticated"},
 				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: c.ns, Verb: c.verb, Group: c.group, Resource: c.resource}}}
 			if err := m.c.Create(t.Context(), sar); err != nil {
 				t.Fatal(err)

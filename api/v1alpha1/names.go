@@ -43,6 +43,6 @@ const TenantWorkPrefix = "fleetset-tenant-"
 // namespace in a member cluster's namespace on the hub:
 // "fleetset-tenant-<namespace>" (at most 16+63 characters). That work,
 // applied with the work agent's own identity, creates the namespace and its
-// executor (ExecutorServiceAccount) before the namespace's FleetSet works,
+// executor (ExecutorServiceAccountName) before the namespace's FleetSet works,
 // which run as that executor, can be applied.
 func TenantWorkName(namespace string) string { return TenantWorkPrefix + namespace }

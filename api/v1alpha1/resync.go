@@ -47,19 +47,28 @@ const (
 	// ResyncWorkName is the name of the per-cluster ManifestWork, shared by all
 	// FleetSets, that carries the resync Lease and its namespace.
 	ResyncWorkName = "fleetset-resync"
-	// ExecutorServiceAccount is the ServiceAccount a FleetSet's ManifestWork
-	// runs as on every member (spec.executor), in the FleetSet's own
-	// namespace: <namespace>/fleetset-work-executor, one per tenant. The
-	// hub's tenant work (TenantWorkName) creates it with a RoleBinding in
-	// that namespace to the add-on's ClusterRole ExecutorClusterRole; OCM's
-	// work agent checks its rights (SubjectAccessReviews) before applying
-	// each object, so a FleetSet's work writes only its own namespace.
-	ExecutorServiceAccount = "fleetset-work-executor"
+	// ExecutorNamespace is the member namespace of every executor
+	// ServiceAccount (ExecutorServiceAccountName): the add-on's own, which
+	// is reserved (no FleetSet is delivered there), so no tenant pod can
+	// name an executor: a pod may only use a ServiceAccount of its own
+	// namespace.
+	ExecutorNamespace = "fleetset-system"
+	// ExecutorServiceAccountPrefix begins the name of every executor
+	// ServiceAccount (ExecutorServiceAccountName). The member admission
+	// policy refuses pods whose serviceAccountName begins with it or is
+	// LegacyExecutorServiceAccount.
+	ExecutorServiceAccountPrefix = "fleetset-executor-"
+	// LegacyExecutorServiceAccount is the executor ServiceAccount's name in
+	// each tenant namespace before issue 48 (<namespace>/fleetset-work-executor):
+	// a pod of that namespace could run as it. The hub no longer creates
+	// it; the tenant work that did drops it, so OCM's work agent deletes it.
+	LegacyExecutorServiceAccount = "fleetset-work-executor"
 	// ExecutorClusterRole is the add-on's ClusterRole for the delivered kinds
 	// (namespaced only), bound per tenant namespace, never cluster-wide.
 	ExecutorClusterRole = "fleetset-work-executor"
 	// ExecutorRoleBinding is the RoleBinding, in each tenant namespace, of
-	// ExecutorServiceAccount to ExecutorClusterRole.
+	// that namespace's executor (ExecutorServiceAccountName, in
+	// ExecutorNamespace) to ExecutorClusterRole.
 	ExecutorRoleBinding = "fleetset-work-executor"
 	// DefaultResyncLeaseDurationSeconds is the default leaseDurationSeconds of
 	// the resync Lease, in seconds.
@@ -170,4 +179,18 @@ func LeaseEnd(s *coordinationv1.LeaseSpec) (end time.Time, ok bool) {
 // different machines': callers that act on the answer add a margin for skew.
 func LeaseExpired(renewTime time.Time, duration time.Duration, now time.Time) bool {
 	return renewTime.IsZero() || now.After(renewTime.Add(duration))
+}
+
+// ExecutorServiceAccountName returns the name of the ServiceAccount, in
+// ExecutorNamespace, that the FleetSet ManifestWorks of hub namespace
+// namespace run as on every member (spec.executor):
+// "fleetset-executor-<namespace>", at most 18+63 characters (a
+// namespace is a DNS label), a valid ServiceAccount name. The hub's tenant
+// work (TenantWorkName) creates it with a RoleBinding in namespace to
+// ExecutorClusterRole; OCM's work agent checks its rights
+// (SubjectAccessReviews) before applying each object, so a FleetSet's work
+// writes only its own namespace. It lives outside every tenant namespace so
+// that no tenant pod can run as it.
+func ExecutorServiceAccountName(namespace string) string {
+	return ExecutorServiceAccountPrefix + namespace
 }

@@ -10,6 +10,17 @@ const (
 	// DefaultPodSecurityLevel. A FleetSet's spec.podSecurityLevel may only
 	// equal it or be stricter.
 	LabelPodSecurityLevel = "fleetset.io/pod-security-level"
+	// LabelSecretReferences, on a FleetSet's hub namespace, set to
+	// SecretReferencesUnchecked, turns off the hub admission policy
+	// fleetset-secret-references there (manifests/hub/admission.yaml): by
+	// default each write of a FleetSet's spec with spec.dependencies Auto
+	// is refused unless its requester may get every Secret the pod
+	// template and the subsets' patches reference, since the hub reads and
+	// delivers them with its own rights.
+	LabelSecretReferences = "fleetset.io/secret-references"
+	// SecretReferencesUnchecked is the value of LabelSecretReferences that
+	// lets any FleetSet author of the namespace have its Secrets delivered.
+	SecretReferencesUnchecked = "unchecked"
 )
 
 // ReservedNamespaces are the hub namespaces whose FleetSets the hub never

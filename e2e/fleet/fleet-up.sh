@@ -558,6 +558,10 @@ done
 log "fleetset add-on Available on $FLEET_MEMBERS ($((SECONDS - T0))s)"
 
 # ---------------------------------------------------------------- fleetset-hub
+# The hub's admission policies (manifests/hub/admission.yaml), as an install
+# of manifests/hub has them (the kind fleet applies all of manifests/hub):
+# tenancy refused at admission. The fleet's admin is system:masters.
+kc hub apply -f "$REPO_ROOT/manifests/hub/admission.yaml" >/dev/null
 # FLEET_HUB_BIN runs another fleetset-hub build (make chaos-unsafe: one
 # built to relocate without waiting for the fence); FLEET_HUB_FLAGS adds
 # flags (e.g. --zap-log-level=2).

@@ -202,7 +202,8 @@ func (r *FleetSetReconciler) orphaned(o client.Object) bool {
 // +kubebuilder:rbac:groups=fleetset.io,resources=fleetsets/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=work.open-cluster-management.io,resources=manifestworks,verbs=get;list;watch;create;update;patch;delete
 // execute-as without resourceNames: each namespace has its own executor
-// (<namespace>/fleetset-work-executor), which cannot be listed in advance.
+// (fleetset-system/fleetset-executor-<namespace>), which cannot be listed
+// in advance.
 // +kubebuilder:rbac:groups=work.open-cluster-management.io,resources=manifestworks,verbs=execute-as
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=managedclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=managedclustersets;managedclustersetbindings,verbs=get;list;watch

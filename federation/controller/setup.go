@@ -249,7 +249,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := rr.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	tr := &TenantReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("fleetset-hub")}
+	tr := &TenantReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("fleetset-hub"), ReservedNamespaces: opts.ReservedNamespaces}
 	return tr.SetupWithManager(mgr)
 }
 

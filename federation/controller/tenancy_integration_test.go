@@ -44,8 +44,11 @@ func labelCluster(t testing.TB, name, k, v string) {
 // TestClusterSetBindings: a FleetSet reaches only clusters of a
 // ManagedClusterSet bound to its namespace. Unbound, it is Degraded
 // ClusterNotBound naming the cluster and the missing binding, with an
-// event, and nothing is delivered; a binding to a set holding one of its
-// clusters is not enough; once both are in a bound set, it is delivered,
+// event, and nothing is delivered: no tenant work either (the member
+// namespace and its executor), in any cluster (issue 48: an unbound
+// namespace writes nothing anywhere); a binding to a set holding one of its
+// clusters is not enough (the tenant work goes to that cluster only); once
+// both are in a bound set, it is delivered,
 // into a namespace carrying its Pod Security level. A template its level
 // forbids is then refused on the hub, naming the container, and the
 // delivered works are left as they are.
@@ -80,6 +83,20 @@ func TestClusterSetBindings(t *testing.T) {
 	if !hasEvent(t, "tenant-a", "mydb", fleetv1.ReasonClusterNotBound) {
 		t.Errorf("no %s event", fleetv1.ReasonClusterNotBound)
 	}
+	// The tenant reconciler runs on the FleetSet's creation too: give it
+	// time, then no tenant work of tenant-a may be anywhere.
+	noTenantWork := func(clusters ...string) {
+		t.Helper()
+		for range 3 {
+			time.Sleep(time.Second)
+			for _, c := range clusters {
+				if tw := tenantWork(t, c, "tenant-a"); tw != nil {
+					t.Fatalf("tenant work %s/%s written for an unbound cluster: %d manifests (the member namespace, its executor)", c, tw.Name, len(tw.Spec.Workload.Manifests))
+				}
+			}
+		}
+	}
+	noTenantWork("t-east", "t-west")
 
 	// Bound to tprod: t-east is reachable, t-west still not; nothing moves.
 	if err := controlplane.BindClusterSet(ctx, k8sClient, "tenant-a", "tprod"); err != nil {
@@ -93,6 +110,10 @@ func TestClusterSetBindings(t *testing.T) {
 	if ws := works(t, "tenant-a", "mydb"); len(ws) != 0 {
 		t.Fatalf("works delivered to %v while t-west is not bound", keys(ws))
 	}
+	eventually(t, 20*time.Second, "tenant work of tenant-a in t-east, now bound", func() (bool, error) {
+		return tenantWork(t, "t-east", "tenant-a") != nil, nil
+	})
+	noTenantWork("t-west")
 
 	// t-west joins tprod (a label on the ManagedCluster): delivered to both.
 	labelCluster(t, "t-west", clusterv1beta2.ClusterSetLabel, "tprod")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -60,9 +62,14 @@ const tenantCoalesce = time.Second
 // namespace that has a FleetSet ManifestWork there (one being deleted too)
 // or a FleetSet, not being deleted, that uses or may use the cluster
 // (ClusterIndex: spec, status and fallback clusters, so the executor is in
-// place before a first delivery or a relocation): the member namespace, its executor ServiceAccount and the
-// RoleBinding that lets it write the delivered kinds in that namespace
-// only. The FleetSet works run as that executor (spec.executor), so a
+// place before a first delivery or a relocation) and that the hub may
+// deliver there: not in a reserved namespace, the cluster in a
+// ManagedClusterSet bound to the namespace (the FleetSet reconciler's own
+// checks, tenancy.Reserved and tenancy.ClusterSets; an unbound namespace
+// writes nothing anywhere), the namespace's Pod Security level valid.
+// The tenant work holds the member namespace, its executor ServiceAccount
+// (in the add-on's namespace) and the RoleBinding that lets it write the
+// delivered kinds in that namespace only. The FleetSet works run as that executor (spec.executor), so a
 // FleetSet can write nowhere but its own namespace. A tenant work is
 // deleted once its namespace has no FleetSet work in the cluster left (the
 // member namespace is orphaned: it stays). A tenant work someone else
@@ -71,6 +78,10 @@ const tenantCoalesce = time.Second
 type TenantReconciler struct {
 	client.Client
 	Recorder record.EventRecorder
+	// ReservedNamespaces are hub namespaces whose FleetSets are never
+	// delivered, besides v1alpha1.ReservedNamespaces (the
+	// FleetSetReconciler's, from Options).
+	ReservedNamespaces []string
 
 	// written holds, by work key, the generation of each tenant work this
 	// reconciler last wrote: a higher one means someone else changed it.
@@ -79,14 +90,21 @@ type TenantReconciler struct {
 
 // SetupWithManager watches the hub's ManifestWorks, mapped to their cluster
 // namespace (tenantRelevant), FleetSets, mapped to the clusters they use or
-// used (tenantFleetSetChanged), and the labels of hub Namespaces (their
-// platform Pod Security level), mapped to their FleetSets' clusters.
+// used (tenantFleetSetChanged), the labels of hub Namespaces (their
+// platform Pod Security level), mapped to their FleetSets' clusters, and
+// what decides whether a namespace may use a cluster: its
+// ManagedClusterSetBindings and the ManagedClusterSets they name, mapped to
+// the clusters of the namespaces' FleetSets, and the labels of
+// ManagedClusters (their sets), mapped to the cluster.
 func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("tenant").
 		Watches(&workv1.ManifestWork{}, tenantWorkHandler(tenantCoalesce), builder.WithPredicates(tenantRelevant())).
 		Watches(&fleetv1.FleetSet{}, handler.EnqueueRequestsFromMapFunc(clustersOfFleetSet), builder.WithPredicates(tenantFleetSetChanged())).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfNamespace), builder.OnlyMetadata, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&clusterv1beta2.ManagedClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfBinding)).
+		Watches(&clusterv1beta2.ManagedClusterSet{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfClusterSet)).
+		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(clusterItself), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Complete(r)
 }
 
@@ -120,12 +138,55 @@ func tenantWorkHandler(delay time.Duration) handler.EventHandler {
 // its FleetSets' platform level) to the clusters its FleetSets use or may
 // use.
 func (r *TenantReconciler) clustersOfNamespace(ctx context.Context, o client.Object) []reconcile.Request {
-	var list fleetv1.FleetSetList
-	if err := r.List(ctx, &list, client.InNamespace(o.GetName()), client.UnsafeDisableDeepCopy); err != nil {
-		log.FromContext(ctx).Error(err, "Listing FleetSets of a namespace", "namespace", o.GetName())
+	return r.clustersOfNamespaces(ctx, o.GetName())
+}
+
+// clusterItself maps a ManagedCluster to its own name (the request key).
+func clusterItself(_ context.Context, o client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
+}
+
+// clustersOfBinding maps a ManagedClusterSetBinding to the clusters its
+// namespace's FleetSets use or may use: it decides which of them the
+// namespace may reach.
+func (r *TenantReconciler) clustersOfBinding(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.clustersOfNamespaces(ctx, o.GetNamespace())
+}
+
+// clustersOfClusterSet maps a ManagedClusterSet (its cluster selector) to
+// the clusters of the FleetSets of every namespace with a binding to it.
+func (r *TenantReconciler) clustersOfClusterSet(ctx context.Context, o client.Object) []reconcile.Request {
+	var bindings clusterv1beta2.ManagedClusterSetBindingList
+	if err := r.List(ctx, &bindings); err != nil {
+		log.FromContext(ctx).Error(err, "Listing ManagedClusterSetBindings", "clusterSet", o.GetName())
 		return nil
 	}
+	var namespaces []string
+	for _, b := range bindings.Items {
+		if b.Spec.ClusterSet == o.GetName() && !slices.Contains(namespaces, b.Namespace) {
+			namespaces = append(namespaces, b.Namespace)
+		}
+	}
+	return r.clustersOfNamespaces(ctx, namespaces...)
+}
+
+// clustersOfNamespaces returns the clusters the FleetSets of the hub
+// namespaces use or may use, each once.
+func (r *TenantReconciler) clustersOfNamespaces(ctx context.Context, namespaces ...string) []reconcile.Request {
 	seen := map[string]bool{}
+	var out []reconcile.Request
+	for _, ns := range namespaces {
+		out = append(out, r.clustersOfOneNamespace(ctx, ns, seen)...)
+	}
+	return out
+}
+
+func (r *TenantReconciler) clustersOfOneNamespace(ctx context.Context, ns string, seen map[string]bool) []reconcile.Request {
+	var list fleetv1.FleetSetList
+	if err := r.List(ctx, &list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
+		log.FromContext(ctx).Error(err, "Listing FleetSets of a namespace", "namespace", ns)
+		return nil
+	}
 	var out []reconcile.Request
 	for i := range list.Items {
 		for _, c := range clustersOf(&list.Items[i]) {
@@ -202,23 +263,6 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			tenants[w.Labels[fleetv1.LabelTenant]] = w
 		}
 	}
-	// FleetSets that may use the cluster and have no work there yet: their
-	// effective level (the namespace's platform level and the spec), unless
-	// the hub refuses them (then they are never delivered).
-	var fleetSets fleetv1.FleetSetList
-	if err := r.List(ctx, &fleetSets, client.MatchingFields{liveClusterIndex: cluster}, client.UnsafeDisableDeepCopy); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing FleetSets on cluster %s: %w", cluster, err)
-	}
-	platforms := map[string]platformLevel{} // by namespace: read once per reconcile
-	for i := range fleetSets.Items {
-		fs := &fleetSets.Items[i]
-		level, err := r.level(ctx, fs, platforms)
-		if err != nil {
-			log.FromContext(ctx).V(2).Info("No tenant work for a FleetSet the hub refuses", "fleetSet", client.ObjectKeyFromObject(fs), "cluster", cluster, "reason", err.Error())
-			continue
-		}
-		levels[fs.Namespace] = append(levels[fs.Namespace], string(level))
-	}
 	mc := &clusterv1.ManagedCluster{}
 	if err := r.Get(ctx, types.NamespacedName{Name: cluster}, mc); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -226,12 +270,38 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 		mc = nil // events go nowhere; the works are still kept
 	}
+	// FleetSets that may use the cluster and have no work there yet: their
+	// effective level (the namespace's platform level and the spec), unless
+	// the hub may not deliver them there (then they are never delivered,
+	// and nothing of their namespace is written in the cluster).
+	var fleetSets fleetv1.FleetSetList
+	if err := r.List(ctx, &fleetSets, client.MatchingFields{liveClusterIndex: cluster}, client.UnsafeDisableDeepCopy); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing FleetSets on cluster %s: %w", cluster, err)
+	}
+	gates := map[string]*tenantGate{} // by namespace: read once per reconcile
+	var errs []error
+	unknown := map[string]bool{} // namespaces whose reads failed: their tenant works are left as they are
+	for i := range fleetSets.Items {
+		fs := &fleetSets.Items[i]
+		level, err := r.admit(ctx, fs, cluster, mc, gates)
+		if err != nil {
+			if !isTenancyRefusal(err) {
+				if !unknown[fs.Namespace] {
+					errs = append(errs, err)
+				}
+				unknown[fs.Namespace] = true
+				continue
+			}
+			log.FromContext(ctx).V(2).Info("No tenant work for a FleetSet the hub may not deliver to the cluster", "fleetSet", client.ObjectKeyFromObject(fs), "cluster", cluster, "reason", err.Error())
+			continue
+		}
+		levels[fs.Namespace] = append(levels[fs.Namespace], string(level))
+	}
 	namespaces := make([]string, 0, len(levels))
 	for ns := range levels {
 		namespaces = append(namespaces, ns)
 	}
 	sort.Strings(namespaces)
-	var errs []error
 	var res ctrl.Result
 	for _, ns := range namespaces {
 		wait, err := r.keep(ctx, mc, cluster, ns, manifestwork.TenantLevel(levels[ns]), tenants[ns])
@@ -243,7 +313,7 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 	}
 	for ns, w := range tenants {
-		if _, used := levels[ns]; used || !w.DeletionTimestamp.IsZero() {
+		if _, used := levels[ns]; used || unknown[ns] || !w.DeletionTimestamp.IsZero() {
 			continue
 		}
 		if err := r.Delete(ctx, w, client.Preconditions{UID: &w.UID}); client.IgnoreNotFound(err) != nil {
@@ -326,32 +396,79 @@ func (r *TenantReconciler) event(mc *clusterv1.ManagedCluster, typ, reason, msg 
 	}
 }
 
-// platformLevel is a hub namespace's platform Pod Security level, or why it
-// cannot be known.
-type platformLevel struct {
+// tenantGate is what the tenant reconciler read of one hub namespace: its
+// platform Pod Security level and the cluster sets bound to it, or why
+// they cannot be known.
+type tenantGate struct {
 	level fleetv1.PodSecurityLevel
-	err   error
+	sets  *tenancy.ClusterSets
+	// refusal refuses the namespace's FleetSets everywhere (a reserved
+	// namespace, an invalid platform level); err is a failed read.
+	refusal, err error
 }
 
-// level is fs's effective Pod Security level: its namespace's platform level
-// (tenancy.PlatformLevel, from the cached metadata of the hub namespace),
-// or fs's spec.podSecurityLevel when stricter; an error when the hub
-// refuses it or the namespace cannot be read. platforms memoises the
-// namespaces' platform levels (one cache read per namespace).
-func (r *TenantReconciler) level(ctx context.Context, fs *fleetv1.FleetSet, platforms map[string]platformLevel) (fleetv1.PodSecurityLevel, error) {
-	p, ok := platforms[fs.Namespace]
+// admit returns fs's effective Pod Security level when the hub may deliver
+// it to cluster (mc, nil when the ManagedCluster does not exist), the
+// checks of the FleetSet reconciler's delivery gate (admitTenancy,
+// admitPlaced), from the same package tenancy rules: fs's namespace is not
+// reserved (tenancy.Reserved), its platform level is valid and fs's
+// spec.podSecurityLevel within it (tenancy.PlatformLevel, EffectiveLevel),
+// and cluster is in a ManagedClusterSet bound to the namespace
+// (tenancy.ClusterSets.Admits; a cluster that does not exist is in none).
+// A refusal is a tenancyRefusal; other errors are failed reads. gates
+// memoises the namespaces' reads (cache reads, once per namespace).
+func (r *TenantReconciler) admit(ctx context.Context, fs *fleetv1.FleetSet, cluster string, mc *clusterv1.ManagedCluster, gates map[string]*tenantGate) (fleetv1.PodSecurityLevel, error) {
+	g, ok := gates[fs.Namespace]
 	if !ok {
-		ns := &metav1.PartialObjectMetadata{}
-		ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-		if err := r.Get(ctx, types.NamespacedName{Name: fs.Namespace}, ns); err != nil {
-			p.err = fmt.Errorf("reading namespace %s: %w", fs.Namespace, err)
+		g = r.readGate(ctx, fs.Namespace)
+		gates[fs.Namespace] = g
+	}
+	switch {
+	case g.err != nil:
+		return "", g.err
+	case g.refusal != nil:
+		return "", g.refusal
+	}
+	level, err := tenancy.EffectiveLevel(fs.Namespace, g.level, fs.Spec.PodSecurityLevel)
+	if err != nil {
+		return "", tenancyRefusal{err}
+	}
+	admitted := false
+	if mc != nil {
+		admitted, _ = g.sets.Admits(mc)
+	}
+	if !admitted {
+		return "", tenancyRefusal{errors.New(g.sets.Refusal("cluster", cluster, mc))}
+	}
+	return level, nil
+}
+
+// readGate reads hub namespace ns's platform level (the cached metadata of
+// the Namespace) and its bound cluster sets.
+func (r *TenantReconciler) readGate(ctx context.Context, ns string) *tenantGate {
+	g := &tenantGate{}
+	if entry, reserved := tenancy.Reserved(ns, r.ReservedNamespaces); reserved {
+		g.refusal = tenancyRefusal{errors.New(tenancy.ReservedRefusal(ns, entry))}
+		return g
+	}
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := r.Get(ctx, types.NamespacedName{Name: ns}, meta); err != nil {
+		if apierrors.IsNotFound(err) {
+			g.refusal = tenancyRefusal{fmt.Errorf("namespace %s: not found", ns)}
 		} else {
-			p.level, p.err = tenancy.PlatformLevel(fs.Namespace, ns.Labels)
+			g.err = fmt.Errorf("reading namespace %s: %w", ns, err)
 		}
-		platforms[fs.Namespace] = p
+		return g
 	}
-	if p.err != nil {
-		return "", p.err
+	level, err := tenancy.PlatformLevel(ns, meta.Labels)
+	if err != nil {
+		g.refusal = tenancyRefusal{err}
+		return g
 	}
-	return tenancy.EffectiveLevel(fs.Namespace, p.level, fs.Spec.PodSecurityLevel)
+	g.level = level
+	if g.sets, err = tenancy.ReadClusterSets(ctx, r.Client, ns); err != nil {
+		g.err = err
+	}
+	return g
 }

@@ -37,7 +37,7 @@ func tenantWork(t testing.TB, cluster, ns string) *workv1.ManifestWork {
 // TestTenantWorks: each (cluster, hub namespace) a FleetSet is delivered to
 // gets one tenant work, applied with the work agent's own identity (no
 // executor): the namespace (created once, Pod Security labelled, orphaned
-// on deletion), the executor ServiceAccount <namespace>/fleetset-work-executor
+// on deletion), the executor ServiceAccount fleetset-system/fleetset-executor-<namespace>
 // and its RoleBinding to the add-on's ClusterRole; the FleetSet's work runs
 // as that executor and no longer carries the namespace. The tenant work
 // stays while a FleetSet work of its namespace is still in the cluster
@@ -55,8 +55,8 @@ func TestTenantWorks(t *testing.T) {
 
 	for _, ns := range []string{"tn-a", "tn-b"} {
 		for c, fw := range works(t, ns, "db") {
-			if e := fw.Spec.Executor; e == nil || e.Subject.ServiceAccount == nil || *e.Subject.ServiceAccount != (workv1.ManifestWorkSubjectServiceAccount{Namespace: ns, Name: fleetv1.ExecutorServiceAccount}) {
-				t.Errorf("%s/db in %s: executor %+v, want ServiceAccount %s/%s", ns, c, e, ns, fleetv1.ExecutorServiceAccount)
+			if e := fw.Spec.Executor; e == nil || e.Subject.ServiceAccount == nil || *e.Subject.ServiceAccount != (workv1.ManifestWorkSubjectServiceAccount{Namespace: "fleetset-system", Name: "fleetset-executor-" + ns}) {
+				t.Errorf("%s/db in %s: executor %+v, want ServiceAccount fleetset-system/fleetset-executor-%s", ns, c, e, ns)
 			}
 			if i, err := envelope.Find(fw, envelope.Key{Kind: "Namespace"}, nil); err != nil || i >= 0 {
 				t.Errorf("%s/db in %s: carries a Namespace (manifest %d, %v); the tenant work creates it", ns, c, i, err)
@@ -83,15 +83,18 @@ func TestTenantWorks(t *testing.T) {
 				t.Errorf("tenant work %s/%s: namespace labels %v, want pod security baseline enforced", c, tw.Name, nsObj.Labels)
 			}
 			var sa corev1.ServiceAccount
-			if i, err := envelope.Find(tw, envelope.Key{Kind: "ServiceAccount", Namespace: ns, Name: fleetv1.ExecutorServiceAccount}, &sa); err != nil || i < 0 {
-				t.Errorf("tenant work %s/%s: no ServiceAccount %s/%s (%v)", c, tw.Name, ns, fleetv1.ExecutorServiceAccount, err)
+			if i, err := envelope.Find(tw, envelope.Key{Kind: "ServiceAccount", Namespace: "fleetset-system", Name: "fleetset-executor-" + ns}, &sa); err != nil || i < 0 {
+				t.Errorf("tenant work %s/%s: no ServiceAccount fleetset-system/fleetset-executor-%s (%v)", c, tw.Name, ns, err)
+			}
+			if i, err := envelope.Find(tw, envelope.Key{Kind: "ServiceAccount", Namespace: ns}, nil); err != nil || i >= 0 {
+				t.Errorf("tenant work %s/%s: a ServiceAccount in the tenant namespace %s (manifest %d, %v): its pods could run as it", c, tw.Name, ns, i, err)
 			}
 			var rb rbacv1.RoleBinding
 			if i, err := envelope.Find(tw, envelope.Key{Kind: "RoleBinding", Namespace: ns, Name: fleetv1.ExecutorRoleBinding}, &rb); err != nil || i < 0 {
 				t.Fatalf("tenant work %s/%s: no RoleBinding (%v)", c, tw.Name, err)
 			}
 			wantRef := rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "fleetset-work-executor"}
-			wantSubj := rbacv1.Subject{Kind: "ServiceAccount", Namespace: ns, Name: "fleetset-work-executor"}
+			wantSubj := rbacv1.Subject{Kind: "ServiceAccount", Namespace: "fleetset-system", Name: "fleetset-executor-" + ns}
 			if rb.RoleRef != wantRef || len(rb.Subjects) != 1 || rb.Subjects[0] != wantSubj {
 				t.Errorf("tenant work %s/%s: RoleBinding %+v %+v, want %+v to %+v", c, tw.Name, rb.RoleRef, rb.Subjects, wantRef, wantSubj)
 			}

@@ -305,8 +305,8 @@ func TestWorks(t *testing.T) {
 					got[w.Namespace] = append(got[w.Namespace], u.Kind+"/"+u.Metadata.Name)
 				}
 				if e := w.Spec.Executor; e == nil || e.Subject.ServiceAccount == nil ||
-					e.Subject.ServiceAccount.Namespace != "db" || e.Subject.ServiceAccount.Name != fleetv1.ExecutorServiceAccount {
-					t.Errorf("work %s: executor %+v, want the namespace's ServiceAccount db/%s", w.Namespace, e, fleetv1.ExecutorServiceAccount)
+					e.Subject.ServiceAccount.Namespace != "fleetset-system" || e.Subject.ServiceAccount.Name != "fleetset-executor-db" {
+					t.Errorf("work %s: executor %+v, want the namespace's ServiceAccount fleetset-system/fleetset-executor-db", w.Namespace, e)
 				}
 				if w.Spec.DeleteOption != nil {
 					t.Errorf("work %s: deleteOption %+v, want none (it carries no namespace to orphan)", w.Namespace, w.Spec.DeleteOption)

@@ -32,8 +32,8 @@ import (
 // executorOf is the user and groups OCM's work agent checks and
 // impersonates for the executor of hub namespace ns.
 func executorOf(ns string) (string, []string) {
-	return "system:serviceaccount:" + ns + ":" + fleetv1.ExecutorServiceAccount,
-		[]string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
+	return "system:serviceaccount:" + fleetv1.ExecutorNamespace + ":" + fleetv1.ExecutorServiceAccountName(ns),
+		[]string{"system:serviceaccounts", "system:serviceaccounts:" + fleetv1.ExecutorNamespace, "system:authenticated"}
 }
 
 // applyTenant creates, as the work agent would with its own identity, every
@@ -47,6 +47,10 @@ func applyTenant(t *testing.T, cfg *rest.Config, ns string) *rest.Config {
 	}
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The add-on's namespace, where the executor ServiceAccount goes.
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fleetv1.ExecutorNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	for _, m := range w.Spec.Workload.Manifests {
@@ -114,9 +118,26 @@ func TestTenantExecutorIntegration(t *testing.T) {
 		{"", "", "namespaces"}, {"team-a", "rbac.authorization.k8s.io", "rolebindings"}, {"team-a", "rbac.authorization.k8s.io", "roles"},
 		{"", "rbac.authorization.k8s.io", "clusterrolebindings"}, {"team-a", "", "pods"}, {"team-a", "", "serviceaccounts"},
 		{"", "apiextensions.k8s.io", "customresourcedefinitions"},
+		{"fleetset-system", "", "secrets"}, {"fleetset-system", "", "configmaps"}, {"fleetset-system", "apps", "statefulsets"},
 	} {
 		if ok, _ := allowed(c.ns, "create", c.group, c.resource); ok {
 			t.Errorf("team-a's executor may create %s.%s (namespace %q)", c.resource, c.group, c.ns)
+		}
+	}
+	// Nor the subresources that would lend it a pod's or an account's
+	// rights: exec into a pod, a token of a ServiceAccount (its own too).
+	for _, c := range []struct{ ns, resource, sub, name string }{
+		{"team-a", "pods", "exec", ""}, {"team-a", "serviceaccounts", "token", ""},
+		{fleetv1.ExecutorNamespace, "serviceaccounts", "token", fleetv1.ExecutorServiceAccountName("team-a")},
+	} {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: c.ns, Verb: "create", Resource: c.resource, Subresource: c.sub, Name: c.name}}}
+		got, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Allowed {
+			t.Errorf("team-a's executor may create %s/%s %q in %s", c.resource, c.sub, c.name, c.ns)
 		}
 	}
 
