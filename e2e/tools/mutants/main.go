@@ -67,13 +67,15 @@ func main() {
 	only := flag.String("only", "", "run only the mutants whose name matches this regular expression")
 	timeout := flag.Duration("timeout", 5*time.Minute, "go test -timeout of each run")
 	flag.Parse()
-	if err := run(*repo, *list, *work, *only, *timeout); err != nil {
+	if err := run(os.Stdout, *repo, *list, *work, *only, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "mutants:", err)
 		os.Exit(1)
 	}
 }
 
-func run(repo, list, work, only string, timeout time.Duration) error {
+// run runs the mutants of list (those matching only) on a copy of repo in
+// work and prints the table to w.
+func run(w io.Writer, repo, list, work, only string, timeout time.Duration) error {
 	repo, err := filepath.Abs(repo)
 	if err != nil {
 		return err
@@ -189,7 +191,7 @@ func run(repo, list, work, only string, timeout time.Duration) error {
 		rows = append(rows, r)
 	}
 
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MUTANT\tFILE\tTEST\tRESULT\tTIME")
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.m.Name, r.m.File, r.m.Test, r.result, r.elapsed)
@@ -197,11 +199,11 @@ func run(repo, list, work, only string, timeout time.Duration) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Printf("%d mutants, %d killed; baseline and copy %s, total %s; logs in %s\n",
+	fmt.Fprintf(w, "%d mutants, %d killed; baseline and copy %s, total %s; logs in %s\n",
 		len(rows), len(rows)-bad, baseline.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond), logs)
 	for _, r := range rows {
 		if r.result != "killed" {
-			fmt.Printf("\n%s %s: %s\n  %s: %q -> %q\n  log: %s\n", r.m.Name, r.result, r.m.Why, r.m.File, r.m.Original, r.m.Mutated, filepath.Join(logs, r.m.Name+".log"))
+			fmt.Fprintf(w, "\n%s %s: %s\n  %s: %q -> %q\n  log: %s\n", r.m.Name, r.result, r.m.Why, r.m.File, r.m.Original, r.m.Mutated, filepath.Join(logs, r.m.Name+".log"))
 		}
 	}
 	if bad > 0 {
@@ -239,8 +241,8 @@ func load(path, only string) ([]Mutant, error) {
 			return nil, fmt.Errorf("%s: mutant %s: file %q: want a path inside the repository", path, m.Name, m.File)
 		case m.Original == "" || m.Original == m.Mutated:
 			return nil, fmt.Errorf("%s: mutant %s: original must be set and differ from mutated", path, m.Name)
-		case !strings.HasPrefix(m.Package, "./"):
-			return nil, fmt.Errorf("%s: mutant %s: package %q: want ./<dir>", path, m.Name, m.Package)
+		case m.Package != "." && !strings.HasPrefix(m.Package, "./") || strings.Contains(m.Package, "..."):
+			return nil, fmt.Errorf("%s: mutant %s: package %q: want one package, ./<dir>", path, m.Name, m.Package)
 		case !testPattern.MatchString(m.Test):
 			return nil, fmt.Errorf("%s: mutant %s: test %q: want the name of one top-level test", path, m.Name, m.Test)
 		case m.Why == "":
