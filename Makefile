@@ -214,7 +214,7 @@ verify: generate manifests ## gofmt, go vet, and generated files up to date.
 ##@ Test
 
 .PHONY: test
-test: verify test-unit test-alerts test-integration e2e chaos-short chaos-unsafe ## Unit, alert rule, integration, e2e (local fleet) tests, a 3-minute chaos run and the same against a hub broken on purpose: the README's test command.
+test: verify test-unit test-mutants test-alerts test-integration e2e chaos-short chaos-unsafe ## Unit, mutation, alert rule, integration, e2e (local fleet) tests, a 3-minute chaos run and the same against a hub broken on purpose: the README's test command.
 
 .PHONY: test-unit
 test-unit: ## Unit tests: pure logic and plugins in the real framework.
@@ -224,6 +224,18 @@ test-unit: ## Unit tests: pure logic and plugins in the real framework.
 	cd e2e/tools/ocimage && $(GO) test $(GOTESTFLAGS) ./...
 	cd e2e/etcd && $(GO) test $(GOTESTFLAGS) ./...
 	cd e2e/tools/provisioner && $(GO) test $(GOTESTFLAGS) ./...
+
+# Mutation checks of the safety code: each mutant of
+# e2e/tools/mutants/mutants.yaml (the majority rule of the member's fence,
+# the contact instant, the never-adopt policy, ...) is applied to a scratch
+# copy of the working tree in .cache/mutants/src, and its named test must
+# fail there; the working tree is never written. MUTANTS=<regexp> runs only
+# the mutants whose name matches.
+MUTANTS ?=
+.PHONY: test-mutants
+test-mutants: $(LOCALBIN)/kube-apiserver $(LOCALBIN)/etcd ## Mutation checks: each known mutant of the safety code (e2e/tools/mutants/mutants.yaml) must fail its named test; prints a table.
+	cd e2e/tools && $(OCM_GOENV) $(GO) build -o $(LOCALBIN)/mutants ./mutants
+	$(LOCALBIN)/mutants -repo $(CURDIR) -work $(CURDIR)/.cache/mutants $(if $(MUTANTS),-only '$(MUTANTS)')
 
 # promtool, from the Prometheus module pinned in e2e/tools/promtool (its own
 # module: Prometheus's dependencies stay out of fleetset's go.mod), without

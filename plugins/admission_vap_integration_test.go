@@ -406,4 +406,28 @@ func TestNeverAdopt(t *testing.T) {
 	if _, err := cs.CoreV1().Services(ns).Create(ctx, svc("new", map[string]string{fleetv1.LabelSet: "db", fleetv1.LabelOwnerUID: "uid-1"}), metav1.CreateOptions{}); err != nil {
 		t.Errorf("creating a delivered Service: %v", err)
 	}
+
+	// StatefulSets: the same rule (a delivered StatefulSet written over
+	// someone else's would take over its pods and claims).
+	for name, labels := range map[string]map[string]string{
+		"theirs-sts": {"team": "a"},
+		"ours-sts":   {fleetv1.LabelSet: "db", fleetv1.LabelOwnerUID: "uid-1"},
+	} {
+		sts := makeStatefulSet(ns, name, name, 0, 0)
+		sts.Labels = labels
+		if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deliverSTS := func(name string) error {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"db",%q:"uid-1"}}}`, fleetv1.LabelSet, fleetv1.LabelOwnerUID)
+		_, err := cs.AppsV1().StatefulSets(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	}
+	if err, want := deliverSTS("theirs-sts"), "StatefulSet "+ns+"/theirs-sts exists and is not this FleetSet's (label fleetset.io/owner-uid missing, want uid-1"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("delivering over StatefulSet theirs-sts: %v, want refused with %q", err, want)
+	}
+	if err := deliverSTS("ours-sts"); err != nil {
+		t.Errorf("delivering over StatefulSet ours-sts: %v, want allowed", err)
+	}
 }

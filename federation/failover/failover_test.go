@@ -208,6 +208,22 @@ func TestPlan(t *testing.T) {
 				want: []Decision{{Cluster: "north", Deliver: true, Epoch: 4, Step: "subset east moved from east to north, epoch 4"}, {Cluster: "west", Deliver: true}},
 			},
 		}...)
+		// The old cluster is lost, its member's heartbeat observed and its
+		// fence deadline past: with policy Relocate its member stopped the
+		// subset's pods (they carry spec.fencing), so the subset moves; with
+		// policy None nothing fences them, so it waits for the cluster to
+		// remove it or be tainted out of service.
+		fenced := Cluster{Exists: true, Since: t0, Heartbeat: true, Fenced: t0.Add(30 * time.Second), Deadline: "heartbeat observed at t0 + 30s"}
+		want := []Decision{{Cluster: "east", Phase: fleetv1.SubsetMoving, Epoch: 3, Retry: t0.Add(time.Minute + HoldRetry),
+			Waiting: "subset east: moving from east to north: waiting for east to remove it (east is unavailable: it is moved once east is back and has removed it, or is tainted " + fleetv1.TaintOutOfService + ")"},
+			{Cluster: "west", Deliver: true}}
+		if sp.Relocate {
+			want = []Decision{{Cluster: "north", Deliver: true, Epoch: 4, Step: "subset east moved from east to north, epoch 4"}, {Cluster: "west", Deliver: true}}
+		}
+		tests = append(tests, planCase{
+			name: fmt.Sprintf("relocate %v: the old cluster lost past its fence deadline", sp.Relocate), spec: sp, subsets: moving,
+			clusters: map[string]Cluster{"east": fenced, "north": up(0), "west": up(0)}, now: time.Minute, want: want,
+		})
 	}
 	tests = append(tests, planCase{
 		name: "moved back to the old cluster: no move", spec: relocate,

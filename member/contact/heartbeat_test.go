@@ -256,3 +256,38 @@ func TestBeatKeepsEveryReplicasPeerURL(t *testing.T) {
 		t.Errorf("entries 24 s after r2's last beat: %v, want r1's alone", e)
 	}
 }
+
+// TestBeatCountsContactFromSendTime: a successful beat counts as contact
+// from the instant it was sent, not from when the hub's answer came: the
+// hub may have seen the write as early as the send, so the member's
+// timeout must never end later than the hub's. A write that took 8 s
+// (timeout 9 s) leaves the member in contact for 1 s more, not 9 s.
+func TestBeatCountsContactFromSendTime(t *testing.T) {
+	hub := fake.NewClientset()
+	clk := clocktesting.NewFakeClock(time.Now())
+	mon := NewMonitor(clk, 9*time.Second)
+	hb := &Heartbeat{Cluster: "east", Identity: "a", Hub: hub.CoordinationV1(), Monitor: mon, Clock: clk, Period: 3 * time.Second}
+	sent := clk.Now()
+	// The hub answers the write 8 s after it was sent (a slow hub).
+	hub.PrependReactor("create", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		clk.Step(8 * time.Second)
+		return false, nil, nil
+	})
+	if err := hb.Beat(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l, err := hub.CoordinationV1().Leases("east").Get(context.Background(), fleetv1.HeartbeatLeaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Spec.RenewTime; got == nil || !sameMicro(got.Time, sent) {
+		t.Errorf("renewTime %v, want the send time %s", got, sent)
+	}
+	if st := mon.Status(); st.SinceContact != 8*time.Second || !st.InContact {
+		t.Errorf("Monitor when the answer came: %+v, want in contact since the send 8s before", st)
+	}
+	clk.Step(2 * time.Second)
+	if st := mon.Status(); st.InContact || st.SinceContact != 10*time.Second {
+		t.Errorf("Monitor 10s after the send (timeout 9s): %+v, want out of contact since the send", st)
+	}
+}

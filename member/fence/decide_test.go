@@ -56,6 +56,15 @@ func TestDecide(t *testing.T) {
 			want:    fence.Fenced, reason: "only 2 of 5 members confirm losing it (peers a), b,c,d silent"},
 		{name: "lost, the only peer lost it too: 2 of 2", status: lost, results: []peers.Result{answer("west", false)},
 			want: fence.Holding, disruption: true, reason: "(2 of 2 members)"},
+		// An even number of members: exactly half is no majority (the
+		// rule is "more than half"), so a member that cannot tell a hub
+		// outage from its own cut with half the votes fences.
+		{name: "lost, one of three peers lost it, two silent: 2 of 4 is no majority", status: lost,
+			results: []peers.Result{answer("north", false), silent("south"), silent("west")},
+			want:    fence.Fenced, reason: "only 2 of 4 members confirm losing it (peers north), south,west silent"},
+		{name: "lost, two of three peers lost it, one silent: 3 of 4 is a majority", status: lost,
+			results: []peers.Result{answer("north", false), answer("south", false), silent("west")},
+			want:    fence.Holding, disruption: true, reason: "(3 of 4 members)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

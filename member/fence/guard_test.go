@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/member/fence"
 	"github.com/fleetset/fleetset/member/fence/fencetest"
 	"github.com/fleetset/fleetset/member/peers"
@@ -256,5 +259,58 @@ func TestGuardFencesOnRestart(t *testing.T) {
 	}
 	if v.State != fence.Holding || !v.Disruption {
 		t.Errorf("40 s into the outage: %s %q, want Holding (full disruption)", v.State, v.Reason)
+	}
+}
+
+// TestGuardAllows: a failover-protected placement (spec.fencing) may not be
+// scheduled while the member is Fenced, nor, back in contact, while it
+// carries a fence record at or above its spec.fencing.epoch (the hub has not
+// confirmed it here yet; an unreadable record counts as one); a record below
+// the delivered epoch (the hub moved the subset on since) and a placement
+// without fencing allow.
+func TestGuardAllows(t *testing.T) {
+	placement := func(fencing bool, record string) *fleetv1.SubsetPlacement {
+		sp := &fleetv1.SubsetPlacement{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "db-east"}}
+		if fencing {
+			sp.Spec.Fencing = &fleetv1.PlacementFencing{GraceSeconds: 10, Epoch: 3}
+		}
+		if record != "" {
+			sp.Annotations = map[string]string{fleetv1.AnnotationFencedEpoch: record}
+		}
+		return sp
+	}
+	d := fencetest.New()
+	if v := d.Contact(); v.State != fence.InContact {
+		t.Fatalf("after contact: %s", v.State)
+	}
+	for _, tc := range []struct {
+		name    string
+		sp      *fleetv1.SubsetPlacement
+		allowed bool
+		reason  string
+	}{
+		{"no fencing", placement(false, ""), true, ""},
+		{"fencing, no record", placement(true, ""), true, ""},
+		{"record at the delivered epoch", placement(true, "3"), false, "fenced at epoch 3 while cut off; waiting for the hub to confirm"},
+		{"record above the delivered epoch", placement(true, "4"), false, "fenced at epoch 4"},
+		{"unreadable record", placement(true, "x"), false, "waiting for the hub to confirm"},
+		{"record below the delivered epoch", placement(true, "2"), true, ""},
+	} {
+		t.Run("in contact, "+tc.name, func(t *testing.T) {
+			ok, why := d.Guard.Allows(tc.sp)
+			if ok != tc.allowed || !strings.Contains(why, tc.reason) {
+				t.Errorf("Allows = %v %q, want %v %q", ok, why, tc.allowed, tc.reason)
+			}
+		})
+	}
+	d.SetPeers([]string{"west"}, nil, nil)
+	if v := d.Lose(fencetest.Timeout); v.State != fence.Fenced {
+		t.Fatalf("cut off: %s %q", v.State, v.Reason)
+	}
+	if ok, why := d.Guard.Allows(placement(true, "")); ok || !strings.Contains(why, "cut off") {
+		t.Errorf("Fenced, placement with fencing: Allows = %v %q, want refused with the verdict's reason", ok, why)
+	}
+	if ok, _ := d.Guard.Allows(placement(false, "")); !ok {
+		t.Error("Fenced, placement without fencing: refused, want allowed")
 	}
 }

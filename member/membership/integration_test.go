@@ -483,6 +483,48 @@ func TestRelocatedJoin(t *testing.T) {
 	}
 }
 
+// TestRelocatedJoinHeldByFailedLeave: memberLeave, which a relocated
+// instance runs before it joins (reason Relocated), gates memberJoin: while
+// it fails, memberJoin does not run, the claim stays joined at its old
+// epoch and the pod not Ready (a Warning event MemberLeaveFailed on the
+// pod); once it succeeds (retried after the backoff), memberJoin runs.
+func TestRelocatedJoinHeldByFailedLeave(t *testing.T) {
+	ns := newNamespace(t, "leavegate")
+	var fail sync.Map
+	fail.Store(ns, true)
+	exec.setAnswer(func(c call) (string, error) {
+		if v, _ := fail.Load(c.Namespace); v == true && c.Env[fleetv1.EnvAction] == string(fleetv1.ActionMemberLeave) {
+			return "", errors.New("command terminated with exit code 1")
+		}
+		return "", nil
+	})
+	t.Cleanup(func() { exec.setAnswer(nil) })
+	leave := action("/leave.sh")
+	leave.Retries = new(int32)
+	createPlacement(t, ns, &fleetv1.PlacementActions{FleetSet: "db", ServiceName: "db", Epoch: 2,
+		Origin:  &fleetv1.SubsetOrigin{Cluster: "west", Epoch: 2, Reason: fleetv1.LeaveRelocated},
+		Actions: fleetv1.LifecycleActions{MemberJoin: action("/join.sh"), MemberLeave: leave}}, false)
+	createStatefulSet(t, ns, 1)
+	createClaim(t, ns, 0, map[string]string{fleetv1.AnnotationMemberJoined: "old-uid", fleetv1.AnnotationMemberJoinedEpoch: "0"})
+	createPod(t, ns, 0, true, false)
+	waitFor(t, 10*time.Second, func() string { return fmt.Sprintf("events %q", events(t, ns)) }, hasEvent(t, ns, "Pod/db-east-0", membership.ReasonMemberLeaveFailed))
+	if got := actionsOf(ns); !slices.Equal(got, []string{"memberLeave/db-east-0/Relocated"}) {
+		t.Errorf("calls after the failed leave %v, want the leave only (no memberJoin before a successful leave)", got)
+	}
+	if membership.ConditionTrue(pod(t, ns, "db-east-0")) {
+		t.Error("the member-joined condition is True after the leave before joining failed")
+	}
+	if got := claim(t, ns, "data-db-east-0").Annotations[fleetv1.AnnotationMemberJoinedEpoch]; got != "0" {
+		t.Errorf("claim joined at epoch %q after the failed leave, want still 0", got)
+	}
+	fail.Store(ns, false)
+	waitFor(t, 20*time.Second, func() string { return fmt.Sprintf("calls %v", actionsOf(ns)) }, func() bool { return membership.ConditionTrue(pod(t, ns, "db-east-0")) })
+	want := []string{"memberLeave/db-east-0/Relocated", "memberLeave/db-east-0/Relocated", "memberJoin/db-east-0/Relocated"}
+	if got := actionsOf(ns); !slices.Equal(got, want) {
+		t.Errorf("calls %v, want %v", got, want)
+	}
+}
+
 // TestMemberLeave: the ordinals the hub lists in spec.actions.leave run
 // memberLeave (ScaledDown) in their own pod; once it succeeded the member
 // reports them in status.actions.left and marks their claims left (no
