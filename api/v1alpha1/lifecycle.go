@@ -460,3 +460,27 @@ const (
 	// scale-up joins them again with reason Rejoin.
 	AnnotationMemberLeft = "fleetset.io/member-left"
 )
+
+// HTTPCallFields returns the fields of s that make fleetset's member
+// component send HTTP requests to an instance's pod IP (spec.roleProbe,
+// spec.lifecycleActions.<action>.httpGet), in a fixed order; nil when
+// there are none. Such calls are refused for a pod on the node's network
+// (hostNetwork: its IP is the node's), so the hub refuses a FleetSet whose
+// template sets hostNetwork together with any of them.
+func (s *FleetSetSpec) HTTPCallFields() []string {
+	var out []string
+	if s.RoleProbe != nil {
+		out = append(out, "spec.roleProbe")
+	}
+	if a := s.LifecycleActions; a != nil {
+		for _, f := range []struct {
+			name   string
+			action *LifecycleAction
+		}{{"roleProbe", a.RoleProbe}, {"memberJoin", a.MemberJoin}, {"memberLeave", a.MemberLeave}, {"switchover", a.Switchover}, {"rolloutComplete", a.RolloutComplete}} {
+			if f.action != nil && f.action.HTTPGet != nil {
+				out = append(out, "spec.lifecycleActions."+f.name+".httpGet")
+			}
+		}
+	}
+	return out
+}

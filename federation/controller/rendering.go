@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -100,6 +101,16 @@ func (r *FleetSetReconciler) renderSubsets(ctx context.Context, st *state, plann
 		}
 		if err := tenancy.CheckScheduling(field+" (spec.template with the subset's overrides)", tmpl); err != nil {
 			st.report(subsetProblem(fleetv1.ReasonInvalidSpec, sp.Name, "", err.Error()))
+			ok = false
+			continue
+		}
+		if calls := fs.Spec.HTTPCallFields(); tmpl.Spec.HostNetwork && len(calls) > 0 {
+			// The member refuses these calls to a pod on the node's
+			// network (its IP is the node's): say so before delivering.
+			st.report(subsetProblem(fleetv1.ReasonInvalidSpec, sp.Name, "", fmt.Sprintf(
+				"%s (spec.template with the subset's overrides) sets hostNetwork, and %s would send HTTP requests to the pod IP, which is then the node's: "+
+					"the member refuses them (they would reach whatever listens on that port of the node); use exec actions, or no hostNetwork",
+				field, strings.Join(calls, ", "))))
 			ok = false
 			continue
 		}

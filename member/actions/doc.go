@@ -10,8 +10,11 @@
 // fleetset_member_lifecycle_action_duration_seconds{action}.
 //
 // The Runner refuses to run anywhere but in a running instance of the
-// SubsetPlacement the action belongs to (label fleetset.io/placement), in a
-// container its pod template declares: the tenant who writes the FleetSet
+// SubsetPlacement the action belongs to — labelled fleetset.io/placement and
+// controlled by its delivered StatefulSet (owner UID, <statefulset>-<ordinal>;
+// labels alone never suffice) — in a container the StatefulSet's pod
+// template declares (never an injected sidecar), and never sends an HTTP
+// action to a hostNetwork pod (Admit): the tenant who writes the FleetSet
 // already chooses that pod's image and command, so an action gives it
 // nothing it could not already run in its own pod (docs/lifecycle-actions.md).
 //

@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/member/internal/ownership"
 )
 
 // Results of a run, the metric's result label.
@@ -27,8 +30,9 @@ const (
 const DefaultRetryDelay = time.Second
 
 // ErrRefused wraps the reason a Runner refused to run an action (a target
-// that is not an instance of the placement, a container its template does
-// not declare, no executor).
+// that is not an instance of the placement's StatefulSet, a container its
+// template does not declare, an HTTP action to a pod on the node's network,
+// no executor).
 var ErrRefused = errors.New("refused")
 
 // EnvVar is one variable of an action's environment.
@@ -45,6 +49,11 @@ type Request struct {
 	Placement string
 	// Pod is the pod the action runs in (resolved from Action's target).
 	Pod *v1.Pod
+	// StatefulSet is Placement's delivered StatefulSet
+	// (wiring.DeliveredStatefulSet): Pod must be one of its instances and
+	// an exec action's container one of its template's (Admit); nil
+	// refuses the action.
+	StatefulSet *appsv1.StatefulSet
 	// Env is the action's environment, in order.
 	Env []EnvVar
 }
@@ -139,11 +148,23 @@ func (r *Runner) run(ctx context.Context, req Request) (Result, error) {
 	return res, err
 }
 
-// Admit checks that req may run: its pod is a live instance of
-// req.Placement (label fleetset.io/placement), Running, and, for an exec
-// action, the container is one of the pod's (template) containers, not an
-// init or ephemeral one. It returns the container to exec in (the first
-// container when the action names none), or an error wrapping ErrRefused.
+// Admit checks that req may run, trusting no label alone:
+//   - req.Pod is labelled into req.Placement (fleetset.io/placement) and is
+//     an instance of req.StatefulSet, the placement's delivered
+//     StatefulSet: controlled by it (ownerReference controller=true with
+//     its UID), named <statefulset>-<ordinal> matching its
+//     apps.kubernetes.io/pod-index (ownership.NotInstance);
+//   - it is Running and not being deleted;
+//   - an HTTP action: the pod has an IP and does not use the node's
+//     network (spec.hostNetwork: its IP is the node's, so the GET would
+//     reach whatever listens on that port of the node, not the workload);
+//   - an exec action: the container is one the StatefulSet's pod template
+//     declares (by name; the template's first when the action names none)
+//     and the pod runs it: never a container a mutating webhook injected
+//     (a sidecar), an init or an ephemeral one.
+//
+// It returns the container to exec in ("" for HTTP), or an error wrapping
+// ErrRefused that says which rule refused.
 func Admit(req Request) (string, error) {
 	p := req.Pod
 	switch {
@@ -153,28 +174,49 @@ func Admit(req Request) (string, error) {
 		return "", fmt.Errorf("%w: action %s has no target pod", ErrRefused, req.Name)
 	case req.Placement == "" || p.Labels[fleetv1.LabelPlacement] != req.Placement:
 		return "", fmt.Errorf("%w: pod %s is not an instance of SubsetPlacement %s", ErrRefused, klog.KObj(p), req.Placement)
-	case p.DeletionTimestamp != nil || p.Status.Phase != v1.PodRunning:
+	case req.StatefulSet == nil:
+		return "", fmt.Errorf("%w: the StatefulSet of SubsetPlacement %s is not known: pod %s cannot be checked to be one of its instances", ErrRefused, req.Placement, klog.KObj(p))
+	}
+	if why := ownership.NotInstance(req.StatefulSet, p); why != "" {
+		return "", fmt.Errorf("%w: pod %s is not an instance of StatefulSet %s: %s", ErrRefused, klog.KObj(p), req.StatefulSet.Name, why)
+	}
+	if p.DeletionTimestamp != nil || p.Status.Phase != v1.PodRunning {
 		return "", fmt.Errorf("%w: pod %s is not running (phase %s, deleting %t)", ErrRefused, klog.KObj(p), p.Status.Phase, p.DeletionTimestamp != nil)
 	}
 	if req.Action.HTTPGet != nil {
+		if p.Spec.HostNetwork {
+			return "", fmt.Errorf("%w: pod %s uses the node's network (spec.hostNetwork): an HTTP action to its IP would reach port %d of node %s, not only the workload; use an exec action",
+				ErrRefused, klog.KObj(p), req.Action.HTTPGet.Port, p.Spec.NodeName)
+		}
 		if p.Status.PodIP == "" {
 			return "", fmt.Errorf("%w: pod %s has no IP", ErrRefused, klog.KObj(p))
 		}
 		return "", nil
 	}
-	if len(p.Spec.Containers) == 0 {
-		return "", fmt.Errorf("%w: pod %s has no container", ErrRefused, klog.KObj(p))
+	declared := req.StatefulSet.Spec.Template.Spec.Containers
+	if len(declared) == 0 {
+		return "", fmt.Errorf("%w: StatefulSet %s declares no container", ErrRefused, req.StatefulSet.Name)
 	}
 	name := req.Action.Exec.Container
 	if name == "" {
-		return p.Spec.Containers[0].Name, nil
+		name = declared[0].Name
+	} else if !slices.ContainsFunc(declared, func(c v1.Container) bool { return c.Name == name }) {
+		return "", fmt.Errorf("%w: container %q is not one of StatefulSet %s's pod template (%s): an action never runs in a container the template does not declare",
+			ErrRefused, name, req.StatefulSet.Name, containerNames(declared))
 	}
-	for _, c := range p.Spec.Containers {
-		if c.Name == name {
-			return name, nil
-		}
+	if !slices.ContainsFunc(p.Spec.Containers, func(c v1.Container) bool { return c.Name == name }) {
+		return "", fmt.Errorf("%w: pod %s has no container %q", ErrRefused, klog.KObj(p), name)
 	}
-	return "", fmt.Errorf("%w: pod %s has no container %q", ErrRefused, klog.KObj(p), name)
+	return name, nil
+}
+
+// containerNames is the containers' names, comma-separated.
+func containerNames(cs []v1.Container) string {
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // Argv returns the argv an exec action runs: env, the variables as

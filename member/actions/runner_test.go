@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/utils/ptr"
 
@@ -58,13 +60,34 @@ func (r *recordingExecutor) Exec(ctx context.Context, ns, pod, container string,
 	return res.err
 }
 
+// instance returns a Running pod labelled into placement and, when its
+// name is <placement>-<ordinal>, controlled by statefulSet(placement) (as
+// the StatefulSet controller makes them), with containers.
 func instance(name, placement string, containers ...string) *v1.Pod {
-	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{fleetv1.LabelPlacement: placement}},
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("pod-" + name), Labels: map[string]string{fleetv1.LabelPlacement: placement}},
 		Status: v1.PodStatus{Phase: v1.PodRunning, PodIP: "127.0.0.1"}}
+	if placement != "" && strings.HasPrefix(name, placement+"-") {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: placement,
+			UID: types.UID("sts-" + placement), Controller: ptr.To(true)}}
+		p.Labels[fleetv1.LabelPodIndex] = strings.TrimPrefix(name, placement+"-")
+	}
 	for _, c := range containers {
 		p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: c})
 	}
 	return p
+}
+
+// statefulSet returns the delivered StatefulSet name, whose template
+// declares containers (default "main", "sidecar").
+func statefulSet(name string, containers ...string) *appsv1.StatefulSet {
+	if len(containers) == 0 {
+		containers = []string{"main", "sidecar"}
+	}
+	s := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("sts-" + name)}}
+	for _, c := range containers {
+		s.Spec.Template.Spec.Containers = append(s.Spec.Template.Spec.Containers, v1.Container{Name: c})
+	}
+	return s
 }
 
 func execAction(container string, cmd ...string) *fleetv1.LifecycleAction {
@@ -79,6 +102,16 @@ func TestAdmit(t *testing.T) {
 	withInit := instance("db-east-0", "db-east", "main")
 	withInit.Spec.InitContainers = []v1.Container{{Name: "init"}}
 	withInit.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug"}}}
+	forged := instance("db-east-7", "x", "main") // every label, no owner
+	forged.Labels[fleetv1.LabelPlacement], forged.Labels[fleetv1.LabelPodIndex] = "db-east", "7"
+	wrongUID := instance("db-east-0", "db-east", "main")
+	wrongUID.OwnerReferences[0].UID = "fake"
+	badName := instance("db-east-0", "db-east", "main")
+	badName.Name = "db-east-00"
+	badIndex := instance("db-east-0", "db-east", "main")
+	badIndex.Labels[fleetv1.LabelPodIndex] = "1"
+	hostNet := instance("db-east-0", "db-east", "main")
+	hostNet.Spec.HostNetwork = true
 	tests := []struct {
 		name          string
 		req           Request
@@ -86,24 +119,57 @@ func TestAdmit(t *testing.T) {
 		wantRefused   string
 	}{
 		{name: "the first container by default",
-			req: Request{Name: fleetv1.ActionMemberJoin, Action: execAction("", "true"), Placement: "db-east", Pod: instance("db-east-0", "db-east", "main", "sidecar")}, wantContainer: "main"},
+			req: Request{Name: fleetv1.ActionMemberJoin, Action: execAction("", "true"), Placement: "db-east", StatefulSet: statefulSet("db-east"), Pod: instance("db-east-0", "db-east", "main", "sidecar")}, wantContainer: "main"},
 		{name: "a named container of the template",
-			req: Request{Name: fleetv1.ActionMemberJoin, Action: execAction("sidecar", "true"), Placement: "db-east", Pod: instance("db-east-0", "db-east", "main", "sidecar")}, wantContainer: "sidecar"},
+			req: Request{Name: fleetv1.ActionMemberJoin, Action: execAction("sidecar", "true"), Placement: "db-east", StatefulSet: statefulSet("db-east"), Pod: instance("db-east-0", "db-east", "main", "sidecar")}, wantContainer: "sidecar"},
 		{name: "a pod of another placement is refused",
-			req: Request{Name: fleetv1.ActionMemberJoin, Action: execAction("", "true"), Placement: "db-east", Pod: instance("other-0", "other", "main")}, wantRefused: "not an instance of SubsetPlacement db-east"},
+			req: Request{Name: fleetv1.ActionMemberJoin, Action: execAction("", "true"), Placement: "db-east", StatefulSet: statefulSet("db-east"), Pod: instance("other-0", "other", "main")}, wantRefused: "not an instance of SubsetPlacement db-east"},
 		{name: "a pod of no placement is refused",
-			req: Request{Name: fleetv1.ActionMemberJoin, Action: execAction("", "true"), Placement: "db-east", Pod: instance("x", "", "main")}, wantRefused: "not an instance"},
+			req: Request{Name: fleetv1.ActionMemberJoin, Action: execAction("", "true"), Placement: "db-east", StatefulSet: statefulSet("db-east"), Pod: instance("x", "", "main")}, wantRefused: "not an instance"},
 		{name: "an init container is refused",
-			req: Request{Name: fleetv1.ActionMemberJoin, Action: execAction("init", "true"), Placement: "db-east", Pod: withInit}, wantRefused: `no container "init"`},
+			req: Request{Name: fleetv1.ActionMemberJoin, Action: execAction("init", "true"), Placement: "db-east", StatefulSet: statefulSet("db-east"), Pod: withInit}, wantRefused: `container "init" is not one of StatefulSet db-east's pod template`},
 		{name: "an ephemeral container is refused",
-			req: Request{Name: fleetv1.ActionMemberJoin, Action: execAction("debug", "true"), Placement: "db-east", Pod: withInit}, wantRefused: `no container "debug"`},
+			req: Request{Name: fleetv1.ActionMemberJoin, Action: execAction("debug", "true"), Placement: "db-east", StatefulSet: statefulSet("db-east"), Pod: withInit}, wantRefused: `container "debug" is not one of StatefulSet db-east's pod template`},
+		{name: "a template container the pod does not run is refused",
+			req: Request{Name: fleetv1.ActionMemberJoin, Action: execAction("sidecar", "true"), Placement: "db-east", StatefulSet: statefulSet("db-east"),
+				Pod: instance("db-east-0", "db-east", "main")}, wantRefused: `has no container "sidecar"`},
 		{name: "a pod being deleted is refused",
-			req: Request{Name: fleetv1.ActionMemberJoin, Action: execAction("", "true"), Placement: "db-east", Pod: deleting}, wantRefused: "not running"},
+			req: Request{Name: fleetv1.ActionMemberJoin, Action: execAction("", "true"), Placement: "db-east", StatefulSet: statefulSet("db-east"), Pod: deleting}, wantRefused: "not running"},
 		{name: "a pending pod is refused",
-			req: Request{Name: fleetv1.ActionMemberJoin, Action: execAction("", "true"), Placement: "db-east", Pod: pending}, wantRefused: "not running"},
+			req: Request{Name: fleetv1.ActionMemberJoin, Action: execAction("", "true"), Placement: "db-east", StatefulSet: statefulSet("db-east"), Pod: pending}, wantRefused: "not running"},
+		// Issue 48: a pod labelled into the placement is a candidate,
+		// never an instance by its labels alone.
+		{name: "a forged pod with every label and no owner is refused",
+			req:         Request{Name: fleetv1.ActionMemberJoin, Action: execAction("", "true"), Placement: "db-east", StatefulSet: statefulSet("db-east"), Pod: forged},
+			wantRefused: "no controller ownerReference"},
+		{name: "a forged pod naming the StatefulSet with another UID is refused",
+			req:         Request{Name: fleetv1.ActionMemberJoin, Action: execAction("", "true"), Placement: "db-east", StatefulSet: statefulSet("db-east"), Pod: wrongUID},
+			wantRefused: "uid fake"},
+		{name: "an owned pod whose name is not <statefulset>-<ordinal> is refused",
+			req:         Request{Name: fleetv1.ActionMemberJoin, Action: execAction("", "true"), Placement: "db-east", StatefulSet: statefulSet("db-east"), Pod: badName},
+			wantRefused: "is not named db-east-<ordinal>"},
+		{name: "an owned pod whose pod-index is not its name's is refused",
+			req:         Request{Name: fleetv1.ActionMemberJoin, Action: execAction("", "true"), Placement: "db-east", StatefulSet: statefulSet("db-east"), Pod: badIndex},
+			wantRefused: "not its name's ordinal 0"},
+		{name: "no delivered StatefulSet: refused",
+			req:         Request{Name: fleetv1.ActionMemberJoin, Action: execAction("", "true"), Placement: "db-east", Pod: instance("db-east-0", "db-east", "main")},
+			wantRefused: "StatefulSet of SubsetPlacement db-east is not known"},
+		// A container a webhook injected is in the pod, not the template.
+		{name: "the template's first container by default, not an injected first one",
+			req: Request{Name: fleetv1.ActionMemberJoin, Action: execAction("", "true"), Placement: "db-east", StatefulSet: statefulSet("db-east", "main"),
+				Pod: instance("db-east-0", "db-east", "injected", "main")}, wantContainer: "main"},
+		{name: "an injected sidecar is refused",
+			req: Request{Name: fleetv1.ActionMemberJoin, Action: execAction("injected", "true"), Placement: "db-east", StatefulSet: statefulSet("db-east", "main"),
+				Pod: instance("db-east-0", "db-east", "injected", "main")}, wantRefused: `container "injected" is not one of StatefulSet db-east's pod template (main)`},
+		{name: "an HTTP action to a pod on the node's network is refused",
+			req: Request{Name: fleetv1.ActionRoleProbe, Action: &fleetv1.LifecycleAction{HTTPGet: &fleetv1.HTTPAction{Port: 8080}}, Placement: "db-east",
+				StatefulSet: statefulSet("db-east"), Pod: hostNet}, wantRefused: "spec.hostNetwork"},
+		{name: "an HTTP action to a pod on its own network",
+			req: Request{Name: fleetv1.ActionRoleProbe, Action: &fleetv1.LifecycleAction{HTTPGet: &fleetv1.HTTPAction{Port: 8080}}, Placement: "db-east",
+				StatefulSet: statefulSet("db-east"), Pod: instance("db-east-0", "db-east", "main")}, wantContainer: ""},
 		{name: "both exec and httpGet are refused",
 			req: Request{Name: fleetv1.ActionMemberJoin, Action: &fleetv1.LifecycleAction{Exec: &fleetv1.ExecAction{Command: []string{"true"}}, HTTPGet: &fleetv1.HTTPAction{Port: 80}},
-				Placement: "db-east", Pod: instance("db-east-0", "db-east", "main")}, wantRefused: "exactly one"},
+				Placement: "db-east", StatefulSet: statefulSet("db-east"), Pod: instance("db-east-0", "db-east", "main")}, wantRefused: "exactly one"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,7 +217,7 @@ func TestRunExec(t *testing.T) {
 			ex := &recordingExecutor{results: tc.results}
 			r := NewRunner(ex)
 			r.RetryDelay = time.Millisecond
-			res, err := r.Run(context.Background(), Request{Name: fleetv1.ActionMemberJoin, Action: tc.action, Placement: "db-east", Pod: pod, Env: env})
+			res, err := r.Run(context.Background(), Request{Name: fleetv1.ActionMemberJoin, Action: tc.action, Placement: "db-east", StatefulSet: statefulSet("db-east"), Pod: pod, Env: env})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("want an error saying %q, got %v", tc.wantErr, err)
@@ -177,12 +243,12 @@ func TestRunRefusedRunsNothing(t *testing.T) {
 	refused := counter(t, "memberLeave", ResultRefused)
 	ex := &recordingExecutor{}
 	_, err := NewRunner(ex).Run(context.Background(), Request{Name: fleetv1.ActionMemberLeave, Action: execAction("", "leave.sh"),
-		Placement: "db-east", Pod: instance("tenant-b-0", "tenant-b", "main")})
+		Placement: "db-east", StatefulSet: statefulSet("db-east"), Pod: instance("tenant-b-0", "tenant-b", "main")})
 	if !errors.Is(err, ErrRefused) || len(ex.calls) != 0 {
 		t.Fatalf("want a refusal and no exec, got %v and %d calls", err, len(ex.calls))
 	}
 	if _, err := NewRunner(nil).Run(context.Background(), Request{Name: fleetv1.ActionMemberLeave, Action: execAction("", "leave.sh"),
-		Placement: "db-east", Pod: instance("db-east-0", "db-east", "main")}); !errors.Is(err, ErrRefused) {
+		Placement: "db-east", StatefulSet: statefulSet("db-east"), Pod: instance("db-east-0", "db-east", "main")}); !errors.Is(err, ErrRefused) {
 		t.Fatalf("no executor: want a refusal, got %v", err)
 	}
 	if got := counter(t, "memberLeave", ResultRefused) - refused; got != 2 {
@@ -222,12 +288,12 @@ func TestRunHTTP(t *testing.T) {
 	r := NewRunner(nil)
 	r.RetryDelay = time.Millisecond
 	action := &fleetv1.LifecycleAction{HTTPGet: &fleetv1.HTTPAction{Port: p, Path: "/role?fmt=text"}, Retries: ptr.To[int32](1)}
-	res, err := r.Run(context.Background(), Request{Name: fleetv1.ActionRoleProbe, Action: action, Placement: "db-east", Pod: pod,
+	res, err := r.Run(context.Background(), Request{Name: fleetv1.ActionRoleProbe, Action: action, Placement: "db-east", StatefulSet: statefulSet("db-east"), Pod: pod,
 		Env: []EnvVar{{fleetv1.EnvAction, "roleProbe"}, {fleetv1.EnvInstanceName, "db-east-0"}}})
 	if err != nil || res.Stdout != "leader" {
 		t.Fatalf("want leader, got %q, %v", res.Stdout, err)
 	}
-	_, err = r.Run(context.Background(), Request{Name: fleetv1.ActionMemberLeave, Action: action, Placement: "db-east", Pod: pod,
+	_, err = r.Run(context.Background(), Request{Name: fleetv1.ActionMemberLeave, Action: action, Placement: "db-east", StatefulSet: statefulSet("db-east"), Pod: pod,
 		Env: []EnvVar{{fleetv1.EnvAction, "memberLeave"}}})
 	if err == nil || !strings.Contains(err.Error(), "HTTP status 503") {
 		t.Fatalf("want HTTP status 503, got %v", err)

@@ -17,6 +17,23 @@
 // EndpointSlice dropped the copy, and DNS servers watching EndpointSlices
 // see the two changes in that order.
 //
+// The report lists an endpoint only when it is an instance of the
+// FleetSet (never by a label or a hostname alone; see Publisher.admit): its
+// targetRef is a pod, with the UID the pod has, whose name is the
+// endpoint's hostname; that pod is controlled by the delivered StatefulSet
+// of a placement of the FleetSet (ownerReference controller=true with the
+// StatefulSet's UID, named <statefulset>-<ordinal>), the ordinal in the
+// placement's block; and the endpoint's address is the pod's. A pod in a
+// member namespace with hostname and subdomain naming another cluster's
+// instance, selected by the governing Service or by a Service of its
+// author's, is not reported: the hub would otherwise stop delivering this
+// cluster the other cluster's record and publish whatever name it claims.
+// A pod once found to be an instance stays one (its UID and name never
+// change) while an EndpointSlice lists it: after it is deleted, and while
+// its StatefulSet is re-created (deleted with propagationPolicy Orphan,
+// then adopting it again); a new leader term has not seen those pods and
+// leaves them out until their StatefulSet controls them.
+//
 // The publisher runs in the member controllers' leader only. It never
 // deletes a report because the hub is unreachable: a failed write is
 // retried, and the hub keeps the last report (silence keeps records). It
@@ -33,6 +50,8 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -41,6 +60,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -48,8 +69,10 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/member/internal/ownership"
 	"github.com/fleetset/fleetset/member/internal/placementqueue"
 	"github.com/fleetset/fleetset/member/internal/wiring"
 )
@@ -68,8 +91,15 @@ var publishes = metrics.NewCounterVec(&metrics.CounterOpts{
 	StabilityLevel: metrics.ALPHA,
 }, []string{"result"})
 
+var rejected = metrics.NewCounter(&metrics.CounterOpts{
+	Namespace: "fleetset", Subsystem: "member", Name: "fleet_dns_rejected_endpoints_total",
+	Help: "Endpoints of this member's EndpointSlices left out of its fleet DNS reports, counted per sync: not an instance of the FleetSet " +
+		"(no pod targetRef, a hostname that is not the pod's name, a pod its placement's delivered StatefulSet does not control, an ordinal outside the placement's block, an address that is not the pod's).",
+	StabilityLevel: metrics.ALPHA,
+})
+
 func init() {
-	legacyregistry.MustRegister(publishes)
+	legacyregistry.MustRegister(publishes, rejected)
 }
 
 // SliceSelector selects the EndpointSlices the publisher reads: those the
@@ -95,6 +125,16 @@ type Publisher struct {
 	// Resync is how often every FleetSet is published again, whether or
 	// not a pod changed (a hub restored from backup gets its reports back).
 	Resync time.Duration
+	// Pods, StatefulSets and Placements read the pods the endpoints name,
+	// the StatefulSets labelled fleetset.io/set and the SubsetPlacements:
+	// an endpoint is reported only when its pod is an instance of a
+	// placement of the FleetSet (admit).
+	Pods         corelisters.PodLister
+	StatefulSets appslisters.StatefulSetLister
+	Placements   client.Reader
+
+	// instances remembers the pods found to be instances.
+	instances ownership.Instances
 
 	queue placementqueue.Queue
 	mu    sync.Mutex
@@ -110,11 +150,21 @@ type Publisher struct {
 func Run(ctx context.Context, d wiring.Deps, hub kubernetes.Interface, cluster string, resync time.Duration) error {
 	logger := klog.FromContext(ctx).WithName("fleet-dns")
 	ctx = klog.NewContext(ctx, logger)
+	if d.Pods == nil || d.StatefulSets == nil || d.Placements == nil {
+		return fmt.Errorf("the fleet DNS publisher needs the pod and StatefulSet informers and the SubsetPlacement reader")
+	}
 	factory := wiring.NewLabelledFactory(d.Client, SliceSelector)
 	slices := factory.Discovery().V1().EndpointSlices()
-	p := &Publisher{Cluster: cluster, Slices: slices.Lister(), Hub: hub, Resync: resync}
+	p := &Publisher{Cluster: cluster, Slices: slices.Lister(), Hub: hub, Resync: resync,
+		Pods: d.Pods.Lister(), StatefulSets: d.StatefulSets.Lister(), Placements: d.Placements}
 	var hs wiring.Handlers
 	if err := hs.Add(slices.Informer(), p.SliceHandler()); err != nil {
+		return err
+	}
+	if err := hs.Add(d.Pods.Informer(), p.PodHandler()); err != nil {
+		return err
+	}
+	if err := hs.Add(d.StatefulSets.Informer(), p.StatefulSetHandler()); err != nil {
 		return err
 	}
 	factory.Start(ctx.Done())
@@ -187,10 +237,19 @@ func (p *Publisher) enqueueAll(ctx context.Context) {
 		p.known[k] = nil
 	}
 	p.mu.Unlock()
+	listed := map[types.UID]bool{}
 	for _, sl := range all {
 		if k, ok := fleetSetOf(sl); ok {
 			keys = append(keys, k)
 		}
+		for _, ep := range sl.Endpoints {
+			if ep.TargetRef != nil {
+				listed[ep.TargetRef.UID] = true
+			}
+		}
+	}
+	if p.Pods != nil {
+		p.instances.Sweep(p.Pods, func(uid types.UID) bool { return listed[uid] })
 	}
 	for _, k := range keys {
 		p.queue.Add(k)
@@ -211,6 +270,39 @@ func (p *Publisher) SliceHandler() toolscache.ResourceEventHandler {
 		}
 	}
 	return toolscache.ResourceEventHandlerFuncs{AddFunc: add, UpdateFunc: func(_, n any) { add(n) }, DeleteFunc: add}
+}
+
+// PodHandler enqueues the FleetSet (label fleetset.io/set) of a pod that
+// appears, or whose controller, IPs or phase change: the pod informer may
+// see a pod after the EndpointSlice that lists it, and a StatefulSet
+// adopting its pods again changes only their ownerReferences.
+func (p *Publisher) PodHandler() toolscache.ResourceEventHandler {
+	p.init()
+	add := func(obj any) {
+		if pod, ok := obj.(*v1.Pod); ok && pod.Labels[fleetv1.LabelSet] != "" {
+			p.queue.Add(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Labels[fleetv1.LabelSet]})
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{AddFunc: add, UpdateFunc: func(o, n any) {
+		a, ok1 := o.(*v1.Pod)
+		b, ok2 := n.(*v1.Pod)
+		if ok1 && ok2 && (a.Status.Phase != b.Status.Phase || !slices.Equal(a.Status.PodIPs, b.Status.PodIPs) ||
+			!apiequality.Semantic.DeepEqual(metav1.GetControllerOfNoCopy(a), metav1.GetControllerOfNoCopy(b))) {
+			add(n)
+		}
+	}}
+}
+
+// StatefulSetHandler enqueues the FleetSet (label fleetset.io/set) of a
+// StatefulSet that appears or changes.
+func (p *Publisher) StatefulSetHandler() toolscache.ResourceEventHandler {
+	p.init()
+	add := func(obj any) {
+		if o, ok := obj.(metav1.Object); ok && o.GetLabels()[fleetv1.LabelSet] != "" {
+			p.queue.Add(types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[fleetv1.LabelSet]})
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{AddFunc: add, UpdateFunc: func(_, n any) { add(n) }}
 }
 
 // fleetSetOf returns the FleetSet of an EndpointSlice the EndpointSlice
@@ -234,7 +326,18 @@ func (p *Publisher) Sync(ctx context.Context, key types.NamespacedName) error {
 		return err
 	}
 	local = slices.DeleteFunc(local, func(sl *discoveryv1.EndpointSlice) bool { _, ok := fleetSetOf(sl); return !ok })
-	want := Report(p.Cluster, key.Namespace, key.Name, local)
+	var left []string
+	want := Report(p.Cluster, key.Namespace, key.Name, local, func(ep discoveryv1.Endpoint, addr string) bool {
+		why := p.admit(ctx, key, ep, addr)
+		if why != "" {
+			left = append(left, ptr.Deref(ep.Hostname, "")+" at "+addr+": "+why)
+		}
+		return why == ""
+	})
+	if len(left) > 0 {
+		rejected.Add(float64(len(left)))
+		klog.FromContext(ctx).V(2).Info("Endpoints left out of the fleet DNS report: not instances of the FleetSet", "fleetSet", key, "endpoints", left)
+	}
 	reports := p.Hub.DiscoveryV1().EndpointSlices(p.Cluster)
 	name := fleetv1.MemberEndpointsName(key.Namespace, key.Name)
 	if len(want.Endpoints) == 0 {
@@ -301,8 +404,10 @@ func (p *Publisher) write(ctx context.Context, want *discoveryv1.EndpointSlice) 
 // (Ready is the hub's to compute), sorted by hostname. A hostname listed
 // twice (the controller moving an endpoint between slices) is reported
 // once: the serving, not terminating one, else the one of the slice first
-// by name. cluster is the member's cluster namespace on the hub.
-func Report(cluster, namespace, name string, local []*discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
+// by name. cluster is the member's cluster namespace on the hub. Only the
+// endpoints admit accepts (called with the endpoint and the address
+// reported) are listed.
+func Report(cluster, namespace, name string, local []*discoveryv1.EndpointSlice, admit func(ep discoveryv1.Endpoint, addr string) bool) *discoveryv1.EndpointSlice {
 	s := &discoveryv1.EndpointSlice{
 		TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -336,7 +441,7 @@ func Report(cluster, namespace, name string, local []*discoveryv1.EndpointSlice)
 					break
 				}
 			}
-			if addr == "" {
+			if addr == "" || !admit(ep, addr) {
 				continue
 			}
 			e := discoveryv1.Endpoint{
@@ -364,4 +469,62 @@ func Report(cluster, namespace, name string, local []*discoveryv1.EndpointSlice)
 // live reports whether e is serving and not terminating.
 func live(e discoveryv1.Endpoint) bool {
 	return ptr.Deref(e.Conditions.Serving, false) && !ptr.Deref(e.Conditions.Terminating, false)
+}
+
+// admit says why ep, listed for FleetSet key with address addr by an
+// EndpointSlice here, is not one of key's instances, "" when it is: its
+// targetRef is a pod of key's namespace with the pod's UID and the
+// endpoint's hostname as its name; that pod is an instance
+// (ownership.NotInstance) of the delivered StatefulSet of a placement of
+// key (the StatefulSet and placement labelled fleetset.io/set=<key>, the
+// placement owning the StatefulSet), with its ordinal in the placement's
+// block, and addr is one of its IPs; or it was found so before
+// (p.instances: deleted since, or its StatefulSet being re-created).
+func (p *Publisher) admit(ctx context.Context, key types.NamespacedName, ep discoveryv1.Endpoint, addr string) string {
+	host, ref := ptr.Deref(ep.Hostname, ""), ep.TargetRef
+	switch {
+	case ref == nil || ref.Kind != "Pod" || ref.UID == "":
+		return "no pod targetRef"
+	case ref.Namespace != "" && ref.Namespace != key.Namespace:
+		return "targetRef in namespace " + ref.Namespace
+	case ref.Name != host:
+		return fmt.Sprintf("hostname %q is not its pod's name %q", host, ref.Name)
+	}
+	if p.Pods == nil {
+		return "no pod lister"
+	}
+	pod, err := p.Pods.Pods(key.Namespace).Get(ref.Name)
+	if err != nil || pod.UID != ref.UID {
+		// Gone (or replaced) while the EndpointSlice lists it still: an
+		// instance only when it was found one before.
+		if p.instances.Known(ref.UID, key.Namespace, ref.Name, addr) {
+			return ""
+		}
+		return fmt.Sprintf("pod %s (uid %s) not found", ref.Name, ref.UID)
+	}
+	if !slices.ContainsFunc(pod.Status.PodIPs, func(ip v1.PodIP) bool { return ip.IP == addr }) && pod.Status.PodIP != addr {
+		return fmt.Sprintf("address %s is not pod %s's", addr, pod.Name)
+	}
+	var sts *appsv1.StatefulSet
+	if c := metav1.GetControllerOfNoCopy(pod); c != nil && c.Kind == "StatefulSet" && p.StatefulSets != nil {
+		if s, err := p.StatefulSets.StatefulSets(key.Namespace).Get(c.Name); err == nil && s.Labels[fleetv1.LabelSet] == key.Name {
+			sp := &fleetv1.SubsetPlacement{}
+			if p.Placements != nil && p.Placements.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: s.Name}, sp) == nil &&
+				wiring.NotOwned(sp, s) == "" {
+				o, ok := ownership.OrdinalOfName(s.Name, pod.Name)
+				if ok && (o < sp.Spec.OrdinalStart || int64(o) >= int64(sp.Spec.OrdinalStart)+int64(sp.Spec.OrdinalBlockSizeOrDefault())) {
+					return fmt.Sprintf("ordinal %d is outside placement %s's block [%d, %d)", o, sp.Name, sp.Spec.OrdinalStart,
+						int64(sp.Spec.OrdinalStart)+int64(sp.Spec.OrdinalBlockSizeOrDefault()))
+				}
+				sts = s
+			}
+		}
+	}
+	if why := p.instances.Check(sts, pod); why != "" {
+		if sts == nil {
+			return "pod " + pod.Name + " is not controlled by the delivered StatefulSet of a placement of " + key.Name + ": " + why
+		}
+		return why
+	}
+	return ""
 }

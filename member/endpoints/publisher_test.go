@@ -3,18 +3,24 @@ package endpoints
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 )
@@ -30,6 +36,7 @@ func ep(hostname, ip string, serving, terminating bool) discoveryv1.Endpoint {
 	}
 	if hostname != "" {
 		e.Hostname = ptr.To(hostname)
+		e.TargetRef = &v1.ObjectReference{Kind: "Pod", Namespace: "db", Name: hostname, UID: types.UID("pod-" + hostname)}
 	}
 	return e
 }
@@ -45,18 +52,68 @@ func slice(name, set string, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointS
 	}
 }
 
-func newPublisher(t *testing.T, local ...*discoveryv1.EndpointSlice) (*Publisher, *cache.Indexer, *fake.Clientset) {
+// newPublisher returns a Publisher over local, whose pods, StatefulSets
+// and placements are those the StatefulSet controller and the hub would
+// have made for every endpoint with a hostname <statefulset>-<ordinal>
+// (the pod, UID pod-<hostname>, with every address the endpoints give it,
+// controlled by its StatefulSet; the StatefulSet and placement labelled
+// with the slice's FleetSet), plus extra objects (forged ones).
+func newPublisher(t *testing.T, local []*discoveryv1.EndpointSlice, extra ...runtime.Object) (*Publisher, *cache.Indexer, *fake.Clientset, cache.Indexer) {
 	t.Helper()
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	podIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	stsIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	scheme := runtime.NewScheme()
+	_ = fleetv1.AddToScheme(scheme)
+	placements := ctrlfake.NewClientBuilder().WithScheme(scheme)
+	pods := map[string]*v1.Pod{}
+	sets := map[string]bool{}
 	for _, sl := range local {
 		if err := idx.Add(sl); err != nil {
 			t.Fatal(err)
 		}
+		for _, e := range sl.Endpoints {
+			host := ptr.Deref(e.Hostname, "")
+			i := strings.LastIndexByte(host, '-')
+			if i < 0 || sl.Labels[discoveryv1.LabelManagedBy] != controllerManagedBy || strings.HasPrefix(sl.Name, "forged") ||
+				e.TargetRef == nil || e.TargetRef.Name != host {
+				continue
+			}
+			stsName := host[:i]
+			p := pods[host]
+			if p == nil {
+				p = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: host, UID: types.UID("pod-" + host),
+					Labels:          map[string]string{fleetv1.LabelSet: sl.Labels[fleetv1.LabelSet], fleetv1.LabelPodIndex: host[i+1:]},
+					OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: stsName, UID: types.UID("sts-" + stsName), Controller: ptr.To(true)}}}}
+				pods[host] = p
+			}
+			p.Status.PodIPs = append(p.Status.PodIPs, v1.PodIP{IP: e.Addresses[0]})
+			if !sets[stsName] {
+				sets[stsName] = true
+				l := map[string]string{fleetv1.LabelSet: sl.Labels[fleetv1.LabelSet]}
+				_ = stsIdx.Add(&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: stsName, UID: types.UID("sts-" + stsName), Labels: l}})
+				placements.WithObjects(&fleetv1.SubsetPlacement{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: stsName, Labels: l}})
+			}
+		}
+	}
+	for _, p := range pods {
+		_ = podIdx.Add(p)
+	}
+	for _, o := range extra {
+		switch o := o.(type) {
+		case *v1.Pod:
+			_ = podIdx.Add(o)
+		case *appsv1.StatefulSet:
+			_ = stsIdx.Add(o)
+		case *fleetv1.SubsetPlacement:
+			placements.WithObjects(o)
+		}
 	}
 	hub := fake.NewClientset()
-	p := &Publisher{Cluster: "east", Slices: discoverylisters.NewEndpointSliceLister(idx), Hub: hub, Resync: time.Minute}
+	p := &Publisher{Cluster: "east", Slices: discoverylisters.NewEndpointSliceLister(idx), Hub: hub, Resync: time.Minute,
+		Pods: corelisters.NewPodLister(podIdx), StatefulSets: appslisters.NewStatefulSetLister(stsIdx), Placements: placements.Build()}
 	p.init()
-	return p, &idx, hub
+	return p, &idx, hub, podIdx
 }
 
 var key = types.NamespacedName{Namespace: "db", Name: "mydb"}
@@ -68,7 +125,7 @@ var key = types.NamespacedName{Namespace: "db", Name: "mydb"}
 func TestPublishesLocalInstances(t *testing.T) {
 	delivered := slice("mydb-fleet-0", "mydb", ep("mydb-west-1000", "10.2.0.1", true, false))
 	delivered.Labels[discoveryv1.LabelManagedBy] = "fleetset-hub"
-	p, _, hub := newPublisher(t,
+	p, _, hub, _ := newPublisher(t, []*discoveryv1.EndpointSlice{
 		slice("mydb-b", "mydb",
 			ep("mydb-east-1", "10.1.0.2", false, false),
 			ep("mydb-east-0", "10.1.0.99", true, false), // also in mydb-a: the first slice by name wins
@@ -79,7 +136,7 @@ func TestPublishesLocalInstances(t *testing.T) {
 			ep("mydb-east-3", "10.1.0.4", true, true),
 			ep("mydb-east-5", "10.1.0.55", true, true)),
 		slice("web-a", "web", ep("web-east-0", "10.1.0.9", true, false)),
-		delivered)
+		delivered})
 	if err := p.Sync(t.Context(), key); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +180,9 @@ func TestPublishesLocalInstances(t *testing.T) {
 // the report only once no EndpointSlice here lists an instance of the
 // FleetSet and the hub answers.
 func TestHubSilenceKeepsReports(t *testing.T) {
-	p, idx, hub := newPublisher(t, slice("mydb-a", "mydb", ep("mydb-east-0", "10.1.0.1", true, false)))
+	p, idx, hub, _ := newPublisher(t, []*discoveryv1.EndpointSlice{slice("mydb-a", "mydb", ep("mydb-east-0", "10.1.0.1", true, false),
+		ep("mydb-east-0", "10.1.0.7", true, false))}) // the pod has both addresses
+	(*idx).Update(slice("mydb-a", "mydb", ep("mydb-east-0", "10.1.0.1", true, false)))
 	if err := p.Sync(t.Context(), key); err != nil {
 		t.Fatal(err)
 	}
@@ -156,8 +215,9 @@ func TestHubSilenceKeepsReports(t *testing.T) {
 // would otherwise keep withholding that instance's record from this
 // cluster.
 func TestLeftoverReportIsDeleted(t *testing.T) {
-	p, _, hub := newPublisher(t)
-	left := Report("east", "db", "mydb", []*discoveryv1.EndpointSlice{slice("mydb-a", "mydb", ep("mydb-east-0", "10.1.0.1", true, false))})
+	p, _, hub, _ := newPublisher(t, nil)
+	left := Report("east", "db", "mydb", []*discoveryv1.EndpointSlice{slice("mydb-a", "mydb", ep("mydb-east-0", "10.1.0.1", true, false))},
+		func(discoveryv1.Endpoint, string) bool { return true })
 	if _, err := hub.DiscoveryV1().EndpointSlices("east").Create(t.Context(), left, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -172,5 +232,90 @@ func TestLeftoverReportIsDeleted(t *testing.T) {
 	p.queue.Done(k)
 	if _, err := hub.DiscoveryV1().EndpointSlices("east").Get(t.Context(), "db.mydb", metav1.GetOptions{}); err == nil {
 		t.Error("the leftover report is still on the hub")
+	}
+}
+
+// TestForgedEndpointsAreNotReported (issue 48): the EndpointSlice
+// controller lists whatever pods a Service selects with the hostname they
+// claim; the report lists only the endpoints of the FleetSet's instances.
+// Left out: a bare pod named and hostnamed as another cluster's instance
+// (no owner), a pod naming the StatefulSet with another UID, an endpoint
+// whose hostname is not its pod's name, an address that is not the pod's,
+// an owned pod outside the placement's ordinal block, and an instance of
+// another FleetSet listed in this one's slices. A real instance deleted
+// while the slice still lists it stays reported (it was found to be an
+// instance); a forged pod is never remembered.
+func TestForgedEndpointsAreNotReported(t *testing.T) {
+	forgedEP := func(host, pod, uid, ip string) discoveryv1.Endpoint {
+		e := ep(host, ip, true, false)
+		e.TargetRef = &v1.ObjectReference{Kind: "Pod", Namespace: "db", Name: pod, UID: types.UID(uid)}
+		return e
+	}
+	forgedPod := func(name, uid, ip string, owner *metav1.OwnerReference) *v1.Pod {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: name, UID: types.UID(uid),
+			Labels: map[string]string{fleetv1.LabelSet: "mydb", fleetv1.LabelPlacement: "mydb-east", fleetv1.LabelPodIndex: name[strings.LastIndexByte(name, '-')+1:]}},
+			Status: v1.PodStatus{Phase: v1.PodRunning, PodIP: ip, PodIPs: []v1.PodIP{{IP: ip}}}}
+		if owner != nil {
+			p.OwnerReferences = []metav1.OwnerReference{*owner}
+		}
+		return p
+	}
+	ref := func(name, uid string) *metav1.OwnerReference {
+		return &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: name, UID: types.UID(uid), Controller: ptr.To(true)}
+	}
+	p, idx, hub, podIdx := newPublisher(t, []*discoveryv1.EndpointSlice{
+		slice("mydb-a", "mydb", ep("mydb-east-0", "10.1.0.1", true, false)),
+		slice("web-a", "web", ep("web-east-0", "10.1.0.9", true, false)),
+		slice("forged-a", "mydb",
+			forgedEP("mydb-west-1000", "mydb-west-1000", "bare", "10.1.0.50"),
+			forgedEP("mydb-east-1", "mydb-east-1", "wrong-owner", "10.1.0.51"),
+			forgedEP("mydb-west-1001", "mydb-east-0", "pod-mydb-east-0", "10.1.0.1"),
+			forgedEP("mydb-east-0", "mydb-east-0", "pod-mydb-east-0", "10.9.9.9"),
+			forgedEP("mydb-east-1500", "mydb-east-1500", "beyond", "10.1.0.52"),
+			forgedEP("web-east-0", "web-east-0", "pod-web-east-0", "10.1.0.9"),
+			ep("", "10.1.0.53", true, false)),
+	},
+		forgedPod("mydb-west-1000", "bare", "10.1.0.50", nil),
+		forgedPod("mydb-east-1", "wrong-owner", "10.1.0.51", ref("mydb-east", "fake")),
+		forgedPod("mydb-east-1500", "beyond", "10.1.0.52", ref("mydb-east", "sts-mydb-east")))
+	if err := p.Sync(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	reported := func() []string {
+		s, err := hub.DiscoveryV1().EndpointSlices("east").Get(t.Context(), "db.mydb", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range s.Endpoints {
+			got = append(got, *e.Hostname+"="+e.Addresses[0])
+		}
+		return got
+	}
+	if got := reported(); len(got) != 1 || got[0] != "mydb-east-0=10.1.0.1" {
+		t.Fatalf("reported %v, want only the instance mydb-east-0=10.1.0.1", got)
+	}
+	// The instance's pod is deleted; the slices still list it: reported
+	// until they drop it. The forged ones are not, whatever happens.
+	for _, name := range []string{"mydb-east-0", "mydb-west-1000", "mydb-east-1"} {
+		obj, ok, _ := podIdx.GetByKey("db/" + name)
+		if ok {
+			_ = podIdx.Delete(obj)
+		}
+	}
+	p.enqueueAll(t.Context())
+	if err := p.Sync(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	if got := reported(); len(got) != 1 || got[0] != "mydb-east-0=10.1.0.1" {
+		t.Fatalf("after the pods' deletion, reported %v, want mydb-east-0=10.1.0.1 (the slice lists it still)", got)
+	}
+	_ = (*idx).Delete(slice("mydb-a", "mydb"))
+	p.enqueueAll(t.Context())
+	if err := p.Sync(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hub.DiscoveryV1().EndpointSlices("east").Get(t.Context(), "db.mydb", metav1.GetOptions{}); err == nil {
+		t.Errorf("a report is on the hub with no instance listed here: %v", reported())
 	}
 }

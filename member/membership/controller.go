@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +30,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/member/actions"
+	"github.com/fleetset/fleetset/member/internal/ownership"
 	"github.com/fleetset/fleetset/member/internal/placementqueue"
 	"github.com/fleetset/fleetset/member/internal/wiring"
 )
@@ -67,9 +69,10 @@ type Controller struct {
 	Placements client.Reader
 	// Pods reads pods (the scheduler's pod informer).
 	Pods corelisters.PodLister
-	// StatefulSets reads the StatefulSets labelled fleetset.io/set: only
-	// the desired ordinals of a placement's StatefulSet (same name) join;
-	// nil: every ordinal may.
+	// StatefulSets reads the StatefulSets labelled fleetset.io/set: a
+	// placement's instances are the pods its delivered StatefulSet (same
+	// name, wiring.DeliveredStatefulSet) controls, and only its desired
+	// ordinals join; nil: no pod is an instance (nothing runs).
 	StatefulSets appslisters.StatefulSetLister
 	// Client reads and annotates claims, patches pods and their status.
 	Client kubernetes.Interface
@@ -216,6 +219,20 @@ func (c *Controller) Sync(ctx context.Context, key types.NamespacedName) error {
 	pods, err := c.Pods.Pods(key.Namespace).List(labels.SelectorFromSet(labels.Set{fleetv1.LabelPlacement: key.Name}))
 	if err != nil {
 		return err
+	}
+	// Labels select candidates; only the pods the placement's delivered
+	// StatefulSet controls are its instances (a forged pod is never
+	// joined, left, nor run in).
+	sts, why := wiring.DeliveredStatefulSet(c.StatefulSets, sp)
+	pods = slices.DeleteFunc(pods, func(p *v1.Pod) bool {
+		if reason := ownership.NotInstance(sts, p); reason != "" {
+			klog.FromContext(ctx).V(4).Info("Ignoring a pod labelled into the placement: not one of its instances", "pod", klog.KObj(p), "reason", reason)
+			return true
+		}
+		return false
+	})
+	if sts == nil {
+		klog.FromContext(ctx).V(2).Info("No instance of the placement can be told", "placement", key, "reason", why)
 	}
 	slices.SortFunc(pods, func(a, b *v1.Pod) int { return int(actions.Ordinal(a) - actions.Ordinal(b)) })
 	if pa.Actions.MemberJoin != nil {
@@ -376,18 +393,21 @@ func (c *Controller) runFor(ctx context.Context, sp *fleetv1.SubsetPlacement, p 
 	action *fleetv1.LifecycleAction, set func(*actions.Env)) (actions.Result, error) {
 	env := actions.ForPod(name, sp.Spec.Actions, p, c.ClusterDomain)
 	set(&env)
-	target, placement := c.target(ctx, sp, p, action)
+	target, placement, sts := c.target(ctx, sp, p, action)
 	if target == nil {
 		return actions.Result{}, fmt.Errorf("instance %s is not running and no other live instance may run %s", p.Name, name)
 	}
-	return c.Runner.Run(ctx, actions.Request{Name: name, Action: action, Placement: placement, Pod: target, Env: env.Vars()})
+	return c.Runner.Run(ctx, actions.Request{Name: name, Action: action, Placement: placement, StatefulSet: sts, Pod: target, Env: env.Vars()})
 }
 
-// target returns the pod action about p runs in, and that pod's
-// placement: p itself (target Self), or another Running and Ready instance
-// of the same FleetSet in this cluster (AnyLive; p when there is none).
-// p may be nil (its pod is gone); then AnyLive is the only way.
-func (c *Controller) target(ctx context.Context, sp *fleetv1.SubsetPlacement, p *v1.Pod, action *fleetv1.LifecycleAction) (*v1.Pod, string) {
+// target returns the pod action about p runs in, that pod's placement and
+// the placement's delivered StatefulSet: p itself (target Self), or
+// another Running and Ready instance of the same FleetSet in this cluster
+// (AnyLive; p when there is none): a pod controlled by the delivered
+// StatefulSet of a placement of that FleetSet, never a pod by its labels
+// alone. p may be nil (its pod is gone); then AnyLive is the only way. The
+// StatefulSet is nil when sp's is not known (the runner then refuses).
+func (c *Controller) target(ctx context.Context, sp *fleetv1.SubsetPlacement, p *v1.Pod, action *fleetv1.LifecycleAction) (*v1.Pod, string, *appsv1.StatefulSet) {
 	self := p != nil && p.Status.Phase == v1.PodRunning && p.DeletionTimestamp == nil
 	if action.TargetOrDefault() == fleetv1.TargetAnyLive {
 		pods, _ := c.Pods.Pods(sp.Namespace).List(labels.SelectorFromSet(labels.Set{fleetv1.LabelSet: sp.Spec.Actions.FleetSet}))
@@ -402,13 +422,19 @@ func (c *Controller) target(ctx context.Context, sp *fleetv1.SubsetPlacement, p 
 				other.Spec.Actions == nil || other.Spec.Actions.FleetSet != sp.Spec.Actions.FleetSet {
 				continue // not an instance of a placement of this FleetSet
 			}
-			return o, pl
+			sts, _ := wiring.DeliveredStatefulSet(c.StatefulSets, other)
+			if why := ownership.NotInstance(sts, o); why != "" {
+				klog.FromContext(ctx).V(4).Info("Not an AnyLive target: labelled into a placement, not one of its instances", "pod", klog.KObj(o), "reason", why)
+				continue
+			}
+			return o, pl, sts
 		}
 	}
 	if self {
-		return p, sp.Name
+		sts, _ := wiring.DeliveredStatefulSet(c.StatefulSets, sp)
+		return p, sp.Name, sts
 	}
-	return nil, ""
+	return nil, "", nil
 }
 
 // claims reads p's claims.

@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -42,10 +44,12 @@ import (
 const scheduler = "system:serviceaccount:fleetset-system:fleetset-scheduler"
 
 var (
-	cs      kubernetes.Interface
-	schedCS kubernetes.Interface
-	cl      client.Client
-	exec    = &recorder{}
+	// envConfig is the apiserver's admin config.
+	envConfig *rest.Config
+	cs        kubernetes.Interface
+	schedCS   kubernetes.Interface
+	cl        client.Client
+	exec      = &recorder{}
 )
 
 // recorder is the member component's Executor in these tests: there is no
@@ -148,6 +152,7 @@ func run(m *testing.M) (int, error) {
 	}
 	defer func() { _ = env.Stop() }()
 	cs = kubernetes.NewForConfigOrDie(env.Config)
+	envConfig = env.Config
 	scheme := runtime.NewScheme()
 	_ = fleetv1.AddToScheme(scheme)
 	if cl, err = client.New(env.Config, client.Options{Scheme: scheme}); err != nil {
@@ -261,15 +266,33 @@ func createClaim(t *testing.T, ns string, i int, annotations map[string]string) 
 func createPod(t *testing.T, ns string, i int, claim, ready bool) types.UID {
 	t.Helper()
 	ctx := context.Background()
-	name := fmt.Sprintf("db-east-%d", i)
-	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
-		fleetv1.LabelPlacement: "db-east", fleetv1.LabelSet: "db", "apps.kubernetes.io/pod-index": fmt.Sprint(i)}},
+	// Controlled by StatefulSet db-east, as its controller makes them (a
+	// test that did not create it gets one of 2 replicas).
+	sts, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "db-east", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		createStatefulSet(t, ns, 2)
+		sts, err = cs.AppsV1().StatefulSets(ns).Get(ctx, "db-east", metav1.GetOptions{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return createPodAs(t, cs, ns, fmt.Sprintf("db-east-%d", i), fmt.Sprint(i), claim, ready,
+		metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db-east", UID: sts.UID, Controller: ptr.To(true)})
+}
+
+// createPodAs creates pod name (labelled into db-east with pod-index
+// index, with owners) as c, and makes it Running as createPod does.
+func createPodAs(t *testing.T, c kubernetes.Interface, ns, name, index string, claim, ready bool, owners ...metav1.OwnerReference) types.UID {
+	t.Helper()
+	ctx := context.Background()
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: owners, Labels: map[string]string{
+		fleetv1.LabelPlacement: "db-east", fleetv1.LabelSet: "db", "apps.kubernetes.io/pod-index": index}},
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "db", Image: "etcd"}, {Name: "sidecar", Image: "pause"}},
 			ReadinessGates: []v1.PodReadinessGate{{ConditionType: fleetv1.ConditionMemberJoined}}}}
 	if claim {
 		p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data-" + name}}}}
 	}
-	p, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+	p, err := c.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +301,7 @@ func createPod(t *testing.T, ns string, i int, claim, ready bool) types.UID {
 		readyStatus = v1.ConditionTrue
 	}
 	now := metav1.Now()
-	p.Status = v1.PodStatus{Phase: v1.PodRunning, PodIP: fmt.Sprintf("10.0.0.%d", i+1),
+	p.Status = v1.PodStatus{Phase: v1.PodRunning, PodIP: fmt.Sprintf("10.0.%d.%s", len(owners), index),
 		Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: readyStatus, LastTransitionTime: now}},
 		ContainerStatuses: []v1.ContainerStatus{
 			{Name: "db", Ready: true, State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: now}}},
@@ -784,5 +807,80 @@ func setRole(t *testing.T, ns, name, role string) {
 	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, fleetv1.LabelRole, role)
 	if _, err := cs.CoreV1().Pods(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestForgedPodIsNeverATarget (issue 48): pods a namespace editor (the pod
+// rights of ClusterRole edit, impersonated) labels into the placement —
+// db-east-0, bare with every label, and db-east-9 with pod-index 0 and an
+// ownerReference naming StatefulSet db-east with another UID — Running,
+// Ready, their containers running, sorting before the real instances, are
+// never an action's target: memberJoin AnyLive for db-east-1 runs in the
+// real db-east-2; the leave of ordinal 0 (whose real pod is gone) is not
+// run in the forged db-east-0, it is held (status.actions.leaveFailed); no
+// forged pod is joined nor gets the member-joined condition.
+func TestForgedPodIsNeverATarget(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "forged")
+	join := action("/join.sh")
+	join.Target = fleetv1.TargetAnyLive
+	leave := action("/leave.sh")
+	leave.Retries = new(int32)
+	createPlacement(t, ns, &fleetv1.PlacementActions{FleetSet: "db", ServiceName: "db", Members: members("db-east", 0, 1, 2),
+		Leave:   []fleetv1.PlacementLeave{{Ordinal: 0, Reason: fleetv1.LeaveScaledDown}},
+		Actions: fleetv1.LifecycleActions{MemberJoin: join, MemberLeave: leave}}, false)
+	createStatefulSet(t, ns, 3)
+	if _, err := cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "editor-pods"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "list", "patch", "update", "delete"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "editor"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "editor"}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "editor-pods"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(envConfig)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "editor", Groups: []string{"system:authenticated"}}
+	editor := kubernetes.NewForConfigOrDie(cfg)
+	waitFor(t, 10*time.Second, func() string { return "the editor may not create pods" }, func() bool {
+		r, err := editor.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "pods"}}}, metav1.CreateOptions{})
+		return err == nil && r.Status.Allowed
+	})
+	createPodAs(t, editor, ns, "db-east-0", "0", false, true)
+	createPodAs(t, editor, ns, "db-east-9", "0", false, true,
+		metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db-east", UID: "7f0c6a2e-0000-4000-8000-000000000000", Controller: ptr.To(true)})
+	createClaim(t, ns, 2, map[string]string{fleetv1.AnnotationMemberJoined: "uid", fleetv1.AnnotationMemberJoinedEpoch: "0"})
+	createClaim(t, ns, 1, nil)
+	createPod(t, ns, 2, true, true)
+	createPod(t, ns, 1, true, false)
+	p := pod(t, ns, "db-east-1")
+	p.Status.ContainerStatuses[0].State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+	if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, func() string {
+		return fmt.Sprintf("calls %v, status.actions %+v", actionsOf(ns), placementStatus(t, ns))
+	}, func() bool {
+		return membership.ConditionTrue(pod(t, ns, "db-east-1")) && strings.Contains(placementStatus(t, ns).LeaveFailed, "db-east-0")
+	})
+	time.Sleep(2 * time.Second)
+	for _, c := range exec.callsIn(ns) {
+		if c.Pod != "db-east-2" {
+			t.Errorf("an action ran in %s (%s for %s): only the real instance db-east-2 may be a target", c.Pod, c.Env[fleetv1.EnvAction], c.Env[fleetv1.EnvInstanceName])
+		}
+	}
+	if got := actionsOf(ns); !slices.Contains(got, "memberJoin/db-east-2/FirstStart") {
+		t.Errorf("calls %v, want memberJoin for db-east-1 in db-east-2", got)
+	}
+	for _, name := range []string{"db-east-0", "db-east-9"} {
+		for _, c := range pod(t, ns, name).Status.Conditions {
+			if c.Type == fleetv1.ConditionMemberJoined {
+				t.Errorf("forged pod %s got condition %s=%s (%s)", name, c.Type, c.Status, c.Message)
+			}
+		}
+	}
+	if s := placementStatus(t, ns); s.Left != "" || s.Joined != "1" {
+		t.Errorf("status.actions %+v, want ordinal 0 not left (held) and only 1 joined", s)
 	}
 }

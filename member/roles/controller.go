@@ -30,6 +30,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/member/actions"
+	"github.com/fleetset/fleetset/member/internal/ownership"
 	"github.com/fleetset/fleetset/member/internal/placementqueue"
 	"github.com/fleetset/fleetset/member/internal/wiring"
 )
@@ -65,9 +66,11 @@ type Controller struct {
 	Client kubernetes.Interface
 	// Status writes SubsetPlacements' status subresource.
 	Status client.SubResourceWriter
-	// StatefulSets reads the StatefulSets labelled fleetset.io/set (their
-	// status.updateRevision says which leaders are updated); nil: none
-	// listed as updated.
+	// StatefulSets reads the StatefulSets labelled fleetset.io/set: a
+	// placement's instances are the pods its delivered StatefulSet
+	// controls (ownership.NotInstance), and its status.updateRevision says
+	// which leaders are updated. nil: no pod is an instance (nothing is
+	// probed, no status written).
 	StatefulSets appslisters.StatefulSetLister
 	// Recorder records events on pods.
 	Recorder events.EventRecorder
@@ -87,6 +90,10 @@ type Controller struct {
 	queue workqueue.TypedRateLimitingInterface[types.NamespacedName]
 	// probes holds pods to probe, each one at most once (waiting or queued).
 	probes workqueue.TypedDelayingInterface[types.NamespacedName]
+
+	// instances remembers the pods found to be instances of their
+	// placement's delivered StatefulSet (ownership.Instances).
+	instances ownership.Instances
 
 	mu sync.Mutex
 	// state is each probed pod's record of failures and warnings.
@@ -255,8 +262,11 @@ func (c *Controller) PodHandler() toolscache.ResourceEventHandler {
 			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 				obj = d.Obj
 			}
-			if p, ok := obj.(*v1.Pod); ok && p.Labels[fleetv1.LabelPlacement] != "" {
-				c.enqueuePlacementOf(p)
+			if p, ok := obj.(*v1.Pod); ok {
+				c.instances.Forget(p.UID)
+				if p.Labels[fleetv1.LabelPlacement] != "" {
+					c.enqueuePlacementOf(p)
+				}
 			}
 		},
 	}
@@ -279,7 +289,8 @@ func (c *Controller) PlacementHandler() toolscache.ResourceEventHandler {
 		}
 		c.queue.Add(client.ObjectKeyFromObject(sp))
 		if rolesChanged && sp.Spec.Roles != nil && (sp.Spec.Roles.Probe != nil || (sp.Spec.Actions != nil && sp.Spec.Actions.Actions.RoleProbe != nil)) {
-			for _, p := range c.podsOf(sp) {
+			pods, _ := c.podsOf(sp)
+			for _, p := range pods {
 				c.probes.Add(client.ObjectKeyFromObject(p))
 			}
 		}
@@ -301,13 +312,22 @@ func Running(p *v1.Pod) bool {
 	return p.Status.Phase == v1.PodRunning && p.Status.PodIP != "" && p.DeletionTimestamp == nil
 }
 
-// podsOf returns the running pods of sp.
-func (c *Controller) podsOf(sp *fleetv1.SubsetPlacement) []*v1.Pod {
+// podsOf returns the running instances of sp: the pods labelled into it
+// that its delivered StatefulSet controls (or controlled: c.instances), or
+// nil and why not when that StatefulSet is not known. A pod carrying the
+// placement's labels without being one of them (a forged pod) is left
+// out, never probed and never counted.
+func (c *Controller) podsOf(sp *fleetv1.SubsetPlacement) ([]*v1.Pod, string) {
+	sts, why := wiring.DeliveredStatefulSet(c.StatefulSets, sp)
 	list, err := c.Pods.Pods(sp.Namespace).List(labels.SelectorFromSet(labels.Set{fleetv1.LabelPlacement: sp.Name}))
 	if err != nil {
-		return nil
+		return nil, err.Error()
 	}
-	return slices.DeleteFunc(list, func(p *v1.Pod) bool { return !Running(p) })
+	out := slices.DeleteFunc(list, func(p *v1.Pod) bool { return !Running(p) || c.instances.Check(sts, p) != "" })
+	if sts == nil && len(out) == 0 {
+		return nil, why
+	}
+	return out, ""
 }
 
 // Sync writes the status of placement key when it differs from its pods'
@@ -323,7 +343,13 @@ func (c *Controller) Sync(ctx context.Context, key types.NamespacedName) error {
 	// status.actions is the actions controller's (its patch leaves it).
 	want := fleetv1.SubsetPlacementStatus{ObservedGeneration: sp.Generation, Actions: sp.Status.Actions}
 	if sp.Spec.Roles != nil {
-		pods := c.podsOf(sp)
+		pods, why := c.podsOf(sp)
+		if why != "" {
+			// Which pods are its instances cannot be told: hold the
+			// status as it is (its StatefulSet's events bring it back).
+			klog.FromContext(ctx).V(2).Info("Holding the roles of a placement: its instances cannot be told", "placement", key, "reason", why)
+			return nil
+		}
 		want.Roles, want.Leaders = Summarize(sp.Spec.Roles.Roles, pods)
 		if c.StatefulSets != nil {
 			if sts, err := c.StatefulSets.StatefulSets(sp.Namespace).Get(sp.Name); err == nil {

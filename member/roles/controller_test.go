@@ -244,3 +244,43 @@ func TestUpdatedLeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestHostNetworkPodIsNotProbed (issue 48): a pod on the node's network
+// (spec.hostNetwork: its IP is the node's) is never sent the HTTP role
+// probe, which would reach whatever listens on that port of the node: no
+// request, no label, one Warning RoleProbeFailed at once saying why.
+func TestHostNetworkPodIsNotProbed(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		_, _ = w.Write([]byte("primary"))
+	}))
+	t.Cleanup(srv.Close)
+	host, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	n, _ := strconv.Atoi(port)
+	p := pod("db-0", "")
+	p.Status.PodIP, p.Spec.HostNetwork, p.Spec.NodeName = host, true, "node-1"
+	cs := fake.NewClientset(p)
+	rec := events.NewFakeRecorder(10)
+	c := New(nil, nil, cs, nil, rec)
+	probe := &fleetv1.RoleProbe{HTTPGet: fleetv1.RoleProbeHTTPGet{Port: int32(n)}, TimeoutSeconds: 1, FailureThreshold: 3}
+	c.ProbeOnce(context.Background(), p, probe, testRoles)
+	c.ProbeOnce(context.Background(), p, probe, testRoles)
+	if hits.Load() != 0 {
+		t.Errorf("the probe reached the node's port %d times", hits.Load())
+	}
+	for _, a := range cs.Actions() {
+		if _, ok := a.(k8stesting.PatchAction); ok {
+			t.Errorf("the pod was labelled: %v", a)
+		}
+	}
+	select {
+	case e := <-rec.Events:
+		if !strings.HasPrefix(e, "Warning RoleProbeFailed ") || !strings.Contains(e, "spec.hostNetwork") || !strings.Contains(e, "node node-1") {
+			t.Errorf("event %q, want a RoleProbeFailed naming spec.hostNetwork and the node", e)
+		}
+	default:
+		t.Error("no event at the first refused probe")
+	}
+	expectEvents(t, rec) // once
+}

@@ -4,7 +4,12 @@
 //
 // For every SubsetPlacement P with spec.roles, the instances are the pods
 // labelled fleetset.io/placement=<P> in P's namespace that are Running, have
-// a pod IP and are not being deleted.
+// a pod IP, are not being deleted, and are controlled by P's delivered
+// StatefulSet (ownerReference controller=true with its UID, named
+// <statefulset>-<ordinal>; member/internal/ownership): a pod carrying the
+// labels without that owner is never probed, labelled nor counted. While P's
+// StatefulSet is not known (not yet in the cache, or being re-created) and
+// no pod is known to be its instance, P's status is held as it is.
 //
 // # The probe
 //
@@ -19,6 +24,8 @@
 //     precondition), only when they differ.
 //   - Another name: a Warning event UnknownRole on the pod, once per name in
 //     a row; the labels are left as they are.
+//   - A pod with spec.hostNetwork is not sent the HTTP probe (its IP is the
+//     node's): a Warning event RoleProbeFailed at once says so.
 //   - A failure (no answer, an error, a timeout, a status outside 2xx): the
 //     labels are left as they are (the instance keeps its last role); after
 //     failureThreshold failures in a row, one Warning event RoleProbeFailed,

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -222,21 +224,44 @@ func createPlacement(t *testing.T, ns, name string, pr *fleetv1.PlacementRoles) 
 	if err := cl.Create(context.Background(), sp); err != nil {
 		t.Fatal(err)
 	}
+	// Its StatefulSet, as the hub delivers it beside the placement (no
+	// StatefulSet controller runs: createPod makes its pods).
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{fleetv1.LabelSet: "db"}},
+		Spec: appsv1.StatefulSetSpec{ServiceName: "db", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{fleetv1.LabelPlacement: name}},
+			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{fleetv1.LabelPlacement: name}},
+				Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}}}
+	if _, err := cs.AppsV1().StatefulSets(ns).Create(context.Background(), sts, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	return sp
 }
 
-// createPod creates pod <placement>-<i> of placement, with labels, and,
-// when ip is set, makes it Running with that IP (there is no kubelet).
+// createPod creates pod <placement>-<i> of placement, with labels, as
+// the StatefulSet controller does (controlled by the placement's
+// StatefulSet), and, when ip is set, makes it Running with that IP (there
+// is no kubelet).
 func createPod(t *testing.T, ns, placement string, i int, ip string, labels map[string]string) {
+	t.Helper()
+	sts, err := cs.AppsV1().StatefulSets(ns).Get(context.Background(), placement, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createPodAs(t, cs, ns, fmt.Sprintf("%s-%d", placement, i), placement, ip, labels,
+		metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: placement, UID: sts.UID, Controller: ptr.To(true)})
+}
+
+// createPodAs creates pod name labelled into placement (and labels), with
+// owners, as client c, and, when ip is set, makes it Running with that IP.
+func createPodAs(t *testing.T, c kubernetes.Interface, ns, name, placement, ip string, labels map[string]string, owners ...metav1.OwnerReference) {
 	t.Helper()
 	ctx := context.Background()
 	l := map[string]string{fleetv1.LabelPlacement: placement, fleetv1.LabelSet: "db"}
 	for k, v := range labels {
 		l[k] = v
 	}
-	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", placement, i), Labels: l},
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: l, OwnerReferences: owners},
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}
-	p, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+	p, err := c.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,6 +507,56 @@ func TestLabelContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 3*time.Second, statusIs(t, ns, "db", "", ""))
+}
+
+// TestForgedPodIsNeverLeader (issue 48): pods labelled into a placement
+// with roles and a probe, Running, whose role servers answer the leader
+// role, are never probed, labelled nor counted unless the placement's
+// StatefulSet controls them: a bare pod a namespace editor (the pod rights
+// of ClusterRole edit, impersonated) created with the placement, set and pod-index labels,
+// and one with an ownerReference naming the StatefulSet with another UID
+// that also carries fleetset.io/role=primary itself. The status names the
+// real instances only, and its leader is the real one.
+func TestForgedPodIsNeverLeader(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "forged")
+	servers, port := startRoleServers(t, "primary", "replica", "primary", "primary")
+	createPlacement(t, ns, "db", &fleetv1.PlacementRoles{Roles: dbRoles, Probe: &fleetv1.RoleProbe{
+		HTTPGet: fleetv1.RoleProbeHTTPGet{Port: port, Path: "/v1/role"}, PeriodSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 2}})
+	// What ClusterRole edit gives on pods (no aggregation controller runs
+	// here to fill edit itself).
+	if _, err := cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "editor-pods"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "list", "patch", "update", "delete"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "editor"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "editor"}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "editor-pods"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "editor", Groups: []string{"system:authenticated"}}
+	editor := kubernetes.NewForConfigOrDie(cfg)
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		r, err := editor.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "pods"}}}, metav1.CreateOptions{})
+		return err == nil && r.Status.Allowed, nil
+	}); err != nil {
+		t.Fatalf("the namespace editor may not create pods: %v", err)
+	}
+	// The forged pods first: the real ones' events then sync the status
+	// with the forged ones in the cache.
+	createPodAs(t, editor, ns, "db-7", "db", servers[2].ip, map[string]string{fleetv1.LabelPodIndex: "7"})
+	createPodAs(t, editor, ns, "db-5", "db", servers[3].ip, map[string]string{fleetv1.LabelPodIndex: "5", fleetv1.LabelRole: "primary", fleetv1.LabelAccessMode: "ReadWrite"},
+		metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: "0b7c2f5e-0000-4000-8000-000000000000", Controller: ptr.To(true)})
+	createPod(t, ns, "db", 0, servers[0].ip, nil)
+	createPod(t, ns, "db", 1, servers[1].ip, nil)
+	waitFor(t, 10*time.Second, statusIs(t, ns, "db", "db-0=primary,db-1=replica", "db-0"))
+	time.Sleep(3 * time.Second) // three probe periods
+	waitFor(t, time.Second, statusIs(t, ns, "db", "db-0=primary,db-1=replica", "db-0"))
+	if got := podLabels(t, ns)["db-7"]; got != "/" {
+		t.Errorf("the forged pod db-7 was labelled %s: it was probed", got)
+	}
 }
 
 // holder returns the holder of the member controllers' Lease.

@@ -3,6 +3,7 @@ package roles
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +21,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/member/actions"
+	"github.com/fleetset/fleetset/member/internal/wiring"
 )
 
 // nextProbe probes one pod and schedules its next probe; false once the
@@ -53,6 +56,10 @@ type prober struct {
 	threshold int32
 	// probe asks the pod for its role.
 	probe func(ctx context.Context) (string, error)
+	// refused, when set, is why the pod may not be probed this way (an
+	// HTTP probe of a pod on the node's network): probe returns it, and
+	// the Warning event is recorded at the first failure.
+	refused error
 }
 
 // probeTarget returns the pod of key with its placement's prober and roles,
@@ -71,7 +78,14 @@ func (c *Controller) probeTarget(ctx context.Context, key types.NamespacedName) 
 	if sp.Spec.Roles == nil {
 		return nil, nil, nil
 	}
-	if pr := c.proberOf(sp, pod); pr != nil {
+	sts, _ := wiring.DeliveredStatefulSet(c.StatefulSets, sp)
+	if why := c.instances.Check(sts, pod); why != "" {
+		// Labelled into the placement, but not one of its StatefulSet's
+		// pods: never probed (nor labelled with a role).
+		klog.FromContext(ctx).V(2).Info("Not probing a pod that is not an instance of its placement", "pod", klog.KObj(pod), "reason", why)
+		return nil, nil, nil
+	}
+	if pr := c.proberOf(sp, sts, pod); pr != nil {
 		return pod, pr, sp.Spec.Roles.Roles
 	}
 	return nil, nil, nil
@@ -80,13 +94,21 @@ func (c *Controller) probeTarget(ctx context.Context, key types.NamespacedName) 
 // proberOf returns how to probe pod, an instance of sp: spec.roles.probe
 // (HTTP), else the roleProbe lifecycle action run by c.Actions; nil when sp
 // has neither (or no Runner for the action).
-func (c *Controller) proberOf(sp *fleetv1.SubsetPlacement, pod *v1.Pod) *prober {
+func (c *Controller) proberOf(sp *fleetv1.SubsetPlacement, sts *appsv1.StatefulSet, pod *v1.Pod) *prober {
 	if probe := sp.Spec.Roles.Probe; probe != nil {
 		url := ProbeURL(pod.Status.PodIP, probe)
 		timeout := time.Duration(probe.TimeoutSecondsOrDefault()) * time.Second
-		return &prober{what: "GET " + url, period: time.Duration(probe.PeriodSecondsOrDefault()) * time.Second,
+		pr := &prober{what: "GET " + url, period: time.Duration(probe.PeriodSecondsOrDefault()) * time.Second,
 			threshold: probe.FailureThresholdOrDefault(),
 			probe:     func(ctx context.Context) (string, error) { return Probe(ctx, c.HTTP, url, timeout) }}
+		if pod.Spec.HostNetwork {
+			// Its IP is the node's: the GET would reach whatever listens
+			// on that port of the node.
+			pr.refused = fmt.Errorf("%w: pod %s uses the node's network (spec.hostNetwork): an HTTP role probe to its IP would reach port %d of node %s, not only the workload; "+
+				"use the exec lifecycle action roleProbe, or label the pods with %s yourself", actions.ErrRefused, klog.KObj(pod), probe.HTTPGet.Port, pod.Spec.NodeName, fleetv1.LabelRole)
+			pr.probe = func(context.Context) (string, error) { return "", pr.refused }
+		}
+		return pr
 	}
 	pa := sp.Spec.Actions
 	if pa == nil || pa.Actions.RoleProbe == nil || c.Actions == nil {
@@ -97,7 +119,7 @@ func (c *Controller) proberOf(sp *fleetv1.SubsetPlacement, pod *v1.Pod) *prober 
 	// retries count toward the failure threshold instead.
 	once := *a
 	once.Retries = new(int32)
-	req := actions.Request{Name: fleetv1.ActionRoleProbe, Action: &once, Placement: sp.Name, Pod: pod,
+	req := actions.Request{Name: fleetv1.ActionRoleProbe, Action: &once, Placement: sp.Name, StatefulSet: sts, Pod: pod,
 		Env: actions.ForPod(fleetv1.ActionRoleProbe, pa, pod, c.ClusterDomain).Vars()}
 	what := "roleProbe action"
 	if a.Exec != nil {
@@ -117,7 +139,7 @@ func (c *Controller) proberOf(sp *fleetv1.SubsetPlacement, pod *v1.Pod) *prober 
 // labels, events, metrics (see the package documentation).
 func (c *Controller) ProbeOnce(ctx context.Context, pod *v1.Pod, probe *fleetv1.RoleProbe, roles []fleetv1.Role) {
 	sp := &fleetv1.SubsetPlacement{Spec: fleetv1.SubsetPlacementSpec{Roles: &fleetv1.PlacementRoles{Roles: roles, Probe: probe}}}
-	c.probeWith(ctx, pod, c.proberOf(sp, pod), roles)
+	c.probeWith(ctx, pod, c.proberOf(sp, nil, pod), roles)
 }
 
 // probeWith probes pod once with pr and acts on the answer.
@@ -139,6 +161,9 @@ func (c *Controller) probeWith(ctx context.Context, pod *v1.Pod, pr *prober, rol
 		probes.WithLabelValues(resultFailed).Inc()
 		st.failures++
 		threshold := pr.threshold
+		if pr.refused != nil || errors.Is(err, actions.ErrRefused) {
+			threshold = 1 // no retry makes it answer
+		}
 		logger.V(4).Info("Role probe failed", "probe", url, "failures", st.failures, "err", err)
 		if st.failures >= threshold && !st.failedWarned {
 			st.failedWarned = true

@@ -249,7 +249,7 @@ func (c *Controller) Sync(ctx context.Context, key types.NamespacedName) error {
 	}
 	for _, p := range pl.Switchover {
 		if sp.Spec.Actions != nil && sp.Spec.Actions.Actions.Switchover != nil && c.Actions != nil {
-			if err := c.runSwitchover(ctx, sp, p, Candidate(in, p.Name, sp.Spec.Actions.Candidates), pl.Revision); err != nil {
+			if err := c.runSwitchover(ctx, sp, sts, p, Candidate(in, p.Name, sp.Spec.Actions.Candidates), pl.Revision); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -306,11 +306,11 @@ func (c *Controller) replace(ctx context.Context, sp *fleetv1.SubsetPlacement, s
 // leader p with candidate (FLEETSET_CANDIDATE_NAME; "" lets the workload
 // choose); an error (with Warning events) when it fails, which holds the
 // leader: Sync is retried with a growing delay.
-func (c *Controller) runSwitchover(ctx context.Context, sp *fleetv1.SubsetPlacement, p *v1.Pod, candidate, revision string) error {
+func (c *Controller) runSwitchover(ctx context.Context, sp *fleetv1.SubsetPlacement, sts *appsv1.StatefulSet, p *v1.Pod, candidate, revision string) error {
 	pa := sp.Spec.Actions
 	env := actions.ForPod(fleetv1.ActionSwitchover, pa, p, c.ClusterDomain)
 	env.Leader, env.Candidate = p.Name, candidate
-	res, err := c.Actions.Run(ctx, actions.Request{Name: fleetv1.ActionSwitchover, Action: pa.Actions.Switchover, Placement: sp.Name, Pod: p, Env: env.Vars()})
+	res, err := c.Actions.Run(ctx, actions.Request{Name: fleetv1.ActionSwitchover, Action: pa.Actions.Switchover, Placement: sp.Name, StatefulSet: sts, Pod: p, Env: env.Vars()})
 	if err != nil {
 		msg := fmt.Sprintf("switchover action in leader %s (candidate %q) failed after %d attempts; the leader is held and the action runs again: %v",
 			p.Name, candidate, res.Attempts, err)
