@@ -92,6 +92,20 @@ const (
 	// (old revisions, a subset patch), never relocate before the member has
 	// fenced. Absent: the spec alone.
 	AnnotationMemberFenceSeconds = "fleetset.io/member-fence-seconds"
+	// AnnotationDeliveredFenceSeconds on a FleetSet's ManifestWork for a
+	// member is the longest fence, in whole seconds (a placement's
+	// fenceGraceSeconds plus its StatefulSet template's
+	// terminationGracePeriodSeconds, default 30), that an earlier spec of
+	// the work delivered and the member may still enforce: the hub writes
+	// it with every new spec, from the spec it replaces, and keeps the older
+	// value too while the work agent had not reported the replaced spec
+	// Applied. Until the agent reports the current spec Applied, the hub
+	// counts the larger of it and the current spec's fence into the fence
+	// deadline: a member cut off after it applied a longer grace, and
+	// before a heartbeat reported it (AnnotationMemberFenceSeconds),
+	// enforces that grace whatever the spec says afterwards. Written by
+	// the hub only; kept on the work, so a restarted hub reads it too.
+	AnnotationDeliveredFenceSeconds = "fleetset.io/delivered-fence-seconds"
 	// AnnotationMemberFencedPlacements on a heartbeat Lease is how many
 	// SubsetPlacements carry a fence record the member has not lifted yet
 	// (a decimal count): while it is above 0, the hub stamps

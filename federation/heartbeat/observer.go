@@ -90,6 +90,12 @@ type Observer struct {
 
 	mu      sync.Mutex
 	members map[string]*record
+	// departed are the last records of clusters that are no longer
+	// members (Forget, IsMember false), still renewed when their Lease is
+	// written again: a deleted ManagedCluster's member may still run its
+	// pods, and fences only once its heartbeats stop reaching the hub, so
+	// the hub counts its fence deadline from them (Departed).
+	departed map[string]*record
 	// disrupted is the last instant Tick found a full disruption; zero:
 	// none seen.
 	disrupted time.Time
@@ -99,22 +105,23 @@ type Observer struct {
 
 // NewObserver returns an Observer on clk, started now.
 func NewObserver(clk clock.PassiveClock) *Observer {
-	return &Observer{clock: clk, started: clk.Now(), members: map[string]*record{}}
+	return &Observer{clock: clk, started: clk.Now(), members: map[string]*record{}, departed: map[string]*record{}}
 }
 
 // Observe records heartbeat Lease l (namespace: the cluster). A renewTime
 // different from the last one seen counts as a renewal observed now; so does
 // the first sight of a Lease.
 //
-// The Lease of a cluster that is not a member (IsMember) is not recorded,
-// and forgets the cluster.
+// The Lease of a cluster that is not a member (IsMember) is not recorded
+// as a member's: it forgets the cluster as a member, and renews its
+// departed record (Departed).
 func (o *Observer) Observe(l *coordinationv1.Lease) {
 	if l.Name != fleetv1.HeartbeatLeaseName {
 		return
 	}
-	if o.IsMember != nil && !o.IsMember(l.Namespace) {
+	member := o.IsMember == nil || o.IsMember(l.Namespace)
+	if !member {
 		o.Forget(l.Namespace)
-		return
 	}
 	renew := ""
 	if l.Spec.RenewTime != nil {
@@ -140,10 +147,17 @@ func (o *Observer) Observe(l *coordinationv1.Lease) {
 	}()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	r, ok := o.members[l.Namespace]
+	recs := o.members
+	if member {
+		delete(o.departed, l.Namespace)
+	} else {
+		recs = o.departed
+		fenced = 0 // a departed cluster's works are gone: nothing to acknowledge
+	}
+	r, ok := recs[l.Namespace]
 	if !ok {
 		r = &record{}
-		o.members[l.Namespace] = r
+		recs[l.Namespace] = r
 	}
 	if !ok || r.renew != renew {
 		r.Observed, r.renew = now, renew
@@ -172,12 +186,42 @@ func (o *Observer) Observe(l *coordinationv1.Lease) {
 // is not believed, and the spec alone counts.
 const maxFenceSeconds = 7 * 24 * 3600
 
-// Forget drops cluster's heartbeat (its Lease was deleted).
+// Forget drops cluster as a member (its Lease was deleted, or it is no
+// member any more): it no longer counts as a member, a lost one or a peer,
+// and View no longer returns it. Its last record is kept for Departed.
 func (o *Observer) Forget(cluster string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	delete(o.members, cluster)
+	o.forget(cluster)
+}
+
+// forget is Forget with o.mu held.
+func (o *Observer) forget(cluster string) {
+	if r, ok := o.members[cluster]; ok {
+		o.departed[cluster] = r
+		delete(o.members, cluster)
+	}
 	heartbeatAge.DeleteLabelValues(cluster)
+}
+
+// Departed returns the last View of cluster's heartbeat since it stopped
+// being a member (its ManagedCluster deleted, or the add-on disabled), or
+// since its Lease was deleted, renewed by every write of its Lease the
+// hub observed since; false when this Observer never observed it (e.g. a
+// hub started after the cluster departed) or it is a member again. A
+// deleted ManagedCluster is no proof that its member stopped its pods: the
+// hub counts its fence deadline from this View.
+func (o *Observer) Departed(cluster string) (View, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.members[cluster]; ok {
+		return View{}, false
+	}
+	r, ok := o.departed[cluster]
+	if !ok {
+		return View{}, false
+	}
+	return r.View, true
 }
 
 // Refresh reads cluster's heartbeat Lease live through reader and observes
@@ -282,8 +326,7 @@ func (o *Observer) Tick() (disrupted bool, lost []string) {
 	defer o.mu.Unlock()
 	for c := range o.members {
 		if o.IsMember != nil && !o.IsMember(c) {
-			delete(o.members, c)
-			heartbeatAge.DeleteLabelValues(c)
+			o.forget(c)
 		}
 	}
 	for c, r := range o.members {
