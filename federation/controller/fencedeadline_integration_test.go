@@ -28,7 +28,7 @@ func TestFenceGraceRaisedThenCut(t *testing.T) {
 	if err := k8sClient.Create(t.Context(), fs); err != nil {
 		t.Fatal(err)
 	}
-	grace := func(want int64) func() (bool, error) {
+	grace := func(want int32) func() (bool, error) {
 		return func() (bool, error) {
 			w := works(t, "fenceraise", "db")["fr-east"]
 			if w == nil {
@@ -83,7 +83,8 @@ func TestFenceGraceRaisedThenCut(t *testing.T) {
 // heartbeat after its ManagedCluster was deleted (its credentials not yet
 // revoked: it reaches the hub, so it never fences), nothing of east moves,
 // past every deadline counted from the deletion, and the FleetSet says why
-// (Degraded RelocationHeld naming the deletion, a RelocationHeld event).
+// (Degraded, ClusterNotFound first, then the hold naming the deletion; a
+// RelocationHeld event).
 // Once its heartbeats stop, east's subset is relocated, no sooner than its
 // fence deadline from the last heartbeat the hub observed: timeout 3 s +
 // confirmation 1 s + fence grace 3 s + termination 2 s + margin 1 s.
@@ -99,9 +100,9 @@ func TestDeletedClusterWaitsForFence(t *testing.T) {
 	markApplied(t, "dl-west", "deletedcluster", "db")
 
 	deleteCluster(t, "dl-east")
-	eventually(t, 10*time.Second, "Degraded RelocationHeld naming the deletion", func() (bool, error) {
+	eventually(t, 10*time.Second, "Degraded naming the deletion and the hold", func() (bool, error) {
 		c := condition(getFleetSet(t, "deletedcluster", "db"), fleetv1.ConditionDegraded)
-		return c.Reason == fleetv1.ReasonRelocationHeld && strings.Contains(c.Message, "ManagedCluster dl-east was deleted, which does not confirm"), nil
+		return strings.Contains(c.Message, "ManagedCluster dl-east was deleted, which does not confirm"), nil
 	})
 	// Past the whole deadline (10 s) counted from the deletion: east's
 	// member still beats, so it has not fenced.
