@@ -112,6 +112,16 @@ const (
 	// AnnotationMemberAck on the member's ManifestWorks at every heartbeat.
 	// Absent: 0.
 	AnnotationMemberFencedPlacements = "fleetset.io/member-fenced-placements"
+	// AnnotationMemberEpochs on a heartbeat Lease is the member's record of
+	// the highest fencing epoch it has run each placement at (the member
+	// ConfigMap fleetset-system/fleetset-epochs): a JSON object of
+	// "<namespace>.<placement>.<owner identity>" to the epoch. A member
+	// holds a placement delivered below its record; the hub raises a
+	// subset's epoch to the highest any member reports, and moves it to
+	// the member that ran it there, before it delivers anything (a hub
+	// restored from a backup older than a relocation). Absent: nothing
+	// reported (a member before it).
+	AnnotationMemberEpochs = "fleetset.io/member-epochs"
 	// AddOnName is the name of fleetset's OCM add-on: its
 	// ClusterManagementAddOn, and the ManagedClusterAddOn that enables it
 	// in a cluster's namespace. While the ClusterManagementAddOn exists,
