@@ -92,6 +92,9 @@ func (r *FleetSetReconciler) failoverInputs(ctx context.Context, st *state, plan
 	for _, ss := range fs.Status.Subsets {
 		prev[ss.Name] = ss
 	}
+	for name, ss := range st.learned {
+		prev[name] = ss
+	}
 	names := map[string]bool{}
 	moving := false
 	for i, p := range planned {

@@ -56,6 +56,15 @@ type View struct {
 	// FencedPlacements is how many placements the member reported fenced
 	// and not yet lifted (AnnotationMemberFencedPlacements); 0 when absent.
 	FencedPlacements int
+	// Epochs is the member's record of the highest fencing epoch it ran
+	// each placement at (AnnotationMemberEpochs: "<namespace>.<placement>.
+	// <owner identity>" to the epoch); nil when it reported none or the
+	// annotation does not decode.
+	Epochs map[string]int64
+	// Renewed is true once the hub observed a renewal of the Lease (a
+	// renewTime other than the first it saw): what the Lease says was
+	// written since this hub started, not restored from a backup with it.
+	Renewed bool
 	// RenewTime is the Lease's renewTime as the member wrote it (RFC 3339,
 	// microseconds; "" none): what the hub acknowledges to the member
 	// (AnnotationMemberAck).
@@ -162,6 +171,14 @@ func (o *Observer) Observe(l *coordinationv1.Lease) {
 	if !ok || r.renew != renew {
 		r.Observed, r.renew = now, renew
 		renewed = true
+		r.Renewed = ok
+	}
+	r.Epochs = nil
+	if v, ok := l.Annotations[fleetv1.AnnotationMemberEpochs]; ok {
+		var epochs map[string]int64
+		if json.Unmarshal([]byte(v), &epochs) == nil {
+			r.Epochs = epochs
+		}
 	}
 	r.Timeout = timeout
 	r.FencedPlacements = fenced
@@ -262,6 +279,27 @@ func (o *Observer) Since(v View) time.Time {
 		return o.disrupted
 	}
 	return v.Observed
+}
+
+// HighestEpoch returns the member that reports the highest epoch for
+// placement key (AnnotationMemberEpochs), and that epoch; false when no
+// member reports key. Ties go to the first cluster by name.
+func (o *Observer) HighestEpoch(key string) (cluster string, epoch int64, ok bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for c, r := range o.members {
+		if o.IsMember != nil && !o.IsMember(c) {
+			continue
+		}
+		e, has := r.Epochs[key]
+		if !has || e < 0 {
+			continue
+		}
+		if !ok || e > epoch || (e == epoch && c < cluster) {
+			cluster, epoch, ok = c, e, true
+		}
+	}
+	return cluster, epoch, ok
 }
 
 // Peers returns every member's peer URLs, by cluster: only the clusters
