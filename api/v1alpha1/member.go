@@ -34,16 +34,25 @@ import "time"
 // deadline as the member computes it, counted from the hub's own observation
 // of the last heartbeat (or the end of the last full disruption): heartbeat
 // timeout + FenceConfirmation + fenceGraceSeconds + the largest
-// terminationGracePeriodSeconds of the pod template + RelocationMarginSeconds,
-// or at once on a positive confirmation (the ManagedCluster deleted, or
-// tainted TaintOutOfService). It relocates nothing while more than half of
-// the member clusters, or of a FleetSet's clusters, are lost at once.
+// terminationGracePeriodSeconds of the pod template + RelocationMarginSeconds
+// (the fence part the longest of the spec's, the member's last report,
+// AnnotationMemberFenceSeconds, and what the hub delivered and the member
+// may have applied since, AnnotationDeliveredFenceSeconds), or at once on a
+// positive confirmation (the ManagedCluster tainted TaintOutOfService; a
+// deleted ManagedCluster confirms nothing and waits for the deadline, from
+// the hub's record of its member's heartbeats). It relocates nothing while
+// more than half of the member clusters, or of a FleetSet's clusters, are
+// lost at once.
 //
 // A placement fenced on a member stays fenced after the member reaches the
 // hub again, until the hub confirms the placement is still this cluster's at
 // the same epoch (the placement in the hub's ManifestWork for this cluster)
 // or delivers it anew with a higher epoch; the record is the annotation
 // AnnotationFencedEpoch on the SubsetPlacement.
+//
+// Epochs are fencing tokens: a member never runs a placement below the
+// highest epoch it ran it at (AnnotationMemberEpochs), and the hub raises a
+// subset's epoch to the highest its members report before it delivers it.
 const (
 	// HeartbeatLeaseName is the member's heartbeat Lease, in the namespace
 	// named after its ManagedCluster on the hub.
