@@ -40,6 +40,7 @@ func TestFenceGraceRaisedThenCut(t *testing.T) {
 		}
 	}
 	eventually(t, 20*time.Second, "east's work delivered with fence grace 0", grace(0))
+	eventually(t, 20*time.Second, "west's work delivered", func() (bool, error) { return works(t, "fenceraise", "db")["fr-west"] != nil, nil })
 	markApplied(t, "fr-east", "fenceraise", "db")
 	markApplied(t, "fr-west", "fenceraise", "db")
 
