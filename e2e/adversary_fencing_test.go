@@ -30,16 +30,22 @@ import (
 // the local fleet, and asserts it is refused or harmless.
 
 // asHubTenant returns a hub client impersonating a tenant user who may
-// edit namespace ns on the hub only (a RoleBinding to the built-in edit
-// role, into which fleetset-editor aggregates FleetSets) and nothing else.
+// edit FleetSets in namespace ns on the hub and nothing else: a Role of
+// the FleetSet rules of manifests/hub/fleetset_editor_role.yaml (which the
+// local fleet's hub does not install) bound to the user.
 func (f *fleet) asHubTenant(t *testing.T, ns string) client.Client {
 	t.Helper()
 	user := "e2e-tenant-" + ns
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{fleetv1.GroupVersion.Group}, Resources: []string{"fleetsets"},
+		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}}
 	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"}}
-	if err := f.hub.Create(t.Context(), rb); err != nil {
-		t.Fatal(err)
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user}}
+	for _, o := range []client.Object{role, rb} {
+		if err := f.hub.Create(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg, err := framework.RESTConfig(f.cfg.HubKubeconfig, framework.ClientOptions{})
 	if err != nil {

@@ -129,6 +129,7 @@ func (f *Fencer) Sweep(ctx context.Context) (int, error) {
 	}
 	var fencing []*fleetv1.SubsetPlacement
 	records, below := 0, 0
+	stillBelow := map[string]bool{}
 	var running []*fleetv1.SubsetPlacement
 	for i := range list.Items {
 		sp := &list.Items[i]
@@ -141,6 +142,7 @@ func (f *Fencer) Sweep(ctx context.Context) (int, error) {
 		}
 		if b, h := f.Guard.Epochs.Below(sp); b {
 			below++
+			stillBelow[EpochKey(sp)] = true
 			if f.warned == nil {
 				f.warned = map[string]int64{}
 			}
@@ -157,6 +159,16 @@ func (f *Fencer) Sweep(ctx context.Context) (int, error) {
 		running = append(running, sp)
 	}
 	epochHeld.Set(float64(below))
+	// A placement no longer below its record (the hub delivered it at
+	// the recorded epoch or above): its pods turned away are re-queued,
+	// as at the lift of a fence; no cluster event the scheduler waits on
+	// is sure to follow.
+	for k := range f.warned {
+		if !stillBelow[k] {
+			delete(f.warned, k)
+			f.Guard.Lifted()
+		}
+	}
 	if err := f.Guard.Epochs.Record(ctx, running); err != nil {
 		klog.FromContext(ctx).Error(err, "Recording the placements' epochs")
 	}
