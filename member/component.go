@@ -413,7 +413,24 @@ func startFencing(ctx context.Context, cfg Config, host Host) (*fence.Guard, err
 			return peers.Ask(ctx, clients, p, min(2*time.Second, period))
 		},
 	}
-	f := &fence.Fencer{Guard: g, Placements: host.Placements, Writer: host.Writer, Pods: host.Pods.Lister(), Client: host.Client,
+	g.Epochs = &fence.Epochs{Client: host.Client}
+	if err := g.Epochs.Load(ctx); err != nil {
+		// Loaded again at the Fencer's first sweep; until then nothing
+		// is recorded or refused.
+		logger.Error(err, "Reading the member's record of placement epochs")
+	}
+	broadcaster, recorder, err := wiring.NewRecorder(host.Client)
+	if err != nil {
+		return nil, err
+	}
+	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+		return nil, fmt.Errorf("fencer events: %w", err)
+	}
+	go func() {
+		<-ctx.Done()
+		broadcaster.Shutdown()
+	}()
+	f := &fence.Fencer{Guard: g, Recorder: recorder, Placements: host.Placements, Writer: host.Writer, Pods: host.Pods.Lister(), Client: host.Client,
 		Confirm: func(ctx context.Context, sp *fleetv1.SubsetPlacement, e int64, returned time.Time) (bool, error) {
 			return confirm(ctx, hubC, cfg.Cluster, sp, e, returned)
 		},
@@ -645,6 +662,7 @@ func reportWith(g *fence.Guard, f *fence.Fencer) func() contact.Report {
 			r.FenceSeconds = s
 		}
 		r.FencedPlacements = f.Records()
+		r.Epochs = g.Epochs.Report()
 		return r
 	}
 }

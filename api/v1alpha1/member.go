@@ -34,16 +34,25 @@ import "time"
 // deadline as the member computes it, counted from the hub's own observation
 // of the last heartbeat (or the end of the last full disruption): heartbeat
 // timeout + FenceConfirmation + fenceGraceSeconds + the largest
-// terminationGracePeriodSeconds of the pod template + RelocationMarginSeconds,
-// or at once on a positive confirmation (the ManagedCluster deleted, or
-// tainted TaintOutOfService). It relocates nothing while more than half of
-// the member clusters, or of a FleetSet's clusters, are lost at once.
+// terminationGracePeriodSeconds of the pod template + RelocationMarginSeconds
+// (the fence part the longest of the spec's, the member's last report,
+// AnnotationMemberFenceSeconds, and what the hub delivered and the member
+// may have applied since, AnnotationDeliveredFenceSeconds), or at once on a
+// positive confirmation (the ManagedCluster tainted TaintOutOfService; a
+// deleted ManagedCluster confirms nothing and waits for the deadline, from
+// the hub's record of its member's heartbeats). It relocates nothing while
+// more than half of the member clusters, or of a FleetSet's clusters, are
+// lost at once.
 //
 // A placement fenced on a member stays fenced after the member reaches the
 // hub again, until the hub confirms the placement is still this cluster's at
 // the same epoch (the placement in the hub's ManifestWork for this cluster)
 // or delivers it anew with a higher epoch; the record is the annotation
 // AnnotationFencedEpoch on the SubsetPlacement.
+//
+// Epochs are fencing tokens: a member never runs a placement below the
+// highest epoch it ran it at (AnnotationMemberEpochs), and the hub raises a
+// subset's epoch to the highest its members report before it delivers it.
 const (
 	// HeartbeatLeaseName is the member's heartbeat Lease, in the namespace
 	// named after its ManagedCluster on the hub.
@@ -92,12 +101,36 @@ const (
 	// (old revisions, a subset patch), never relocate before the member has
 	// fenced. Absent: the spec alone.
 	AnnotationMemberFenceSeconds = "fleetset.io/member-fence-seconds"
+	// AnnotationDeliveredFenceSeconds on a FleetSet's ManifestWork for a
+	// member is the longest fence, in whole seconds (a placement's
+	// fenceGraceSeconds plus its StatefulSet template's
+	// terminationGracePeriodSeconds, default 30), that an earlier spec of
+	// the work delivered and the member may still enforce: the hub writes
+	// it with every new spec, from the spec it replaces, and keeps the older
+	// value too while the work agent had not reported the replaced spec
+	// Applied. Until the agent reports the current spec Applied, the hub
+	// counts the larger of it and the current spec's fence into the fence
+	// deadline: a member cut off after it applied a longer grace, and
+	// before a heartbeat reported it (AnnotationMemberFenceSeconds),
+	// enforces that grace whatever the spec says afterwards. Written by
+	// the hub only; kept on the work, so a restarted hub reads it too.
+	AnnotationDeliveredFenceSeconds = "fleetset.io/delivered-fence-seconds"
 	// AnnotationMemberFencedPlacements on a heartbeat Lease is how many
 	// SubsetPlacements carry a fence record the member has not lifted yet
 	// (a decimal count): while it is above 0, the hub stamps
 	// AnnotationMemberAck on the member's ManifestWorks at every heartbeat.
 	// Absent: 0.
 	AnnotationMemberFencedPlacements = "fleetset.io/member-fenced-placements"
+	// AnnotationMemberEpochs on a heartbeat Lease is the member's record of
+	// the highest fencing epoch it has run each placement at (the member
+	// ConfigMap fleetset-system/fleetset-epochs): a JSON object of
+	// "<namespace>.<placement>.<owner identity>" to the epoch. A member
+	// holds a placement delivered below its record; the hub raises a
+	// subset's epoch to the highest any member reports, and moves it to
+	// the member that ran it there, before it delivers anything (a hub
+	// restored from a backup older than a relocation). Absent: nothing
+	// reported (a member before it).
+	AnnotationMemberEpochs = "fleetset.io/member-epochs"
 	// AddOnName is the name of fleetset's OCM add-on: its
 	// ClusterManagementAddOn, and the ManagedClusterAddOn that enables it
 	// in a cluster's namespace. While the ClusterManagementAddOn exists,

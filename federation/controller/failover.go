@@ -11,6 +11,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
@@ -90,6 +91,9 @@ func (r *FleetSetReconciler) failoverInputs(ctx context.Context, st *state, plan
 	}
 	for _, ss := range fs.Status.Subsets {
 		prev[ss.Name] = ss
+	}
+	for name, ss := range st.learned {
+		prev[name] = ss
 	}
 	names := map[string]bool{}
 	moving := false
@@ -237,12 +241,15 @@ func (r *FleetSetReconciler) failoverCluster(ctx context.Context, st *state, c s
 		}
 		out.Confirmed = outOfService(mc)
 	}
-	if out.Exists && !out.Available {
-		if err := r.fenceDeadline(ctx, st.fs, c, &out); err != nil {
+	w, ok := st.existingWorks[st.workKey(c)]
+	if !out.Available {
+		// Deleted too: a deleted ManagedCluster is unknown, and waits
+		// for its member's deadline as an unavailable one does.
+		if err := r.fenceDeadline(ctx, st.fs, w, c, out.Exists, &out); err != nil {
 			return out, err
 		}
 	}
-	w, ok := st.existingWorks[st.workKey(c)]
+	// For a deleted cluster the planner ignores it: its works go with it.
 	out.Removed = !ok || (w.DeletionTimestamp.IsZero() && manifestwork.AppliedAtGeneration(w))
 	if ok && out.Removed {
 		for _, s := range subsets {
@@ -264,8 +271,16 @@ func (r *FleetSetReconciler) failoverCluster(ctx context.Context, st *state, c s
 // cluster c: the member's fence deadline as the member computes it,
 // counted from the hub's own observation (api/v1alpha1/member.go). It reads
 // the heartbeat Lease live first, so that a renewal the cache has not shown
-// yet counts.
-func (r *FleetSetReconciler) fenceDeadline(ctx context.Context, fs *fleetv1.FleetSet, c string, out *failover.Cluster) error {
+// yet counts. The fence in it is the longest of the spec's (fenceGraceSeconds
+// + terminationGracePeriodSeconds), the one the member reported at its last
+// heartbeat (AnnotationMemberFenceSeconds) and the one fs's ManifestWork w
+// for c (nil: none) may have made it enforce (manifestwork.EnforceableFence:
+// a longer grace delivered and applied after the member's last heartbeat).
+// For a cluster whose ManagedCluster does not exist (exists false) it
+// counts from the hub's record of the departed member's heartbeats
+// (heartbeat.Observer.Departed); none: out.Heartbeat stays false, and the
+// planner holds.
+func (r *FleetSetReconciler) fenceDeadline(ctx context.Context, fs *fleetv1.FleetSet, w *workv1.ManifestWork, c string, exists bool, out *failover.Cluster) error {
 	if r.Heartbeats == nil {
 		return nil
 	}
@@ -273,6 +288,9 @@ func (r *FleetSetReconciler) fenceDeadline(ctx context.Context, fs *fleetv1.Flee
 		return err
 	}
 	v, ok := r.Heartbeats.View(c)
+	if !ok && !exists {
+		v, ok = r.Heartbeats.Departed(c)
+	}
 	if !ok {
 		return nil
 	}
@@ -290,6 +308,12 @@ func (r *FleetSetReconciler) fenceDeadline(ctx context.Context, fs *fleetv1.Flee
 	if enforced := time.Duration(v.FenceSeconds) * time.Second; enforced > grace+term {
 		grace, term = enforced, 0
 		fence = fmt.Sprintf("the fence the member enforces %s (its fence grace and its pods' termination grace, as it last reported them; the spec's is shorter)", enforced)
+	}
+	// A longer grace the hub delivered may have reached the member after
+	// its last heartbeat: it enforces that one, reported or not.
+	if delivered := time.Duration(manifestwork.EnforceableFence(w)) * time.Second; delivered > grace+term {
+		grace, term = delivered, 0
+		fence = fmt.Sprintf("the fence the hub delivered to %s %s (a longer fence grace, or its pods' termination grace, its work agent may have applied after its last heartbeat; the spec's and the member's last report are shorter)", c, delivered)
 	}
 	out.Fenced = since.Add(v.Timeout + confirm + grace + term + r.RelocationMargin)
 	out.Deadline = fmt.Sprintf("heartbeat last observed or disruption ended at %s + timeout %s + confirmation %s + %s + margin %s",

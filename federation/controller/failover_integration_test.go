@@ -113,6 +113,12 @@ func memberBeatReporting(t testing.TB, cluster string, peers int) (stop func() t
 // beating every timeout/6.
 func memberBeatTimeout(t testing.TB, cluster string, peers int, timeout time.Duration) (stop func() time.Time) {
 	t.Helper()
+	return memberBeatReport(t, cluster, timeout, contact.Report{State: "InContact", Peers: peers})
+}
+
+// memberBeatReport is memberBeatTimeout whose heartbeats report report.
+func memberBeatReport(t testing.TB, cluster string, timeout time.Duration, report contact.Report) (stop func() time.Time) {
+	t.Helper()
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +129,7 @@ func memberBeatTimeout(t testing.TB, cluster string, peers int, timeout time.Dur
 	mon := contact.NewMonitor(clk, timeout)
 	hb := &contact.Heartbeat{Cluster: cluster, Identity: cluster + "-member", PeerURL: "http://127.0.0.1:1/" + cluster,
 		Hub: cs.CoordinationV1(), Monitor: mon, Clock: clk, Period: timeout / 6,
-		Report: func() contact.Report { return contact.Report{State: "InContact", Peers: peers} }}
+		Report: func() contact.Report { return report }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

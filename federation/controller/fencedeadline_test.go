@@ -50,7 +50,7 @@ func TestFenceDeadlineUsesTheMembersFence(t *testing.T) {
 			}
 			r := &FleetSetReconciler{Heartbeats: heartbeat.NewObserver(clk), APIReader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(l).Build()}
 			var out failover.Cluster
-			if err := r.fenceDeadline(t.Context(), fs, "east", &out); err != nil {
+			if err := r.fenceDeadline(t.Context(), fs, nil, "east", true, &out); err != nil {
 				t.Fatal(err)
 			}
 			timeout := 15 * time.Second

@@ -266,6 +266,9 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 	if ok && !rebuildStatus(st, planned) {
 		ok = false
 	}
+	if ok && !r.learnEpochs(st, planned) {
+		ok = false
+	}
 	if err := fs.ValidateIdentity(); err != nil {
 		// The members' objects are labelled with the identity: hold what
 		// is delivered rather than deliver under a label that cannot be.

@@ -9,6 +9,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/federation/failover"
 	"github.com/fleetset/fleetset/federation/manifestwork"
 	"github.com/fleetset/fleetset/federation/plan"
 )
@@ -152,4 +153,114 @@ func rebuildStatus(st *state, planned []plan.Subset) bool {
 	}
 	st.failoverEvents = append(st.failoverEvents, pendingEvent{corev1.EventTypeNormal, EventStatusRebuilt, msg})
 	return true
+}
+
+// EventEpochLearned: a member ran a subset at a higher fencing epoch than
+// the FleetSet's status says (a hub restored from a backup taken before a
+// relocation or failback); the hub took the member's epoch and cluster.
+const EventEpochLearned = "EpochLearned"
+
+// learnEpochs is the reconcile's epoch step (epochs are fencing tokens,
+// issue 48). A FleetSet restored from a backup (restored) is held
+// (ReasonRestoreHeld, retried every failover.HoldRetry) until the hub has
+// observed, since it started, a heartbeat renewal of every Available
+// member heard among the clusters its subsets use or may use (unless
+// annotated AnnotationRestoreConfirmed): their heartbeats
+// report the highest epoch each ran each placement at
+// (AnnotationMemberEpochs), which a Lease restored with the backup may not
+// say. Then, for every FleetSet, a planned subset that a member reports at
+// a higher epoch than its status (or rebuilt state) is taken to run where
+// that member ran it, at that epoch (st.learned: FailedOver there with
+// policy Relocate when that is not its spec cluster), with a Warning event
+// EpochLearned: it is never delivered below what ran, and a move from
+// there goes through the failback or move protocol, drained first. It
+// returns false when it holds.
+func (r *FleetSetReconciler) learnEpochs(st *state, planned []plan.Subset) bool {
+	if r.Heartbeats == nil {
+		return true
+	}
+	fs := st.fs
+	if _, confirmed := fs.Annotations[fleetv1.AnnotationRestoreConfirmed]; restored(fs) && !confirmed {
+		var waiting []string
+		for _, c := range fleetClusters(fs, planned) {
+			mc := st.clusters[c]
+			if mc == nil || !isAvailable(mc) {
+				continue
+			}
+			// A member never heard reports nothing to wait for.
+			if v, ok := r.Heartbeats.View(c); ok && !v.Renewed {
+				waiting = append(waiting, c)
+			}
+		}
+		if len(waiting) > 0 {
+			why := fmt.Sprintf("restored from a backup (identity %s): waiting for a heartbeat of the members of %v observed since this hub started, to learn the epochs they ran the subsets at before moving anything (annotate the FleetSet %s=true to stop waiting)", fs.Identity(), waiting, fleetv1.AnnotationRestoreConfirmed)
+			st.report(fleetProblem(fleetv1.ReasonRestoreHeld, why))
+			st.failoverRequeue = minPositive(st.failoverRequeue, failover.HoldRetry)
+			return false
+		}
+	}
+	cur := map[string]fleetv1.SubsetStatus{}
+	for name, ss := range st.rebuilt {
+		cur[name] = ss
+	}
+	for _, ss := range fs.Status.Subsets {
+		cur[ss.Name] = ss
+	}
+	relocate := fs.Spec.Failover != nil && fs.Spec.Failover.Policy == fleetv1.FailoverRelocate
+	for _, p := range planned {
+		key := fs.Namespace + "." + manifestwork.StatefulSetName(fs.Name, p.Name) + "." + fs.Identity()
+		c, e, ok := r.Heartbeats.HighestEpoch(key)
+		ss := cur[p.Name]
+		if !ok || e <= ss.Epoch {
+			continue
+		}
+		learned := fleetv1.SubsetStatus{Name: p.Name, Cluster: c, Epoch: e, Claims: ss.Claims}
+		if c != p.Cluster && relocate {
+			learned.Failover = fleetv1.SubsetFailedOver
+		}
+		if st.learned == nil {
+			st.learned = map[string]fleetv1.SubsetStatus{}
+		}
+		st.learned[p.Name] = learned
+		msg := fmt.Sprintf("subset %s: member %s ran it at epoch %d, above the %d the FleetSet's status says (%s): the status is older than what ran (a hub restored from a backup?); taking epoch %d on %s",
+			p.Name, c, e, ss.Epoch, orNone(ss.Cluster), e, c)
+		st.failoverEvents = append(st.failoverEvents, pendingEvent{corev1.EventTypeWarning, EventEpochLearned, msg})
+	}
+	return true
+}
+
+// orNone is s, or "none" when empty.
+func orNone(s string) string {
+	if s == "" {
+		return "no cluster recorded"
+	}
+	return "on " + s
+}
+
+// fleetClusters returns the clusters fs's planned subsets use or may use:
+// their spec clusters, where the status says they run, and their fallback
+// clusters, sorted, each once.
+func fleetClusters(fs *fleetv1.FleetSet, planned []plan.Subset) []string {
+	seen := map[string]bool{}
+	for _, p := range planned {
+		seen[p.Cluster] = true
+	}
+	for _, ss := range fs.Status.Subsets {
+		if ss.Cluster != "" {
+			seen[ss.Cluster] = true
+		}
+	}
+	for _, s := range fs.Spec.Topology.Subsets {
+		for _, c := range s.FallbackClusters {
+			seen[c] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for c := range seen {
+		if c != "" {
+			out = append(out, c)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -3,6 +3,7 @@
 package controller
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/federation/manifestwork"
+	"github.com/fleetset/fleetset/member/contact"
 )
 
 // restoreFromBackup stops h, deletes FleetSet ns/name from the hub (no
@@ -151,4 +153,63 @@ func TestRestoreWithoutWorksHolds(t *testing.T) {
 		ws := works(t, "restorehold", "db")
 		return ws["rh-east"] != nil && ws["rh-west"] != nil && manifestwork.HoldsStatefulSet(ws["rh-east"], "db-east"), nil
 	})
+}
+
+// TestRestoredHubLearnsEpochs (issue 48): the hub restored from a backup
+// taken before east's subset was relocated to west: its status says
+// subset east runs on ep-east at epoch 0, while west's member reports that
+// it ran db-east at epoch 1 (its heartbeat's fleetset.io/member-epochs).
+// The hub learns the epoch from the members before it moves anything: the
+// subset stays on ep-west at epoch 1 (FailedOver, failback Manual), never
+// delivered to ep-east at the older epoch 0, with an EpochLearned event.
+func TestRestoredHubLearnsEpochs(t *testing.T) {
+	const id = "backup-identity"
+	createCluster(t, "ep-east", true)
+	createCluster(t, "ep-west", true)
+	createNamespace(t, "epochs")
+	report := func(east, west int64) contact.Report {
+		b, err := json.Marshal(map[string]int64{"epochs.db-east." + id: east, "epochs.db-west." + id: west})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return contact.Report{State: "InContact", Peers: 1, FenceSeconds: -1, FencedPlacements: -1, Epochs: string(b)}
+	}
+	memberBeatReport(t, "ep-east", beatTimeout, report(0, 0))
+	memberBeatReport(t, "ep-west", beatTimeout, report(1, 0))
+
+	fs := pairFleetSet("epochs", "ep", 2, fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](0), Failback: fleetv1.FailbackManual})
+	fs.Annotations = map[string]string{fleetv1.AnnotationIdentity: id}
+	if err := k8sClient.Create(t.Context(), fs); err != nil {
+		t.Fatal(err)
+	}
+	// The status of the backup, taken before the relocation.
+	fs.Status.Subsets = []fleetv1.SubsetStatus{{Name: "east", Cluster: "ep-east"}, {Name: "west", Cluster: "ep-west"}}
+	if err := k8sClient.Status().Update(t.Context(), fs); err != nil {
+		t.Fatal(err)
+	}
+	startHubWith(t, Options{HubIdentity: "test-hub", LeaseDuration: beatTimeout, RelocationMargin: time.Second})
+	check := func() {
+		t.Helper()
+		if w := works(t, "epochs", "db")["ep-east"]; w != nil && manifestwork.HoldsStatefulSet(w, "db-east") {
+			e, _ := manifestwork.HeldEpoch(w, "db-east")
+			t.Fatalf("the restored hub delivered db-east to ep-east at epoch %d, while ep-west ran it at epoch 1", e)
+		}
+	}
+	eventually(t, 20*time.Second, "db-east on ep-west at epoch 1", func() (bool, error) {
+		check()
+		got := getFleetSet(t, "epochs", "db")
+		w := works(t, "epochs", "db")["ep-west"]
+		if w == nil || len(got.Status.Subsets) != 2 {
+			return false, nil
+		}
+		e, ok := manifestwork.HeldEpoch(w, "db-east")
+		ss := got.Status.Subsets[0]
+		return ok && e == 1 && ss.Cluster == "ep-west" && ss.Epoch == 1 && ss.Failover == fleetv1.SubsetFailedOver, nil
+	})
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		check()
+	}
+	if !hasEvent(t, "epochs", "db", EventEpochLearned) {
+		t.Errorf("no %s event", EventEpochLearned)
+	}
 }

@@ -67,6 +67,10 @@ type state struct {
 	// ManifestWorks while status.subsets is empty (rebuildStatus), by
 	// name; status.subsets overrides it.
 	rebuilt map[string]fleetv1.SubsetStatus
+	// learned is each planned subset's failover state as the members'
+	// epoch records tell it, where a member ran it at a higher epoch than
+	// the status (or rebuilt) says (learnEpochs); it overrides both.
+	learned map[string]fleetv1.SubsetStatus
 }
 
 // subsetPlan is one subset as the reconcile delivers it: each step's output

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -144,6 +145,16 @@ func chooseWrites(fs *fleetv1.FleetSet, subsets []subsetPlan, existing map[types
 			// it was written, which decodes every manifest; a settled
 			// FleetSet's reconcile need not pay for it again.
 			continue
+		}
+		// What the spec this write replaces (and, if it was never
+		// reported Applied, the ones before) may have made the member
+		// enforce: the fence deadline counts it until this spec is
+		// Applied (fenceDeadline).
+		if cur != nil {
+			if w.Annotations == nil {
+				w.Annotations = map[string]string{}
+			}
+			w.Annotations[fleetv1.AnnotationDeliveredFenceSeconds] = strconv.FormatInt(max(0, manifestwork.EnforceableFence(cur)), 10)
 		}
 		if err := workvalidator.ManifestValidator.ValidateManifests(w.Spec.Workload.Manifests); err != nil {
 			out.tooLarge = append(out.tooLarge, clusterProblem(fleetv1.ReasonWorkTooLarge, w.Namespace, fmt.Sprintf(

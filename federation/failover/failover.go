@@ -9,10 +9,13 @@
 // over. The hub therefore moves a subset only after that deadline as the
 // member computes it, counted from the hub's own observation of the last
 // heartbeat (+ the pods' termination grace + a margin), or on a positive
-// confirmation (the ManagedCluster deleted or tainted out of service); never
+// confirmation (the ManagedCluster tainted out of service); never
 // without the member's heartbeat, and never while most members, or most of
 // the FleetSet's clusters, are lost at once (the node lifecycle
-// controller's full-disruption rule). Every move raises the subset's epoch,
+// controller's full-disruption rule). A deleted ManagedCluster confirms
+// nothing: its member may still run its pods (it fences only once its
+// heartbeats stop reaching the hub), so its subsets wait for the same
+// deadline, counted from the last heartbeat the hub observed of it. Every move raises the subset's epoch,
 // a fencing token in-cluster actors compare. The package is pure: the
 // caller reads clusters, heartbeats and works and writes the decision.
 package failover
@@ -47,7 +50,10 @@ type Spec struct {
 // Cluster is what the hub knows of one ManagedCluster.
 type Cluster struct {
 	// Exists and Available are the ManagedCluster's existence and its
-	// ManagedClusterConditionAvailable.
+	// ManagedClusterConditionAvailable. A cluster that does not exist is
+	// unknown, never out of service: Heartbeat, Fenced and Deadline are
+	// then the hub's record of its member's heartbeats from before (and
+	// after) it departed.
 	Exists, Available bool
 	// Since is when Available last changed.
 	Since time.Time
@@ -73,7 +79,9 @@ type Cluster struct {
 	Cordoned bool
 	// Removed is true when the cluster has applied the hub's latest
 	// ManifestWork for this FleetSet (or the work is gone): what the hub
-	// took out of it is gone from the member.
+	// took out of it is gone from the member. Plan ignores it for a
+	// cluster that does not exist (its works are gone with it, its member
+	// unheard).
 	Removed bool
 }
 
@@ -116,11 +124,12 @@ type Decision struct {
 // HoldRetry is how often a held relocation is planned again.
 const HoldRetry = 5 * time.Second
 
-// fenceDone reports whether a lost cluster has certainly stopped its
-// pods at now: confirmed, gone, or past its fence deadline with a
-// heartbeat the hub observed, outside a full disruption.
+// fenceDone reports whether a lost (unavailable or deleted) cluster has
+// certainly stopped its pods at now: confirmed out of service, or past its
+// fence deadline with a heartbeat the hub observed, outside a full
+// disruption. A deleted ManagedCluster is no confirmation.
 func fenceDone(spec Spec, c Cluster, now time.Time) bool {
-	if !c.Exists || c.Confirmed {
+	if c.Confirmed {
 		return true
 	}
 	return c.Heartbeat && !c.NoPeers && !spec.Disrupted && !c.Fenced.After(now)
@@ -174,7 +183,7 @@ type planner struct {
 func (p *planner) failBack(s Subset, cur Cluster) Decision {
 	d := Decision{Cluster: current(s), Phase: s.Phase, Epoch: s.Epoch}
 	lost := !cur.Exists || !cur.Available
-	if cur.Removed || (lost && fenceDone(p.spec, cur, p.now)) {
+	if (cur.Exists && cur.Removed) || (lost && fenceDone(p.spec, cur, p.now)) {
 		d.Cluster, d.Phase, d.Epoch, d.Deliver = s.Home, "", s.Epoch+1, true
 		d.Step = fmt.Sprintf("subset %s failed back from %s to %s, epoch %d", s.Name, current(s), s.Home, d.Epoch)
 	} else {
@@ -188,12 +197,14 @@ func (p *planner) failBack(s Subset, cur Cluster) Decision {
 // (fenceDone), then relocated to its fallback with epoch + 1 (FailedOver).
 // It is held (Held, retried every HoldRetry) while the member's heartbeat
 // was never observed, during a full disruption, or while most of the
-// FleetSet's clusters are lost at once; a confirmed or deleted cluster is
-// never held.
+// FleetSet's clusters are lost at once; a confirmed cluster is never held.
+// A deleted cluster is held until its fence deadline (a RelocationHeld
+// that says the cluster is unknown, not out of service), and for good when
+// the hub holds no record of its member's heartbeat.
 func (p *planner) failOver(s Subset, cur Cluster) Decision {
 	d := Decision{Cluster: current(s), Deliver: true, Phase: fleetv1.SubsetFailingOver, Epoch: s.Epoch}
 	ready := cur.Since.Add(p.spec.Toleration)
-	confirmed := !cur.Exists || cur.Confirmed
+	confirmed := cur.Confirmed
 	if confirmed {
 		ready = p.now // KEP-2268: an out-of-service confirmation needs no wait
 	}
@@ -212,6 +223,12 @@ func (p *planner) failOver(s Subset, cur Cluster) Decision {
 		}
 		d.Waiting = fmt.Sprintf("subset %s: cluster %s unavailable; relocating at %s (%s)", s.Name, d.Cluster, ready.UTC().Format(time.RFC3339), why)
 		d.Retry = ready
+		if !cur.Exists {
+			// Held, and said so: a deleted ManagedCluster is read as
+			// confirmed by whoever deleted it, and it is not.
+			d.Waiting = fmt.Sprintf("subset %s: relocation held: ManagedCluster %s was deleted, which does not confirm that its member stopped the subset's pods (it fences only once its heartbeats stop reaching the hub); relocating at %s (%s)", s.Name, d.Cluster, ready.UTC().Format(time.RFC3339), why)
+			d.Held = true
+		}
 		return d
 	}
 	target := fallback(s, p.subsets, p.clusters, p.load)
@@ -269,13 +286,17 @@ func move(spec Spec, s Subset, old Cluster, now time.Time) Decision {
 		return Decision{Cluster: s.Home, Deliver: true, Epoch: s.Epoch}
 	}
 	lost := !old.Exists || !old.Available
-	if old.Removed || !old.Exists || old.Confirmed || (spec.Relocate && lost && fenceDone(spec, old, now)) {
+	if (old.Exists && old.Removed) || old.Confirmed || (spec.Relocate && lost && fenceDone(spec, old, now)) {
 		return Decision{Cluster: s.Home, Deliver: true, Epoch: s.Epoch + 1,
 			Step: fmt.Sprintf("subset %s moved from %s to %s, epoch %d", s.Name, from, s.Home, s.Epoch+1)}
 	}
 	d := Decision{Cluster: from, Phase: fleetv1.SubsetMoving, Epoch: s.Epoch,
 		Waiting: fmt.Sprintf("subset %s: moving from %s to %s: waiting for %s to remove it", s.Name, from, s.Home, from)}
-	if lost {
+	switch {
+	case !old.Exists:
+		d.Waiting += fmt.Sprintf(" (ManagedCluster %s was deleted, which does not confirm that it stopped the subset's pods: it is moved at %s's fence deadline with policy Relocate, or once a ManagedCluster %s, re-created, is tainted %s)", from, from, from, fleetv1.TaintOutOfService)
+		d.Retry = now.Add(HoldRetry)
+	case lost:
 		d.Waiting += fmt.Sprintf(" (%s is unavailable: it is moved once %s is back and has removed it, or is tainted %s)", from, from, fleetv1.TaintOutOfService)
 		d.Retry = now.Add(HoldRetry)
 	}
@@ -288,6 +309,8 @@ func move(spec Spec, s Subset, old Cluster, now time.Time) Decision {
 // lost at once.
 func holdReason(spec Spec, c Cluster, name string, lost, total int) string {
 	switch {
+	case !c.Exists && !c.Heartbeat:
+		return fmt.Sprintf("ManagedCluster %s was deleted, which does not confirm that its member stopped the subset's pods, and this hub holds no record of that member's heartbeats (it started after the deletion), so it cannot count a fence deadline; re-create ManagedCluster %s tainted %s once it runs none of the subset's pods", name, name, fleetv1.TaintOutOfService)
 	case !c.Heartbeat:
 		return fmt.Sprintf("the hub has never observed a heartbeat of %s's fleetset member component, so it cannot know that %s fenced itself; taint ManagedCluster %s %s once it runs none of the subset's pods", name, name, name, fleetv1.TaintOutOfService)
 	case c.NoPeers:

@@ -25,6 +25,14 @@ func down(since, fenced time.Duration) Cluster {
 	return Cluster{Exists: true, Since: t0.Add(since), Heartbeat: true, Fenced: t0.Add(fenced), Deadline: "heartbeat observed at t0"}
 }
 
+// deleted is a cluster whose ManagedCluster is gone and whose member the
+// hub heard before (its departed record): certainly fenced at t0+fenced.
+// Its works are gone, so it counts as Removed unless the planner knows
+// better.
+func deleted(fenced time.Duration) Cluster {
+	return Cluster{Heartbeat: true, Fenced: t0.Add(fenced), Deadline: "heartbeat observed at t0", Removed: true}
+}
+
 // planCase is one case of TestPlan.
 type planCase struct {
 	name     string
@@ -104,9 +112,33 @@ func TestPlan(t *testing.T) {
 				{Cluster: "north", Deliver: true}},
 		},
 		{
-			name: "ManagedCluster deleted: relocated at once, no heartbeat needed", spec: relocate, subsets: two,
-			clusters: map[string]Cluster{"west": up(0)}, now: time.Second,
+			// Issue 48: a deleted ManagedCluster is unknown, never out of
+			// service; without a record of its member's heartbeats the hub
+			// cannot count a deadline.
+			name: "ManagedCluster deleted, no heartbeat on record: held, however long", spec: relocate, subsets: two,
+			clusters: map[string]Cluster{"west": up(0)}, now: 24 * time.Hour,
+			want: []Decision{{Cluster: "east", Deliver: true, Phase: fleetv1.SubsetFailingOver, Held: true, Retry: t0.Add(24*time.Hour + HoldRetry),
+				Waiting: "subset east: cluster east lost; relocation held: ManagedCluster east was deleted, which does not confirm that its member stopped the subset's pods, and this hub holds no record of that member's heartbeats (it started after the deletion), so it cannot count a fence deadline; re-create ManagedCluster east tainted fleetset.io/out-of-service once it runs none of the subset's pods"},
+				{Cluster: "west", Deliver: true}},
+		},
+		{
+			name: "ManagedCluster deleted, its member heard: held until its fence deadline, and says so", spec: relocate, subsets: two,
+			clusters: map[string]Cluster{"east": deleted(35 * time.Second), "west": up(0)}, now: time.Second,
+			want: []Decision{{Cluster: "east", Deliver: true, Phase: fleetv1.SubsetFailingOver, Held: true, Retry: t0.Add(35 * time.Second),
+				Waiting: "subset east: relocation held: ManagedCluster east was deleted, which does not confirm that its member stopped the subset's pods (it fences only once its heartbeats stop reaching the hub); relocating at 2026-11-23T12:00:35Z (fence deadline: heartbeat observed at t0)"},
+				{Cluster: "west", Deliver: true}},
+		},
+		{
+			name: "ManagedCluster deleted, past its member's fence deadline: relocated", spec: relocate, subsets: two,
+			clusters: map[string]Cluster{"east": deleted(35 * time.Second), "west": up(0)}, now: 35 * time.Second,
 			want: []Decision{{Cluster: "west", Deliver: true, Phase: fleetv1.SubsetFailedOver, Epoch: 1, Step: "subset east relocated from east to west, epoch 1"}, {Cluster: "west", Deliver: true}},
+		},
+		{
+			name: "failing back from a deleted fallback whose work is gone: not removed, waits for its fence deadline", spec: relocate,
+			subsets:  []Subset{{Name: "east", Home: "east", Current: "west", Replicas: 5, Phase: fleetv1.SubsetFailingBack, Epoch: 1}, {Name: "north", Home: "north", Replicas: 4}},
+			clusters: map[string]Cluster{"east": up(0), "north": up(0), "west": func() Cluster { c := deleted(time.Hour); c.Removed = true; return c }()}, now: time.Minute,
+			want: []Decision{{Cluster: "west", Deliver: false, Phase: fleetv1.SubsetFailingBack, Epoch: 1, Waiting: "subset east: waiting for cluster west to remove it before it returns to east"},
+				{Cluster: "north", Deliver: true}},
 		},
 		{
 			name: "no heartbeat ever observed from the lost member: held, however long", spec: relocate, subsets: two,
@@ -203,6 +235,11 @@ func TestPlan(t *testing.T) {
 				want: []Decision{{Cluster: "east", Phase: fleetv1.SubsetMoving, Epoch: 3, Retry: t0.Add(time.Minute + HoldRetry)}, {Cluster: "west", Deliver: true}},
 			},
 			{
+				name: fmt.Sprintf("relocate %v: the old cluster's ManagedCluster deleted, before any fence deadline: waits, retried", sp.Relocate), spec: sp, subsets: moving,
+				clusters: map[string]Cluster{"east": deleted(time.Hour), "north": up(0), "west": up(0)}, now: time.Minute,
+				want: []Decision{{Cluster: "east", Phase: fleetv1.SubsetMoving, Epoch: 3, Retry: t0.Add(time.Minute + HoldRetry)}, {Cluster: "west", Deliver: true}},
+			},
+			{
 				name: fmt.Sprintf("relocate %v: the old cluster confirmed out of service: moved", sp.Relocate), spec: sp, subsets: moving,
 				clusters: map[string]Cluster{"east": {Exists: true, Since: t0, Confirmed: true}, "north": up(0), "west": up(0)}, now: time.Minute,
 				want: []Decision{{Cluster: "north", Deliver: true, Epoch: 4, Step: "subset east moved from east to north, epoch 4"}, {Cluster: "west", Deliver: true}},
@@ -225,6 +262,15 @@ func TestPlan(t *testing.T) {
 			clusters: map[string]Cluster{"east": fenced, "north": up(0), "west": up(0)}, now: time.Minute, want: want,
 		})
 	}
+	tests = append(tests, planCase{
+		name: "relocate true: the old cluster's ManagedCluster deleted, past its member's fence deadline: moved", spec: relocate, subsets: moving,
+		clusters: map[string]Cluster{"east": deleted(time.Minute), "north": up(0), "west": up(0)}, now: time.Minute,
+		want: []Decision{{Cluster: "north", Deliver: true, Epoch: 4, Step: "subset east moved from east to north, epoch 4"}, {Cluster: "west", Deliver: true}},
+	}, planCase{
+		name: "relocate false: the old cluster's ManagedCluster deleted: never moved without a confirmation", spec: Spec{}, subsets: moving,
+		clusters: map[string]Cluster{"east": deleted(time.Minute), "north": up(0), "west": up(0)}, now: time.Hour,
+		want: []Decision{{Cluster: "east", Phase: fleetv1.SubsetMoving, Epoch: 3, Retry: t0.Add(time.Hour + HoldRetry)}, {Cluster: "west", Deliver: true}},
+	})
 	tests = append(tests, planCase{
 		name: "moved back to the old cluster: no move", spec: relocate,
 		subsets:  []Subset{{Name: "east", Home: "east", Current: "east", Phase: fleetv1.SubsetMoving, Epoch: 3, Replicas: 5}, two[1]},

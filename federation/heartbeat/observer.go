@@ -56,6 +56,15 @@ type View struct {
 	// FencedPlacements is how many placements the member reported fenced
 	// and not yet lifted (AnnotationMemberFencedPlacements); 0 when absent.
 	FencedPlacements int
+	// Epochs is the member's record of the highest fencing epoch it ran
+	// each placement at (AnnotationMemberEpochs: "<namespace>.<placement>.
+	// <owner identity>" to the epoch); nil when it reported none or the
+	// annotation does not decode.
+	Epochs map[string]int64
+	// Renewed is true once the hub observed a renewal of the Lease (a
+	// renewTime other than the first it saw): what the Lease says was
+	// written since this hub started, not restored from a backup with it.
+	Renewed bool
 	// RenewTime is the Lease's renewTime as the member wrote it (RFC 3339,
 	// microseconds; "" none): what the hub acknowledges to the member
 	// (AnnotationMemberAck).
@@ -90,6 +99,12 @@ type Observer struct {
 
 	mu      sync.Mutex
 	members map[string]*record
+	// departed are the last records of clusters that are no longer
+	// members (Forget, IsMember false), still renewed when their Lease is
+	// written again: a deleted ManagedCluster's member may still run its
+	// pods, and fences only once its heartbeats stop reaching the hub, so
+	// the hub counts its fence deadline from them (Departed).
+	departed map[string]*record
 	// disrupted is the last instant Tick found a full disruption; zero:
 	// none seen.
 	disrupted time.Time
@@ -99,22 +114,23 @@ type Observer struct {
 
 // NewObserver returns an Observer on clk, started now.
 func NewObserver(clk clock.PassiveClock) *Observer {
-	return &Observer{clock: clk, started: clk.Now(), members: map[string]*record{}}
+	return &Observer{clock: clk, started: clk.Now(), members: map[string]*record{}, departed: map[string]*record{}}
 }
 
 // Observe records heartbeat Lease l (namespace: the cluster). A renewTime
 // different from the last one seen counts as a renewal observed now; so does
 // the first sight of a Lease.
 //
-// The Lease of a cluster that is not a member (IsMember) is not recorded,
-// and forgets the cluster.
+// The Lease of a cluster that is not a member (IsMember) is not recorded
+// as a member's: it forgets the cluster as a member, and renews its
+// departed record (Departed).
 func (o *Observer) Observe(l *coordinationv1.Lease) {
 	if l.Name != fleetv1.HeartbeatLeaseName {
 		return
 	}
-	if o.IsMember != nil && !o.IsMember(l.Namespace) {
+	member := o.IsMember == nil || o.IsMember(l.Namespace)
+	if !member {
 		o.Forget(l.Namespace)
-		return
 	}
 	renew := ""
 	if l.Spec.RenewTime != nil {
@@ -140,14 +156,29 @@ func (o *Observer) Observe(l *coordinationv1.Lease) {
 	}()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	r, ok := o.members[l.Namespace]
+	recs := o.members
+	if member {
+		delete(o.departed, l.Namespace)
+	} else {
+		recs = o.departed
+		fenced = 0 // a departed cluster's works are gone: nothing to acknowledge
+	}
+	r, ok := recs[l.Namespace]
 	if !ok {
 		r = &record{}
-		o.members[l.Namespace] = r
+		recs[l.Namespace] = r
 	}
 	if !ok || r.renew != renew {
 		r.Observed, r.renew = now, renew
 		renewed = true
+		r.Renewed = ok
+	}
+	r.Epochs = nil
+	if v, ok := l.Annotations[fleetv1.AnnotationMemberEpochs]; ok {
+		var epochs map[string]int64
+		if json.Unmarshal([]byte(v), &epochs) == nil {
+			r.Epochs = epochs
+		}
 	}
 	r.Timeout = timeout
 	r.FencedPlacements = fenced
@@ -172,12 +203,42 @@ func (o *Observer) Observe(l *coordinationv1.Lease) {
 // is not believed, and the spec alone counts.
 const maxFenceSeconds = 7 * 24 * 3600
 
-// Forget drops cluster's heartbeat (its Lease was deleted).
+// Forget drops cluster as a member (its Lease was deleted, or it is no
+// member any more): it no longer counts as a member, a lost one or a peer,
+// and View no longer returns it. Its last record is kept for Departed.
 func (o *Observer) Forget(cluster string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	delete(o.members, cluster)
+	o.forget(cluster)
+}
+
+// forget is Forget with o.mu held.
+func (o *Observer) forget(cluster string) {
+	if r, ok := o.members[cluster]; ok {
+		o.departed[cluster] = r
+		delete(o.members, cluster)
+	}
 	heartbeatAge.DeleteLabelValues(cluster)
+}
+
+// Departed returns the last View of cluster's heartbeat since it stopped
+// being a member (its ManagedCluster deleted, or the add-on disabled), or
+// since its Lease was deleted, renewed by every write of its Lease the
+// hub observed since; false when this Observer never observed it (e.g. a
+// hub started after the cluster departed) or it is a member again. A
+// deleted ManagedCluster is no proof that its member stopped its pods: the
+// hub counts its fence deadline from this View.
+func (o *Observer) Departed(cluster string) (View, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.members[cluster]; ok {
+		return View{}, false
+	}
+	r, ok := o.departed[cluster]
+	if !ok {
+		return View{}, false
+	}
+	return r.View, true
 }
 
 // Refresh reads cluster's heartbeat Lease live through reader and observes
@@ -218,6 +279,27 @@ func (o *Observer) Since(v View) time.Time {
 		return o.disrupted
 	}
 	return v.Observed
+}
+
+// HighestEpoch returns the member that reports the highest epoch for
+// placement key (AnnotationMemberEpochs), and that epoch; false when no
+// member reports key. Ties go to the first cluster by name.
+func (o *Observer) HighestEpoch(key string) (cluster string, epoch int64, ok bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for c, r := range o.members {
+		if o.IsMember != nil && !o.IsMember(c) {
+			continue
+		}
+		e, has := r.Epochs[key]
+		if !has || e < 0 {
+			continue
+		}
+		if !ok || e > epoch || (e == epoch && c < cluster) {
+			cluster, epoch, ok = c, e, true
+		}
+	}
+	return cluster, epoch, ok
 }
 
 // Peers returns every member's peer URLs, by cluster: only the clusters
@@ -282,8 +364,7 @@ func (o *Observer) Tick() (disrupted bool, lost []string) {
 	defer o.mu.Unlock()
 	for c := range o.members {
 		if o.IsMember != nil && !o.IsMember(c) {
-			delete(o.members, c)
-			heartbeatAge.DeleteLabelValues(c)
+			o.forget(c)
 		}
 	}
 	for c, r := range o.members {

@@ -150,3 +150,52 @@ func TestObserverAwaitingAckOncePerHeartbeat(t *testing.T) {
 		t.Errorf("east view %+v, want 2 fenced placements, renewTime 2026-11-25T12:00:01.000000Z", v)
 	}
 }
+
+// TestObserverKeepsDepartedRecord (issue 48): a cluster that departs (its
+// ManagedCluster deleted, its Lease deleted by the hub) is no member, but
+// the hub keeps the last View of its heartbeat for its fence deadline, and
+// a write of its Lease by its still running member renews that View.
+func TestObserverKeepsDepartedRecord(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	o := NewObserver(clk)
+	members := map[string]bool{"live": true, "gone": true}
+	o.IsMember = func(c string) bool { return members[c] }
+	o.Observe(lease("live", clk.Now()))
+	o.Observe(lease("gone", clk.Now()))
+	heard := clk.Now()
+	if _, ok := o.Departed("gone"); ok {
+		t.Fatal("Departed returns a member")
+	}
+	clk.Step(10 * time.Second)
+	members["gone"] = false
+	o.Forget("gone") // the hub deleted its Lease
+	v, ok := o.Departed("gone")
+	if !ok || !v.Observed.Equal(heard) || v.Timeout != 15*time.Second {
+		t.Fatalf("Departed(gone) = %+v, %v; want the last View, observed at %s with timeout 15s", v, ok, heard)
+	}
+	if _, ok := o.View("gone"); ok {
+		t.Error("View returns a departed cluster")
+	}
+	if p := o.Peers(); len(p) != 1 {
+		t.Errorf("Peers = %v, want only live", p)
+	}
+	// Its member writes its Lease again: it still reaches the hub.
+	clk.Step(5 * time.Second)
+	o.Observe(lease("gone", clk.Now()))
+	o.Observe(lease("live", clk.Now()))
+	if v, _ := o.Departed("gone"); !v.Observed.Equal(clk.Now()) {
+		t.Errorf("departed record observed at %s after a new write at %s", v.Observed, clk.Now())
+	}
+	if d, lost := o.Tick(); d || len(lost) != 0 {
+		t.Errorf("Tick = %v, %v: a departed cluster counts as lost", d, lost)
+	}
+	if _, ok := o.Departed("never"); ok {
+		t.Error("Departed returns a cluster never observed")
+	}
+	// Back as a member: a member again, no departed record.
+	members["gone"] = true
+	o.Observe(lease("gone", clk.Now()))
+	if _, ok := o.Departed("gone"); ok {
+		t.Error("Departed returns a member again")
+	}
+}

@@ -77,6 +77,10 @@ type Report struct {
 	// yet lifted (AnnotationMemberFencedPlacements); -1: unknown, not
 	// reported.
 	FencedPlacements int
+	// Epochs is the member's record of the highest epoch it ran each
+	// placement at (AnnotationMemberEpochs, a JSON object); "": not
+	// reported.
+	Epochs string
 }
 
 // Run renews every Period until ctx is done. Before the first attempt it
@@ -211,6 +215,9 @@ func (h *Heartbeat) lease(sent time.Time, r Report) *coordinationv1.Lease {
 	}
 	if r.FencedPlacements >= 0 {
 		l.Annotations[fleetv1.AnnotationMemberFencedPlacements] = strconv.Itoa(r.FencedPlacements)
+	}
+	if r.Epochs != "" {
+		l.Annotations[fleetv1.AnnotationMemberEpochs] = r.Epochs
 	}
 	return l
 }

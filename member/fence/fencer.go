@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -74,7 +75,14 @@ type Fencer struct {
 	// Interval is the time between sweeps.
 	Interval time.Duration
 
+	// Recorder, when set, records an event on a placement held below its
+	// recorded epoch (ReasonEpochBelowRecord), once per delivered epoch.
+	Recorder events.EventRecorder
+
 	inContactSince time.Time
+	// warned is the delivered epoch of each placement held below its
+	// record that an event was recorded for.
+	warned map[string]int64
 	// records is how many placements carried a fence record at the last
 	// sweep; -1 before the first.
 	records atomic.Int64
@@ -120,7 +128,9 @@ func (f *Fencer) Sweep(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("listing SubsetPlacements: %w", err)
 	}
 	var fencing []*fleetv1.SubsetPlacement
-	records := 0
+	records, below := 0, 0
+	stillBelow := map[string]bool{}
+	var running []*fleetv1.SubsetPlacement
 	for i := range list.Items {
 		sp := &list.Items[i]
 		if sp.Spec.Fencing == nil || !sp.DeletionTimestamp.IsZero() {
@@ -130,6 +140,37 @@ func (f *Fencer) Sweep(ctx context.Context) (int, error) {
 		if _, ok := FencedEpoch(sp); ok {
 			records++
 		}
+		if b, h := f.Guard.Epochs.Below(sp); b {
+			below++
+			stillBelow[EpochKey(sp)] = true
+			if f.warned == nil {
+				f.warned = map[string]int64{}
+			}
+			if f.warned[EpochKey(sp)] != sp.Spec.Fencing.Epoch {
+				f.warned[EpochKey(sp)] = sp.Spec.Fencing.Epoch
+				_, why := f.Guard.Allows(sp)
+				klog.FromContext(ctx).Info("Holding a placement delivered below the epoch this member ran it at", "placement", klog.KObj(sp), "epoch", sp.Spec.Fencing.Epoch, "highest", h)
+				if f.Recorder != nil {
+					f.Recorder.Eventf(sp, nil, v1.EventTypeWarning, ReasonEpochBelowRecord, "Hold", "%s", why)
+				}
+			}
+			continue
+		}
+		running = append(running, sp)
+	}
+	epochHeld.Set(float64(below))
+	// A placement no longer below its record (the hub delivered it at
+	// the recorded epoch or above): its pods turned away are re-queued,
+	// as at the lift of a fence; no cluster event the scheduler waits on
+	// is sure to follow.
+	for k := range f.warned {
+		if !stillBelow[k] {
+			delete(f.warned, k)
+			f.Guard.Lifted()
+		}
+	}
+	if err := f.Guard.Epochs.Record(ctx, running); err != nil {
+		klog.FromContext(ctx).Error(err, "Recording the placements' epochs")
 	}
 	fencedPlacements.Set(float64(records))
 	f.records.Store(int64(records))

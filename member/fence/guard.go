@@ -39,6 +39,9 @@ type Guard struct {
 	// it would have (thawed). The Fencer evaluates every second; the member
 	// component sets the heartbeat timeout. 0: never.
 	FrozenAfter time.Duration
+	// Epochs, when set, is the member's record of the highest epoch it ran
+	// each placement at: a placement delivered below it is held (Allows).
+	Epochs *Epochs
 
 	mu          sync.Mutex
 	verdict     Verdict
@@ -298,10 +301,17 @@ func (g *Guard) Lifted() {
 // why not: a placement without spec.fencing always may; one with it may not
 // while the member is Fenced, nor while it carries a fence record
 // (AnnotationFencedEpoch) at or above its spec.fencing.epoch — the member
-// fenced it and the hub has not yet confirmed it here. Holding allows.
+// fenced it and the hub has not yet confirmed it here — nor, whatever the
+// state, while its spec.fencing.epoch is below the highest this member has
+// run it at (Epochs: a hub whose state is older than what ran). Holding
+// allows.
 func (g *Guard) Allows(sp *fleetv1.SubsetPlacement) (bool, string) {
 	if sp.Spec.Fencing == nil {
 		return true, ""
+	}
+	if below, h := g.Epochs.Below(sp); below {
+		return false, fmt.Sprintf("delivered at epoch %d, below epoch %d this member has run it at (ConfigMap %s/%s): epochs are fencing tokens, and the hub's state is older than what ran (a hub restored from a backup?); held until the hub delivers it at epoch %d or above",
+			sp.Spec.Fencing.Epoch, h, fleetv1.ResyncLeaseNamespace, EpochsConfigMapName, h)
 	}
 	g.mu.Lock()
 	v := g.verdict

@@ -45,6 +45,11 @@ var (
 		Help:           "Times the member component fenced on start because, as its record says, no process of it ran for longer than the heartbeat timeout while the member was out of contact with the hub long enough to have been relocated.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	epochHeld = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: "fleetset", Subsystem: "member", Name: "epoch_held_placements",
+		Help:           "SubsetPlacements delivered at a fencing epoch below the highest this member has run them at, whose pods it holds (never scheduled).",
+		StabilityLevel: metrics.ALPHA,
+	})
 	fencedPlacements = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace: "fleetset", Subsystem: "member", Name: "fenced_placements",
 		Help:           "SubsetPlacements carrying a fence record the hub has not yet confirmed.",
@@ -53,7 +58,7 @@ var (
 )
 
 func init() {
-	legacyregistry.MustRegister(stateGauge, contactAge, peersAnswered, peersInContact, fencedPods, thaws, restartFences, fencedPlacements)
+	legacyregistry.MustRegister(stateGauge, contactAge, peersAnswered, peersInContact, fencedPods, thaws, restartFences, fencedPlacements, epochHeld)
 }
 
 // setStateMetrics publishes a verdict and the contact status.
