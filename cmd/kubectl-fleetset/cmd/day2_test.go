@@ -221,3 +221,22 @@ func keys(m map[string]string) []string {
 	}
 	return out
 }
+
+// TestCordonRelocated (issue 48): east was lost and its subset relocated
+// to west; cordoning east changes no subset's replicas (the relocated
+// instances stay on west, subset west makes no new ones), so it needs no
+// confirmation, and it says where east's subset runs.
+func TestCordonRelocated(t *testing.T) {
+	fs := delivered9()
+	fs.Status.Subsets[0].Cluster, fs.Status.Subsets[0].Failover = "west", fleetv1.SubsetFailedOver
+	hub := fakeHub(t, fs, managedCluster("east"), managedCluster("west"))
+	o, out := verb(hub, "mydb", "")
+	if err := (&CordonOptions{VerbOptions: o, Cluster: "east"}).Run(context.Background(), true); err != nil {
+		t.Fatalf("cordon east without --yes: %v\n%s", err, out)
+	}
+	wantOutput(t, out.String(), "Relocated away from east: subset east (5 instances on west); they keep their instances where they run and do not fail back while east is cordoned.",
+		"fleetset.fleetset.io/mydb cordoned cluster east")
+	if strings.Contains(out.String(), "changes the division now") {
+		t.Errorf("cordoning east moves replicas:\n%s", out)
+	}
+}
