@@ -154,8 +154,8 @@ func TestSwitchoverTargetOrdinal(t *testing.T) {
 		{Name: "west", Cluster: "west", OrdinalStart: 2147483000, Replicas: 647}}
 	for to, ok := range map[string]bool{
 		"db-east-0": true, "db-east-1": true, "db-east-2": false,
-		"db-east-4294967296": false, // 2^32: int32(n) == 0
-		"db-east-4294967297": false, // int32(n) == 1
+		"db-east-4294967296":          false, // 2^32: int32(n) == 0
+		"db-east-4294967297":          false, // int32(n) == 1
 		"db-east-9223372036854775808": false, "db-east--1": false, "db-east-+1": false, "db-east-01": false, "db-east-": false,
 		"db-west-2147483000": true, "db-west-2147483646": true, "db-west-2147483647": false, "db-west-2147483648": false,
 	} {
