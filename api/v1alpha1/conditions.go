@@ -67,6 +67,12 @@ const (
 	// cluster (it is missing, or selects none); existing subsets stay where
 	// they are and none is added.
 	ReasonPlacementEmpty = "PlacementEmpty"
+	// ReasonSubsetNameTooLong: spec.topology.placementRef's Placement
+	// decides a cluster whose subset (named after it) would have a
+	// StatefulSet name <fleetset>-<cluster> over MaxStatefulSetNameLength:
+	// none of its pods could be created, so the subset is not created (the
+	// cluster still serves as a fallback of the others).
+	ReasonSubsetNameTooLong = "SubsetNameTooLong"
 	// ReasonClusterNotFound: a subset names a ManagedCluster that does not
 	// exist; its ManifestWork is not written.
 	ReasonClusterNotFound = "ClusterNotFound"

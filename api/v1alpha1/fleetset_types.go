@@ -750,6 +750,7 @@ type FleetSetStatus struct {
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS label of at most 40 characters: it prefixes StatefulSet, pod and ManifestWork names"
 // +kubebuilder:validation:XValidation:rule="self.spec.topology.subsets.all(s, size(self.metadata.name) + size(s.name) <= 51)",message="spec.topology.subsets[].name: <fleetset>-<subset> must be at most 52 characters (a StatefulSet name)"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.topology.placementRef) || !has(self.spec.topology.placementRef.shares) || self.spec.topology.placementRef.shares.all(s, size(self.metadata.name) + size(s.cluster) <= 51)",message="spec.topology.placementRef.shares[].cluster: <fleetset>-<cluster> must be at most 52 characters (the StatefulSet name of the cluster's subset)"
 type FleetSet struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -6,6 +6,15 @@ import (
 	"strconv"
 )
 
+// MaxStatefulSetNameLength is the longest StatefulSet name a subset may
+// have (<fleetset>-<subset>): the StatefulSet controller labels each pod
+// controller-revision-hash=<statefulset>-<hash of up to 10 characters>, a
+// label value of at most 63 characters, and names it
+// <statefulset>-<ordinal>, a DNS label (its hostname) of at most 63. A
+// longer name gets a StatefulSet no pod of which is ever created; at this
+// length every int32 ordinal (10 digits at most) still fits.
+const MaxStatefulSetNameLength = 52
+
 // maxNameLength is the longest ManifestWork name (a DNS subdomain).
 const maxNameLength = 253
 

@@ -210,6 +210,9 @@ func failoverProblem(s failover.Subset, d failover.Decision, spreadOnly string) 
 	case fleetv1.SubsetFailedOver:
 		reason = fleetv1.ReasonFailedOver
 		msg = fmt.Sprintf("relocated from home cluster %s, epoch %d", s.Home, d.Epoch)
+		if d.Waiting != "" {
+			msg += "; " + d.Waiting
+		}
 		if spreadOnly != "" {
 			msg += "; " + spreadOnly
 		}

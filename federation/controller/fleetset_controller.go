@@ -293,6 +293,7 @@ func (r *FleetSetReconciler) reconcile(ctx context.Context, fs *fleetv1.FleetSet
 		}
 		planClaims(st)
 		planLifecycle(st)
+		r.readContact(st)
 		planRequestedSwitchover(st)
 		key := client.ObjectKeyFromObject(fs)
 		var conflicts *conflictedWrites

@@ -59,6 +59,10 @@ type state struct {
 	failoverRequeue time.Duration
 	// switchover is the requested-switchover step's output.
 	switchover switchoverPlan
+	// contact is why each cluster the subsets run on is out of the hub's
+	// contact ("": in contact), read for a new switchover request naming
+	// an instance (readContact); nil otherwise.
+	contact map[string]string
 	// writeRetry is when to try again a ManifestWork write that failed
 	// for a reason no event of the hub's caches will announce the end of
 	// (writeFailureRetry; 0: none).

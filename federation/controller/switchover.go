@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,7 +25,9 @@ import (
 //
 //  1. The hub takes the request: it checks it (manifestwork.SwitchoverTarget:
 //     a leader role, a switchover action, an instance of the fleet other
-//     than the leader) and that exactly one leader is reported now, and
+//     than the leader), that the candidate can take the role
+//     (unfitCandidate: delivered, Ready, in contact, unfenced) and that
+//     exactly one leader is reported now, and
 //     records it in status.requestedSwitchover (the leader, and when). A
 //     request it cannot take is refused: a Warning event saying why, and
 //     the annotation removed.
@@ -192,6 +195,11 @@ func takeSwitchover(st *state, to string, leaders []fleetv1.LeaderStatus) {
 			"%s=%q refused: %v; annotation removed", fleetv1.AnnotationSwitchoverTo, to, err))
 		return
 	}
+	if why := unfitCandidate(st, to); why != "" {
+		sw.end(switchoverRefused, corev1.EventTypeWarning, EventSwitchoverRefused, fmt.Sprintf(
+			"%s=%q refused: candidate %s %s; annotation removed", fleetv1.AnnotationSwitchoverTo, to, to, why))
+		return
+	}
 	if len(leaders) != 1 {
 		sw.end(switchoverRefused, corev1.EventTypeWarning, EventSwitchoverRefused, fmt.Sprintf(
 			"%s=%q refused: %d instances report the leader role now, and a switchover needs exactly one; annotation removed",
@@ -259,4 +267,96 @@ func (r *FleetSetReconciler) clearSwitchoverRequest(ctx context.Context, st *sta
 		requestedSwitchovers.WithLabelValues(sw.result).Inc()
 	}
 	return nil
+}
+
+// memberInContact is the state a member reports on its heartbeat Lease
+// (v1alpha1.AnnotationMemberState) while it reaches the hub: member/fence's
+// InContact. Holding and Fenced members do not.
+const memberInContact = "InContact"
+
+// readContact fills st.contact, for a pending switchover request naming
+// an instance, with why each cluster the subsets run on is out of the
+// hub's contact ("" in contact): its member's heartbeat (r.Heartbeats)
+// never observed, older than the member's heartbeat timeout (cut off), or
+// its member reporting itself Holding or Fenced. Without a heartbeat
+// observer nothing is recorded (the ManagedCluster's availability still
+// counts, unfitCandidate).
+func (r *FleetSetReconciler) readContact(st *state) {
+	to, asked := st.fs.Annotations[fleetv1.AnnotationSwitchoverTo]
+	if !asked || to == fleetv1.SwitchoverToAny || r.Heartbeats == nil {
+		return
+	}
+	if cur := st.fs.Status.RequestedSwitchover; cur != nil && cur.To == to {
+		return // taken already: only a new request is checked
+	}
+	st.contact = map[string]string{}
+	for _, sp := range st.subsets {
+		c := sp.planned.Cluster
+		if _, done := st.contact[c]; done {
+			continue
+		}
+		v, ok := r.Heartbeats.View(c)
+		switch age := st.now.Sub(v.Observed); {
+		case !ok:
+			st.contact[c] = fmt.Sprintf("the hub has never observed the heartbeat of cluster %s's fleetset member component", c)
+		case age > v.Timeout:
+			st.contact[c] = fmt.Sprintf("cluster %s's member heartbeat was last observed %v ago, beyond its timeout %v: it is cut off from the hub",
+				c, age.Round(time.Second), v.Timeout)
+		case v.State != "" && v.State != memberInContact:
+			st.contact[c] = fmt.Sprintf("cluster %s's member reports itself %s (%s)", c, v.State, v.Reason)
+		default:
+			st.contact[c] = ""
+		}
+	}
+}
+
+// unfitCandidate says why instance to (a desired instance, as
+// manifestwork.SwitchoverTarget checked; "*" is always fit) cannot take the
+// leader role now; "" when it can. A candidate must be
+//
+//   - delivered: in the ordinal block the hub delivers to its subset now,
+//     the subset neither being removed (failing back, moving) nor failing
+//     over;
+//   - in contact: its cluster's ManagedCluster Available and its member's
+//     heartbeat fresh, the member not Holding or Fenced (st.contact);
+//   - Ready: the hub sees readiness per subset (the StatefulSet's
+//     readyReplicas its member feeds back), so every instance of the
+//     candidate's subset must be Ready, for the subset's current spec.
+//
+// A candidate cut off from the hub may be fenced at any moment (its member
+// stops the pods once its fence grace is over), or already stopped: the
+// role handed to it would be lost with it.
+func unfitCandidate(st *state, to string) string {
+	if to == fleetv1.SwitchoverToAny || to == "" {
+		return ""
+	}
+	for _, sp := range st.subsets {
+		p := sp.planned
+		rest, ok := strings.CutPrefix(to, manifestwork.StatefulSetName(st.fs.Name, p.Name)+"-")
+		if !ok {
+			continue
+		}
+		n, err := manifestwork.ParseOrdinal(rest)
+		if err != nil || !manifestwork.InBlock(n, p.OrdinalStart, p.Replicas) {
+			continue
+		}
+		f := sp.feedback
+		switch {
+		case sp.draining:
+			return fmt.Sprintf("is not delivered to run: subset %s is being removed from cluster %s (%s)", p.Name, p.Cluster, sp.failoverPhase)
+		case sp.failoverPhase == fleetv1.SubsetFailingOver:
+			return fmt.Sprintf("is on a lost cluster: subset %s is failing over from cluster %s", p.Name, p.Cluster)
+		case !sp.clusterExists || !sp.clusterAvailable:
+			return fmt.Sprintf("is out of contact: ManagedCluster %s is not Available", p.Cluster)
+		case st.contact[p.Cluster] != "":
+			return "is out of contact: " + st.contact[p.Cluster]
+		case f == nil || !f.Current():
+			return fmt.Sprintf("is not known Ready: cluster %s has not fed back subset %s's StatefulSet status for its current spec", p.Cluster, p.Name)
+		case f.ReadyReplicas < p.Replicas:
+			return fmt.Sprintf("is not known Ready: subset %s on cluster %s reports %d of its %d instances Ready (the hub sees readiness per subset: every instance of the candidate's subset must be Ready)",
+				p.Name, p.Cluster, f.ReadyReplicas, p.Replicas)
+		}
+		return ""
+	}
+	return "is not an instance the hub delivers now (status.subsets may be ahead of the current division)"
 }

@@ -28,6 +28,10 @@ func TestRequestedSwitchover(t *testing.T) {
 	createCluster(t, "sw-east", true)
 	createCluster(t, "sw-west", true)
 	createNamespace(t, "switch")
+	// Candidates must be in contact (their member's heartbeat) and Ready
+	// (their subset's fed-back StatefulSet status).
+	memberBeat(t, "sw-east")
+	memberBeat(t, "sw-west")
 	startHub(t, time.Minute)
 	fs := sampleFleetSet("switch", "db")
 	fs.Spec.Replicas = 4
@@ -43,6 +47,7 @@ func TestRequestedSwitchover(t *testing.T) {
 	eventually(t, 20*time.Second, "works in both clusters", func() (bool, error) { return len(works(t, "switch", "db")) == 2, nil })
 	reportRoles(t, "sw-east", "switch", "db", "east", "db-east-0=primary,db-east-1=replica", "db-east-0")
 	reportRoles(t, "sw-west", "switch", "db", "west", "db-west-1000=replica,db-west-1001=replica", "")
+	reportReady(t, "sw-west", "switch", "db", "db-west", 2, 2)
 	eventually(t, 20*time.Second, "status.leader db-east-0", func() (bool, error) {
 		l := getFleetSet(t, "switch", "db").Status.Leader
 		return l != nil && l.Name == "db-east-0", nil

@@ -249,12 +249,17 @@ func (p *planner) failOver(s Subset, cur Cluster) Decision {
 
 // failedOver plans subset s, relocated away from its home: it stays
 // FailedOver until its home is Available (for the toleration, with
-// Automatic; on request, with Manual) and has applied the hub's latest
-// ManifestWork, then starts FailingBack.
+// Automatic; on request, with Manual), uncordoned (a failback would put
+// new instances on a cordoned cluster: api/v1alpha1/cordon.go) and has
+// applied the hub's latest ManifestWork, then starts FailingBack.
 func (p *planner) failedOver(s Subset) Decision {
 	d := Decision{Cluster: current(s), Deliver: true, Phase: fleetv1.SubsetFailedOver, Epoch: s.Epoch}
 	home := p.clusters[s.Home]
 	if !home.Exists || !home.Available {
+		return d
+	}
+	if home.Cordoned {
+		d.Waiting = fmt.Sprintf("subset %s: home cluster %s is cordoned (spec.topology.cordonedClusters): it stays on %s until %s is uncordoned", s.Name, s.Home, d.Cluster, s.Home)
 		return d
 	}
 	if back := home.Since.Add(p.spec.Toleration); p.spec.Automatic && p.now.Before(back) {

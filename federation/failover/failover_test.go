@@ -199,6 +199,16 @@ func TestPlan(t *testing.T) {
 				{Cluster: "west", Deliver: true}},
 		},
 		{
+			// Issue 48: cordoning the home a subset was relocated away from
+			// must not move the subset: no failback onto a cordoned cluster.
+			name: "home cordoned: a relocated subset does not fail back, asked or automatic", spec: Spec{Relocate: true, Toleration: 20 * time.Second, Automatic: true, FailbackRequested: true},
+			subsets:  []Subset{{Name: "east", Home: "east", Current: "west", Replicas: 5, Phase: fleetv1.SubsetFailedOver, Epoch: 1}, two[1]},
+			clusters: map[string]Cluster{"east": func() Cluster { c := up(0); c.Cordoned = true; return c }(), "west": up(0)}, now: time.Hour,
+			want: []Decision{{Cluster: "west", Deliver: true, Phase: fleetv1.SubsetFailedOver, Epoch: 1,
+				Waiting: "subset east: home cluster east is cordoned (spec.topology.cordonedClusters): it stays on west until east is uncordoned"},
+				{Cluster: "west", Deliver: true}},
+		},
+		{
 			name: "failing back, fallback has not removed it yet: waits", spec: relocate,
 			subsets:  []Subset{{Name: "east", Home: "east", Current: "west", Replicas: 5, Phase: fleetv1.SubsetFailingBack, Epoch: 1}, two[1]},
 			clusters: map[string]Cluster{"east": up(0), "west": {Exists: true, Available: true, Fenced: t0.Add(time.Hour)}}, now: time.Hour,

@@ -2,6 +2,7 @@ package manifestwork
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -190,9 +191,27 @@ func SwitchoverTarget(fs *fleetv1.FleetSet, to string) (string, error) {
 		if !ok {
 			continue
 		}
-		if n, err := strconv.Atoi(rest); err == nil && strconv.Itoa(n) == rest && int32(n) >= ss.OrdinalStart && int32(n) < ss.OrdinalStart+ss.Replicas {
+		if n, err := ParseOrdinal(rest); err == nil && InBlock(n, ss.OrdinalStart, ss.Replicas) {
 			return to, nil
 		}
 	}
 	return "", fmt.Errorf("%q is not an instance of fleetset %q (its instances: %s)", to, fs.Name, strings.Join(known, ", "))
+}
+
+// ParseOrdinal parses s, the ordinal of a pod name (<statefulset>-<ordinal>),
+// as the StatefulSet controller writes it: a decimal in [0, 2^31-1], with no
+// sign and no leading zero. It returns an error for anything else: an
+// ordinal beyond int32 never wraps to name another instance.
+func ParseOrdinal(s string) (int32, error) {
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || n < 0 || strconv.FormatInt(n, 10) != s {
+		return 0, fmt.Errorf("%q is not an ordinal (a decimal from 0 to %d)", s, math.MaxInt32)
+	}
+	return int32(n), nil
+}
+
+// InBlock reports whether ordinal n is in the block [start, start+replicas),
+// computed without int32 overflow.
+func InBlock(n, start, replicas int32) bool {
+	return int64(n) >= int64(start) && int64(n) < int64(start)+int64(replicas)
 }

@@ -140,3 +140,38 @@ func TestInstancesClaims(t *testing.T) {
 		t.Errorf("claims (-want,+got):\n%s", diff)
 	}
 }
+
+// TestSwitchoverTargetOrdinal (issue 48): the ordinal of a switchover
+// target is parsed with its bounds: 2^32 (which int32 wraps to 0) and
+// anything outside int32 names no instance; forms the StatefulSet
+// controller never writes (sign, leading zero) neither.
+func TestSwitchoverTargetOrdinal(t *testing.T) {
+	fs := &fleetv1.FleetSet{}
+	fs.Name = "db"
+	fs.Spec.Roles = []fleetv1.Role{{Name: "primary", IsLeader: true}}
+	fs.Spec.LifecycleActions = &fleetv1.LifecycleActions{Switchover: &fleetv1.LifecycleAction{Exec: &fleetv1.ExecAction{Command: []string{"x"}}}}
+	fs.Status.Subsets = []fleetv1.SubsetStatus{{Name: "east", Cluster: "east", OrdinalStart: 0, Replicas: 2},
+		{Name: "west", Cluster: "west", OrdinalStart: 2147483000, Replicas: 647}}
+	for to, ok := range map[string]bool{
+		"db-east-0": true, "db-east-1": true, "db-east-2": false,
+		"db-east-4294967296":          false, // 2^32: int32(n) == 0
+		"db-east-4294967297":          false, // int32(n) == 1
+		"db-east-9223372036854775808": false, "db-east--1": false, "db-east-+1": false, "db-east-01": false, "db-east-": false,
+		"db-west-2147483000": true, "db-west-2147483646": true, "db-west-2147483647": false, "db-west-2147483648": false,
+	} {
+		_, err := SwitchoverTarget(fs, to)
+		if (err == nil) != ok {
+			t.Errorf("SwitchoverTarget(%q): %v, want accepted %v", to, err, ok)
+		}
+	}
+	for s, want := range map[string]int32{"0": 0, "7": 7, "2147483647": 2147483647} {
+		if n, err := ParseOrdinal(s); err != nil || n != want {
+			t.Errorf("ParseOrdinal(%q) = %d, %v; want %d", s, n, err, want)
+		}
+	}
+	for _, s := range []string{"4294967296", "2147483648", "-1", "+1", "01", "", "1e3", " 1"} {
+		if n, err := ParseOrdinal(s); err == nil {
+			t.Errorf("ParseOrdinal(%q) = %d, want an error", s, n)
+		}
+	}
+}

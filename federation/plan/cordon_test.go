@@ -27,6 +27,10 @@ func TestForCordoned(t *testing.T) {
 		return fs
 	}
 	n := func(v int32) *int32 { return &v }
+	relocated := func(fs *fleetv1.FleetSet) *fleetv1.FleetSet {
+		fs.Status.Subsets[0].Cluster, fs.Status.Subsets[0].Failover = "west", fleetv1.SubsetFailedOver
+		return fs
+	}
 	cases := []struct {
 		name         string
 		fs           *fleetv1.FleetSet
@@ -37,7 +41,14 @@ func TestForCordoned(t *testing.T) {
 		{"replicas 9 → 12, 60%:40%, east cordoned at 5: west takes the rest", two(12, []string{"east"}, n(5), n(4), "60%", "40%"), map[string]int32{"east": 5, "west": 7}, nil},
 		{"replicas 9 → 5, east cordoned at 5: east still shrinks", two(5, []string{"east"}, n(5), n(4), "60%", "40%"), map[string]int32{"east": 3, "west": 2}, nil},
 		{"replicas 9, east cordoned with no status: east gets none", two(9, []string{"east"}, nil, nil, "60%", "40%"), map[string]int32{"east": 0, "west": 9}, nil},
-		{"replicas 9, east's status on another cluster (relocated): cap 0", two(9, []string{"east"}, nil, n(4), "60%", "40%"), map[string]int32{"east": 0, "west": 9}, nil},
+		{"replicas 9, east cordoned, only west in status: east gets none", two(9, []string{"east"}, nil, n(4), "60%", "40%"), map[string]int32{"east": 0, "west": 9}, nil},
+		// Issue 48: east was lost and its subset relocated to west; cordoning
+		// east must not remove the 5 relocated instances from west (cap 0)
+		// and make 5 new, empty ones in subset west.
+		{"replicas 9, east relocated to west (5 there), east cordoned: east keeps its 5 where they run", relocated(two(9, []string{"east"}, n(5), n(4), "60%", "40%")), map[string]int32{"east": 5, "west": 4}, nil},
+		{"replicas 9 → 12, east relocated to west, east cordoned: east holds 5, west takes the rest", relocated(two(12, []string{"east"}, n(5), n(4), "60%", "40%")), map[string]int32{"east": 5, "west": 7}, nil},
+		{"replicas 9 → 5, east relocated to west, east cordoned: east still shrinks", relocated(two(5, []string{"east"}, n(5), n(4), "60%", "40%")), map[string]int32{"east": 3, "west": 2}, nil},
+		{"replicas 9 → 12, east relocated to west, west cordoned: nothing grows on west", relocated(two(12, []string{"west"}, n(5), n(4), "60%", "40%")), map[string]int32{"east": 7, "west": 5}, []string{fleetv1.ReasonDivisionInfeasible}},
 		{"every cluster cordoned, 9 → 12: infeasible, divided as maxReplicas would be", two(12, []string{"east", "west"}, n(5), n(4), "60%", "40%"), map[string]int32{"east": 7, "west": 5}, []string{fleetv1.ReasonDivisionInfeasible}},
 	}
 	for _, tc := range cases {

@@ -32,13 +32,18 @@ type CordonOptions struct {
 // NewCmdCordon returns `kubectl fleetset cordon NAME CLUSTER`.
 func NewCmdCordon(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &CordonOptions{VerbOptions: newVerbOptions(flags, streams)}
-	return cordonCommand(o, "cordon NAME CLUSTER", "Put no new instance of a FleetSet on a member cluster",
+	cmd := cordonCommand(o, "cordon NAME CLUSTER [--yes]", "Put no new instance of a FleetSet on a member cluster",
 		"Add CLUSTER to the FleetSet's spec.topology.cordonedClusters, kubectl cordon's contract for one FleetSet\n"+
 			"and one cluster: its subsets on CLUSTER keep the instances they run and get no new ones (a scale-up\n"+
 			"puts them on the other subsets, a scale-down may still shrink them), and CLUSTER is no relocation\n"+
-			"target of the FleetSet. Nothing is removed or restarted. Other FleetSets are not affected; for every\n"+
-			"FleetSet at once, taint the ManagedCluster (NoSelect) instead.",
+			"target of the FleetSet. A subset of CLUSTER relocated to another cluster keeps its instances where\n"+
+			"they run and does not fail back while CLUSTER is cordoned. Nothing is removed or restarted; should the\n"+
+			"division change any subset's replicas now (a scale-up not yet delivered), it lists them and asks for\n"+
+			"--yes. Other FleetSets are not affected; for every FleetSet at once, taint the ManagedCluster (NoSelect)\n"+
+			"instead.",
 		"  kubectl fleetset cordon mydb east -n db", func(ctx context.Context) error { return o.Run(ctx, true) })
+	cmd.Flags().BoolVar(&o.Yes, "yes", false, "Do not ask for confirmation.")
+	return cmd
 }
 
 // NewCmdUncordon returns `kubectl fleetset uncordon NAME CLUSTER`.
@@ -99,6 +104,15 @@ func (o *CordonOptions) Run(ctx context.Context, cordon bool) error {
 	if cordon {
 		fmt.Fprintf(o.Out, "Cluster %s hosts %s of fleetset %s/%s: they keep their instances and get no new ones; it is no relocation target.\n",
 			o.Cluster, hostedOn(fs, o.Cluster), o.Namespace, o.Name)
+		if away := relocatedFrom(fs, o.Cluster); away != "" {
+			fmt.Fprintf(o.Out, "Relocated away from %s: %s; they keep their instances where they run and do not fail back while %s is cordoned.\n", o.Cluster, away, o.Cluster)
+		}
+		if len(moves) > 0 {
+			fmt.Fprintf(o.Out, "Cordoning %s changes the division now: %s.\n", o.Cluster, strings.Join(moves, "; "))
+			if err := o.confirm(o.Yes, fmt.Sprintf("cordon %s for fleetset %s", o.Cluster, o.Name), o.Name); err != nil {
+				return err
+			}
+		}
 	} else {
 		if len(moves) == 0 {
 			fmt.Fprintf(o.Out, "Uncordoning %s changes no subset's replicas now; later divisions may put new instances there.\n", o.Cluster)
@@ -131,6 +145,22 @@ func hostedOn(fs *fleetv1.FleetSet, cluster string) string {
 	}
 	if len(out) == 0 {
 		return "no subset"
+	}
+	return strings.Join(out, ", ")
+}
+
+// relocatedFrom describes fs's subsets whose spec cluster is cluster and
+// that run elsewhere now; "" when none does.
+func relocatedFrom(fs *fleetv1.FleetSet, cluster string) string {
+	home := map[string]string{}
+	for _, s := range fs.Spec.Topology.Subsets {
+		home[s.Name] = s.Cluster
+	}
+	var out []string
+	for _, ss := range fs.Status.Subsets {
+		if home[ss.Name] == cluster && ss.Cluster != "" && ss.Cluster != cluster {
+			out = append(out, fmt.Sprintf("subset %s (%d instances on %s)", ss.Name, ss.Replicas, ss.Cluster))
+		}
 	}
 	return strings.Join(out, ", ")
 }

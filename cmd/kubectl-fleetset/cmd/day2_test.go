@@ -9,11 +9,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 )
@@ -71,6 +76,9 @@ func TestSwitchover(t *testing.T) {
 	withRoles.Spec.LifecycleActions = &fleetv1.LifecycleActions{Switchover: &fleetv1.LifecycleAction{
 		Exec: &fleetv1.ExecAction{Command: []string{"/switchover"}}}}
 	withRoles.Status.Leader = &fleetv1.LeaderStatus{Name: "mydb-east-0", Subset: "east", Cluster: "east"}
+	for i := range withRoles.Status.Subsets {
+		withRoles.Status.Subsets[i].ReadyReplicas = withRoles.Status.Subsets[i].Replicas
+	}
 	noRoles := delivered9()
 	noRoles.Name = "plain"
 	noAction := withRoles.DeepCopy()
@@ -220,4 +228,92 @@ func keys(m map[string]string) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestCordonRelocated (issue 48): east was lost and its subset relocated
+// to west; cordoning east changes no subset's replicas (the relocated
+// instances stay on west, subset west makes no new ones), so it needs no
+// confirmation, and it says where east's subset runs.
+func TestCordonRelocated(t *testing.T) {
+	fs := delivered9()
+	fs.Status.Subsets[0].Cluster, fs.Status.Subsets[0].Failover = "west", fleetv1.SubsetFailedOver
+	hub := fakeHub(t, fs, managedCluster("east"), managedCluster("west"))
+	o, out := verb(hub, "mydb", "")
+	if err := (&CordonOptions{VerbOptions: o, Cluster: "east"}).Run(context.Background(), true); err != nil {
+		t.Fatalf("cordon east without --yes: %v\n%s", err, out)
+	}
+	wantOutput(t, out.String(), "Relocated away from east: subset east (5 instances on west); they keep their instances where they run and do not fail back while east is cordoned.",
+		"fleetset.fleetset.io/mydb cordoned cluster east")
+	if strings.Contains(out.String(), "changes the division now") {
+		t.Errorf("cordoning east moves replicas:\n%s", out)
+	}
+}
+
+// TestSwitchoverUnfitCandidate (issue 48): the verb refuses early, naming
+// why, a candidate the hub would refuse: its subset not all Ready, failing
+// over, its ManagedCluster not Available, its member's heartbeat Lease
+// stale (cut off) or reporting Fenced; it annotates nothing.
+func TestSwitchoverUnfitCandidate(t *testing.T) {
+	base := delivered9()
+	base.Spec.Roles = []fleetv1.Role{{Name: "primary", IsLeader: true}}
+	base.Spec.LifecycleActions = &fleetv1.LifecycleActions{Switchover: &fleetv1.LifecycleAction{Exec: &fleetv1.ExecAction{Command: []string{"/switchover"}}}}
+	base.Status.Leader = &fleetv1.LeaderStatus{Name: "mydb-east-0", Subset: "east", Cluster: "east"}
+	for i := range base.Status.Subsets {
+		base.Status.Subsets[i].ReadyReplicas = base.Status.Subsets[i].Replicas
+	}
+	available := func(name string, ok bool) *clusterv1.ManagedCluster {
+		mc := managedCluster(name)
+		st := metav1.ConditionTrue
+		if !ok {
+			st = metav1.ConditionUnknown
+		}
+		mc.Status.Conditions = []metav1.Condition{{Type: clusterv1.ManagedClusterConditionAvailable, Status: st, Reason: "x", LastTransitionTime: metav1.Now()}}
+		return mc
+	}
+	lease := func(renewed time.Duration, state string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "west", Name: fleetv1.HeartbeatLeaseName,
+			Annotations: map[string]string{fleetv1.AnnotationMemberState: state, fleetv1.AnnotationMemberReason: "why"}},
+			Spec: coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: verbNow.Add(-renewed)}, LeaseDurationSeconds: ptr.To[int32](15)}}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*fleetv1.FleetSet)
+		objs []client.Object
+		want string
+	}{
+		{"fit", nil, []client.Object{available("west", true), lease(5*time.Second, "InContact")}, ""},
+		{"west 3 of 4 Ready", func(fs *fleetv1.FleetSet) { fs.Status.Subsets[1].ReadyReplicas = 3 }, nil,
+			"candidate mydb-west-1000 is not known Ready: subset west on cluster west reports 3 of its 4 instances Ready"},
+		{"west failing over", func(fs *fleetv1.FleetSet) { fs.Status.Subsets[1].Failover = fleetv1.SubsetFailingOver }, nil,
+			"candidate mydb-west-1000 is not delivered to run: subset west is FailingOver"},
+		{"west not Available", nil, []client.Object{available("west", false)}, "candidate mydb-west-1000 is out of contact: ManagedCluster west is not Available"},
+		{"west cut off", nil, []client.Object{available("west", true), lease(time.Minute, "InContact")},
+			"candidate mydb-west-1000 is out of contact: cluster west's member heartbeat was renewed 1m0s ago, its timeout is 15s: it is cut off from the hub"},
+		{"west fenced", nil, []client.Object{available("west", true), lease(time.Second, "Fenced")},
+			"candidate mydb-west-1000 is out of contact: cluster west's member reports itself Fenced (why)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := base.DeepCopy()
+			if tc.edit != nil {
+				tc.edit(fs)
+			}
+			s := runtime.NewScheme()
+			for _, add := range []func(*runtime.Scheme) error{fleetv1.AddToScheme, clusterv1.Install, coordinationv1.AddToScheme} {
+				if err := add(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			hub := fake.NewClientBuilder().WithScheme(s).WithObjects(append([]client.Object{fs}, tc.objs...)...).WithStatusSubresource(&clusterv1.ManagedCluster{}).Build()
+			o, _ := verb(hub, "mydb", "")
+			err := (&SwitchoverOptions{VerbOptions: o, To: "mydb-west-1000", Yes: true}).Run(context.Background())
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("fit candidate refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("err %v, want %q", err, tc.want)
+			case tc.want != "" && get(t, hub, "mydb").Annotations[AnnotationSwitchoverTo] != "":
+				t.Fatalf("annotated for an unfit candidate")
+			}
+		})
+	}
 }

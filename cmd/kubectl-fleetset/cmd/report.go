@@ -50,7 +50,9 @@ func NewCmdReport(flags *genericclioptions.ConfigFlags, streams genericiooptions
 			"works; and from every member given (--member-kubeconfig, --member, --member-context): the FleetSet's\n"+
 			"StatefulSets, SubsetPlacements, pods and events, and the member component's Leases, pods and events\n"+
 			"(namespace "+fleetv1.ResyncLeaseNamespace+"). What cannot be read is listed in errors.txt; it is not fatal.\n"+
-			"Secrets are never read. managedFields are left out.",
+			"Secrets are never read, and the values of the Secrets the hub delivers (in its ManifestWorks) and of\n"+
+			"kubectl apply's last-applied-configuration annotations are redacted: keys stay, each value becomes its\n"+
+			"size and a keyed hash. managedFields are left out.",
 		"  kubectl fleetset report mydb -n db --member-kubeconfig east=east.kubeconfig --member-kubeconfig west=west.kubeconfig",
 		o.Run)
 	cmd.Flags().StringVarP(&o.OutputFile, "output-file", "f", "", "The archive to write (default fleetset-report-<namespace>-<name>-<time>.tar.gz).")
@@ -61,9 +63,13 @@ func NewCmdReport(flags *genericclioptions.ConfigFlags, streams genericiooptions
 	return cmd
 }
 
-// archive collects the report's files in memory, and what failed.
+// archive collects the report's files in memory, and what failed. The
+// object lists (lists) are redacted (redactor) and marshalled into files
+// by seal, once every one is collected, so that a Secret value seen in one
+// file is scrubbed out of all.
 type archive struct {
 	files  map[string][]byte
+	lists  map[string][]map[string]any
 	errors []string
 }
 
@@ -90,23 +96,42 @@ func (a *archive) list(ctx context.Context, c client.Client, name string, gvk sc
 	return items
 }
 
-// add writes items as a v1 List in YAML, sorted by namespace and name,
-// without managedFields.
+// add records items as file name, sorted by namespace and name, without
+// managedFields; seal writes it. The items are deep-copied: callers keep
+// theirs unredacted.
 func (a *archive) add(name string, items []unstructured.Unstructured) {
 	sort.Slice(items, func(i, j int) bool {
 		return items[i].GetNamespace()+"/"+items[i].GetName() < items[j].GetNamespace()+"/"+items[j].GetName()
 	})
-	objs := make([]any, len(items))
+	objs := make([]map[string]any, len(items))
 	for i := range items {
-		items[i].SetManagedFields(nil)
-		objs[i] = items[i].Object
+		u := items[i].DeepCopy()
+		u.SetManagedFields(nil)
+		objs[i] = u.Object
 	}
-	b, err := yaml.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": objs})
-	if err != nil {
-		a.fail("%s: %v", name, err)
-		return
+	a.lists[name] = objs
+}
+
+// seal redacts every recorded list with r and writes each as a v1 List in
+// YAML.
+func (a *archive) seal(r *redactor) {
+	var all []map[string]any
+	for _, objs := range a.lists {
+		all = append(all, objs...)
 	}
-	a.files[name] = b
+	r.redact(all)
+	for name, objs := range a.lists {
+		items := make([]any, len(objs))
+		for i := range objs {
+			items[i] = objs[i]
+		}
+		b, err := yaml.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+		if err != nil {
+			a.fail("%s: %v", name, err)
+			continue
+		}
+		a.files[name] = b
+	}
 }
 
 var (
@@ -130,7 +155,7 @@ func (o *ReportOptions) Run(ctx context.Context) error {
 		return err
 	}
 	now := o.Now().UTC()
-	a := &archive{files: map[string][]byte{}}
+	a := &archive{files: map[string][]byte{}, lists: map[string][]map[string]any{}}
 	clusters := o.collectHub(ctx, a, fs)
 	members, err := o.memberClients()
 	if err != nil {
@@ -154,8 +179,13 @@ func (o *ReportOptions) Run(ctx context.Context) error {
 	if len(missing) > 0 {
 		a.fail("members not collected (no --member-kubeconfig given): %s", strings.Join(missing, ", "))
 	}
-	readme := fmt.Sprintf("kubectl fleetset report of fleetset %s/%s, %s\nhub: hub/*.yaml; members: %s\nerrors: %d (errors.txt)\n",
-		fs.Namespace, fs.Name, now.Format(time.RFC3339), joinOrNone(given), len(a.errors))
+	red := newRedactor()
+	a.seal(red)
+	for i, e := range a.errors {
+		a.errors[i] = red.scrubString(e)
+	}
+	readme := fmt.Sprintf("kubectl fleetset report of fleetset %s/%s, %s\nhub: hub/*.yaml; members: %s\nerrors: %d (errors.txt)\n%s.\n",
+		fs.Namespace, fs.Name, now.Format(time.RFC3339), joinOrNone(given), len(a.errors), red.summary())
 	a.files["README.txt"] = []byte(readme)
 	a.files["errors.txt"] = []byte(strings.Join(a.errors, "\n") + "\n")
 	file := o.OutputFile
@@ -181,7 +211,7 @@ func (o *ReportOptions) Run(ctx context.Context) error {
 			fmt.Fprintf(o.Out, "  %s\n", e)
 		}
 	}
-	fmt.Fprintf(o.Out, "Attach %s to the bug report; it holds no Secrets, but pod specs and events may name hosts and images.\n", file)
+	fmt.Fprintf(o.Out, "%s.\nAttach %s to the bug report; it holds no Secret value, but ConfigMaps, pod specs (env values written in the template) and events are copied as they are and may name hosts, images and settings.\n", red.summary(), file)
 	return nil
 }
 

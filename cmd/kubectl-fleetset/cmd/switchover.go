@@ -3,11 +3,16 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
@@ -66,6 +71,9 @@ func (o *SwitchoverOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if why := o.unfitCandidate(ctx, fs, target); why != "" {
+		return fmt.Errorf("candidate %s %s: nothing changed (the hub would refuse it)", target, why)
+	}
 	leader := "no leader reported now (status.leader)"
 	if l := fs.Status.Leader; l != nil {
 		leader = fmt.Sprintf("leader %s (subset %s, cluster %s)", l.Name, l.Subset, l.Cluster)
@@ -107,4 +115,55 @@ func switchoverTarget(fs *fleetv1.FleetSet, to string) (string, error) {
 		return "", fmt.Errorf("%w: nothing changed", err)
 	}
 	return target, nil
+}
+
+// unfitCandidate says, early and as far as the caller may read, why the
+// hub would refuse instance target as a switchover candidate ("" when
+// nothing says so, or for "*"); the hub's own check
+// (federation/controller unfitCandidate) decides. From the FleetSet's
+// status: the candidate's subset failing over, failing back or moving, or
+// not every instance of it Ready; from the hub, when readable: its
+// ManagedCluster not Available, or its member's heartbeat Lease reporting
+// Holding or Fenced, or not renewed for twice its duration (cut off; twice,
+// as the Lease holds the member's clock, not this one's).
+func (o *SwitchoverOptions) unfitCandidate(ctx context.Context, fs *fleetv1.FleetSet, target string) string {
+	if target == SwitchoverAny {
+		return ""
+	}
+	var ss *fleetv1.SubsetStatus
+	for i := range fs.Status.Subsets {
+		s := &fs.Status.Subsets[i]
+		if rest, ok := strings.CutPrefix(target, manifestwork.StatefulSetName(fs.Name, s.Name)+"-"); ok {
+			if n, err := manifestwork.ParseOrdinal(rest); err == nil && manifestwork.InBlock(n, s.OrdinalStart, s.Replicas) {
+				ss = s
+			}
+		}
+	}
+	if ss == nil {
+		return ""
+	}
+	switch {
+	case ss.Failover == fleetv1.SubsetFailingOver || ss.Failover == fleetv1.SubsetFailingBack || ss.Failover == fleetv1.SubsetMoving:
+		return fmt.Sprintf("is not delivered to run: subset %s is %s (cluster %s)", ss.Name, ss.Failover, ss.Cluster)
+	case ss.ReadyReplicas < ss.Replicas:
+		return fmt.Sprintf("is not known Ready: subset %s on cluster %s reports %d of its %d instances Ready", ss.Name, ss.Cluster, ss.ReadyReplicas, ss.Replicas)
+	}
+	mc := &clusterv1.ManagedCluster{}
+	if err := o.Hub.Get(ctx, types.NamespacedName{Name: ss.Cluster}, mc); err == nil && !apimeta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable) {
+		return fmt.Sprintf("is out of contact: ManagedCluster %s is not Available", ss.Cluster)
+	}
+	l := &coordinationv1.Lease{}
+	if err := o.Hub.Get(ctx, types.NamespacedName{Namespace: ss.Cluster, Name: fleetv1.HeartbeatLeaseName}, l); err != nil {
+		return ""
+	}
+	if st := l.Annotations[fleetv1.AnnotationMemberState]; st != "" && st != "InContact" {
+		return fmt.Sprintf("is out of contact: cluster %s's member reports itself %s (%s)", ss.Cluster, st, l.Annotations[fleetv1.AnnotationMemberReason])
+	}
+	if l.Spec.RenewTime != nil && l.Spec.LeaseDurationSeconds != nil {
+		d := time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+		if age := o.Now().Sub(l.Spec.RenewTime.Time); age > 2*d {
+			return fmt.Sprintf("is out of contact: cluster %s's member heartbeat was renewed %v ago, its timeout is %v: it is cut off from the hub", ss.Cluster, age.Round(time.Second), d)
+		}
+	}
+	return ""
 }
