@@ -190,12 +190,12 @@ func TestMemberEditorCannotRunAsTheExecutor(t *testing.T) {
 		t.Fatal(err)
 	}
 	ec := f.memberEditor(t, m, ns, "e2e-editor")
-	for _, sa := range []string{fleetv1.ExecutorServiceAccount, "fleetset-executor-x", "mine"} {
+	for _, sa := range []string{fleetv1.LegacyExecutorServiceAccount, fleetv1.ExecutorServiceAccountPrefix + "x", "mine"} {
 		if err := ec.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("%s: the editor creating ServiceAccount %s: %v", m.name, sa, err)
 		}
 	}
-	for i, sa := range []string{fleetv1.ExecutorServiceAccount, "fleetset-executor-x", "mine"} {
+	for i, sa := range []string{fleetv1.LegacyExecutorServiceAccount, fleetv1.ExecutorServiceAccountPrefix + "x", "mine"} {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "as-" + strconv.Itoa(i)},
 			Spec: corev1.PodSpec{ServiceAccountName: sa, Containers: []corev1.Container{{Name: "c", Image: workloadImage}}}}
 		err := ec.Create(t.Context(), p, client.DryRunAll)
