@@ -12,9 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,36 +25,6 @@ import (
 // Adversarial tests of fencing (issue 48): each tries an attack on the
 // single copy of an identity as the least-privileged actor who could, on
 // the local fleet, and asserts it is refused or harmless.
-
-// asHubTenant returns a hub client impersonating a tenant user who may
-// edit FleetSets in namespace ns on the hub and nothing else: a Role of
-// the FleetSet rules of manifests/hub/fleetset_editor_role.yaml (which the
-// local fleet's hub does not install) bound to the user.
-func (f *fleet) asHubTenant(t *testing.T, ns string) client.Client {
-	t.Helper()
-	user := "e2e-tenant-" + ns
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{fleetv1.GroupVersion.Group}, Resources: []string{"fleetsets"},
-		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}}
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user}}
-	for _, o := range []client.Object{role, rb} {
-		if err := f.hub.Create(t.Context(), o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg, err := framework.RESTConfig(f.cfg.HubKubeconfig, framework.ClientOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
-	c, err := client.New(cfg, client.Options{Scheme: framework.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 // setFenceGrace sets FleetSet ns/db's fenceGraceSeconds through c.
 func setFenceGrace(t *testing.T, c client.Client, ns string, grace int32) {
@@ -99,7 +66,7 @@ func TestAdversaryFenceGraceLoweredInWindow(t *testing.T) {
 	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](0), Failback: fleetv1.FailbackManual}
 	f.createFleetSet(t, fs)
 	f.waitReady(t, ns, "db", 4)
-	tenant := f.asHubTenant(t, ns)
+	tenant, _ := f.hubTenant(t, ns)
 	before, err := f.runningOrdinals(t.Context(), ns, "db")
 	if err != nil {
 		t.Fatal(err)

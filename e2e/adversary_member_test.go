@@ -5,59 +5,20 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
-	"github.com/fleetset/fleetset/e2e/framework"
 )
-
-// memberEditor binds user to the built-in ClusterRole edit in namespace ns
-// of member m (a member namespace editor: what a platform team hands a
-// tenant) and returns a client of m impersonating her.
-func (f *fleet) memberEditor(t *testing.T, m member, ns, user string) client.Client {
-	t.Helper()
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "e2e-editor-" + user},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"}}
-	if err := m.c.Create(t.Context(), rb); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("%s: binding %s to edit in %s: %v", m.name, user, ns, err)
-	}
-	for _, mc := range append(slices.Clone(f.cfg.Members), f.cfg.Spare...) {
-		if mc.Name != m.name {
-			continue
-		}
-		cfg, err := framework.RESTConfig(mc.Path, framework.ClientOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
-		c, err := client.New(cfg, client.Options{Scheme: framework.Scheme()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The binding reaches the authorizer a moment later.
-		eventually(t, waitTimeout, user+" may create pods in "+ns+" of "+m.name, func(ctx context.Context) (bool, string, error) {
-			err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "e2e-editor-probe"}}, client.DryRunAll)
-			return err == nil, errString(err), nil
-		})
-		return c
-	}
-	t.Fatalf("no member %q", m.name)
-	return nil
-}
 
 // TestMemberEditorCannotForgeAnInstance is issue 48's forged instance: a
 // member namespace editor (the built-in edit role in the FleetSet's

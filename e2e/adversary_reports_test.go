@@ -5,53 +5,18 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
-	"github.com/fleetset/fleetset/e2e/framework"
 )
-
-// reportsEditor returns a client of member cluster name impersonating
-// user, bound in namespace ns to the ClusterRole edit (a member namespace
-// editor: she may create pods and Services there, nothing fleetset's).
-func (f *fleet) reportsEditor(t *testing.T, name, ns, user string) client.Client {
-	t.Helper()
-	m := f.member(name)
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"}}
-	if err := m.c.Create(t.Context(), rb); err != nil {
-		t.Fatalf("%s: binding %s to edit in %s: %v", name, user, ns, err)
-	}
-	for _, mc := range append(slices.Clone(f.cfg.Members), f.cfg.Spare...) {
-		if mc.Name != name {
-			continue
-		}
-		cfg, err := framework.RESTConfig(mc.Path, framework.ClientOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
-		c, err := client.New(cfg, client.Options{Scheme: framework.Scheme()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	t.Fatalf("no member %q", name)
-	return nil
-}
 
 // TestForgedHostnamesAreNotPublished is issue 48's fleet DNS row: a
 // namespace editor of the FleetSet's namespace in the first member (no
@@ -98,7 +63,7 @@ func TestForgedHostnamesAreNotPublished(t *testing.T) {
 	}
 	bogus := fmt.Sprintf("db-%s-500", local.subset)
 
-	editor := f.reportsEditor(t, east, ns, "adv-dns-editor")
+	editor := f.memberEditor(t, f.member(east), ns, "adv-dns-editor")
 	eventually(t, waitTimeout, "the editor's RoleBinding takes effect", func(ctx context.Context) (bool, string, error) {
 		var pods corev1.PodList
 		err := editor.List(ctx, &pods, client.InNamespace(ns))

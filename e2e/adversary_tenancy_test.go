@@ -16,52 +16,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
-	"github.com/fleetset/fleetset/e2e/framework"
 )
 
 // The adversary of issue 48's tenancy rows: a tenant with rights on the hub
 // only (FleetSets in her own namespace, nothing else), trying to reach a
 // member's credentials or Secrets through what the hub delivers for her.
-
-// hubTenant returns a client of the hub impersonating a new user who may
-// write FleetSets in namespace ns and nothing else (no Secrets, no
-// ServiceAccounts, nothing on a member), and her name.
-func (f *fleet) hubTenant(t *testing.T, ns string) (client.Client, string) {
-	t.Helper()
-	user := "adversary-" + randSuffix()
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleetset-author"}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{fleetv1.GroupVersion.Group}, Resources: []string{"fleetsets"},
-		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}}
-	if err := f.hub.Create(t.Context(), role); err != nil {
-		t.Fatal(err)
-	}
-	f.bindHubRole(t, ns, user, role.Name)
-	cfg, err := framework.RESTConfig(f.cfg.HubKubeconfig, framework.ClientOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
-	c, err := client.New(cfg, client.Options{Scheme: framework.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, user
-}
-
-// bindHubRole binds Role ns/role to user on the hub.
-func (f *fleet) bindHubRole(t *testing.T, ns, user, role string) {
-	t.Helper()
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: role + "-"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role}}
-	if err := f.hub.Create(t.Context(), rb); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // memberAllowed asks member m's authorizer whether user (in groups) may
 // verb the resource (subresource sub, object name) in namespace ns.

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,7 +20,6 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
 	"github.com/fleetset/fleetset/e2e/framework"
@@ -31,52 +29,6 @@ import (
 // attack, or the mistake an attacker would count on, as the
 // least-privileged actor who could, and asserts it is refused or harmless.
 
-// verbsTenant returns a hub client impersonating user verbs-tenant-<ns>,
-// a tenant with rights on the hub only: bound in hub namespace ns alone to
-// a Role with the rules of the ClusterRole fleetset-editor
-// (manifests/hub/fleetset_editor_role.yaml, which the platform aggregates
-// into edit: FleetSets and their scale, status read-only) and to Secrets of
-// ns, as edit grants them. The local fleet installs no fleetset-editor, so
-// the Role copies its rules from the manifest.
-func (f *fleet) verbsTenant(t *testing.T, ns string) client.Client {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "manifests", "hub", "fleetset_editor_role.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var editor rbacv1.ClusterRole
-	if err := yaml.Unmarshal(b, &editor); err != nil || len(editor.Rules) == 0 {
-		t.Fatalf("manifests/hub/fleetset_editor_role.yaml: %v (%d rules)", err, len(editor.Rules))
-	}
-	user := "verbs-tenant-" + ns
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "verbs-tenant"},
-		Rules: append(editor.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"},
-			Verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"}})}
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "verbs-tenant"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}
-	for _, o := range []client.Object{role, rb} {
-		if err := f.hub.Create(t.Context(), o); err != nil {
-			t.Fatalf("granting %s its rights in %s: %v", user, ns, err)
-		}
-	}
-	cfg, err := framework.RESTConfig(f.cfg.HubKubeconfig, framework.ClientOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Impersonate.UserName, cfg.Impersonate.Groups = user, []string{"system:authenticated"}
-	c, err := client.New(cfg, client.Options{Scheme: framework.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// RBAC is cached by the apiserver's authorizer: wait until it holds.
-	eventually(t, 30*time.Second, user+" may list FleetSets in "+ns, func(ctx context.Context) (bool, string, error) {
-		err := c.List(ctx, &fleetv1.FleetSetList{}, client.InNamespace(ns))
-		return err == nil, errString(err), nil
-	})
-	return c
-}
-
 // TestAdversaryReportLeaksNoSecret: a tenant's FleetSet reads a Secret
 // (env secretKeyRef, dependencies Auto: the hub delivers a copy in its
 // ManifestWorks). The platform team's `kubectl fleetset report`, meant to be
@@ -85,7 +37,7 @@ func (f *fleet) verbsTenant(t *testing.T, ns string) client.Client {
 func TestAdversaryReportLeaksNoSecret(t *testing.T) {
 	f := theFleet
 	ns := f.newNamespace(t, "adv-report")
-	tenant := f.verbsTenant(t, ns)
+	tenant, _ := f.hubTenant(t, ns, secretsOfNamespace)
 	const value = "adversary-s3cr3t-value-48"
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-password"}, StringData: map[string]string{"password": value}}
 	if err := tenant.Create(t.Context(), secret); err != nil {
@@ -137,7 +89,7 @@ func TestAdversaryCordonKeepsRelocated(t *testing.T) {
 	f.skipUnless(t, framework.OpCut, f.members[0].name, "")
 	east, west := f.members[0], f.members[1]
 	ns := f.newNamespace(t, "adv-cordon")
-	tenant := f.verbsTenant(t, ns)
+	tenant, _ := f.hubTenant(t, ns, secretsOfNamespace)
 	fs := f.newFleetSet(ns, "db", 4)
 	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](5), Failback: fleetv1.FailbackAutomatic}
 	if err := tenant.Create(t.Context(), fs); err != nil {
@@ -240,7 +192,7 @@ func TestAdversarySwitchoverToCutOffInstance(t *testing.T) {
 	f.skipUnless(t, framework.OpCut, f.members[1].name, "")
 	west := f.members[1]
 	ns := f.newNamespace(t, "adv-switch")
-	tenant := f.verbsTenant(t, ns)
+	tenant, _ := f.hubTenant(t, ns, secretsOfNamespace)
 	fs := f.newFleetSet(ns, "db", 2)
 	fs.Spec.Roles = []fleetv1.Role{{Name: "primary", IsLeader: true}, {Name: "replica"}}
 	fs.Spec.LifecycleActions = &fleetv1.LifecycleActions{Switchover: &fleetv1.LifecycleAction{
@@ -318,7 +270,7 @@ func refusedEvent(t *testing.T, f *fleet, ns, substr string) {
 func TestAdversaryPlacementRefLongShare(t *testing.T) {
 	f := theFleet
 	ns := f.newNamespace(t, "adv-placement")
-	tenant := f.verbsTenant(t, ns)
+	tenant, _ := f.hubTenant(t, ns, secretsOfNamespace)
 	fs := f.newFleetSet(ns, "db", 2)
 	fs.Spec.Topology.Subsets = nil
 	fs.Spec.Topology.PlacementRef = &fleetv1.PlacementRef{Name: "db-clusters",
@@ -338,3 +290,8 @@ func (f *fleet) getFleetSetOrDie(t *testing.T, ns, name string) *fleetv1.FleetSe
 	}
 	return fs
 }
+
+// secretsOfNamespace is what the built-in edit role grants on Secrets: the
+// verbs tests' tenant writes her own Secrets, as a tenant with edit does.
+var secretsOfNamespace = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"},
+	Verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"}}
