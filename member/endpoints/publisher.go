@@ -503,6 +503,13 @@ func (p *Publisher) admit(ctx context.Context, key types.NamespacedName, ep disc
 		return fmt.Sprintf("pod %s (uid %s) not found", ref.Name, ref.UID)
 	}
 	if !slices.ContainsFunc(pod.Status.PodIPs, func(ip v1.PodIP) bool { return ip.IP == addr }) && pod.Status.PodIP != addr {
+		// A terminating instance may have lost its IP in status while
+		// its EndpointSlice still lists it: reported at the address it
+		// was found an instance with, as a deleted one is, so the report
+		// drops it only after the EndpointSlice does.
+		if p.instances.Known(ref.UID, key.Namespace, ref.Name, addr) {
+			return ""
+		}
 		return fmt.Sprintf("address %s is not pod %s's", addr, pod.Name)
 	}
 	var sts *appsv1.StatefulSet

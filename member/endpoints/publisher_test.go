@@ -295,6 +295,24 @@ func TestForgedEndpointsAreNotReported(t *testing.T) {
 	if got := reported(); len(got) != 1 || got[0] != "mydb-east-0=10.1.0.1" {
 		t.Fatalf("reported %v, want only the instance mydb-east-0=10.1.0.1", got)
 	}
+	// The instance's pod terminates and loses its IP in status while the
+	// slice still lists it at its address: reported still.
+	obj, ok, _ := podIdx.GetByKey("db/mydb-east-0")
+	if !ok {
+		t.Fatal("no pod db/mydb-east-0 in the pod index")
+	}
+	term := obj.(*v1.Pod).DeepCopy()
+	term.DeletionTimestamp = ptr.To(metav1.Now())
+	term.Status.PodIP, term.Status.PodIPs = "", nil
+	if err := podIdx.Update(term); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Sync(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	if got := reported(); len(got) != 1 || got[0] != "mydb-east-0=10.1.0.1" {
+		t.Fatalf("with the instance terminating without an IP, reported %v, want mydb-east-0=10.1.0.1 (the slice lists it still)", got)
+	}
 	// The instance's pod is deleted; the slices still list it: reported
 	// until they drop it. The forged ones are not, whatever happens.
 	for _, name := range []string{"mydb-east-0", "mydb-west-1000", "mydb-east-1"} {
