@@ -24,7 +24,7 @@ import (
 
 // TestSecondFleetSetCannotTakeOverFleetDNS is issue 48's fleet DNS
 // takeover: a tenant with rights on the hub only creates FleetSet a
-// (serviceName db, one instance in each member), whose fleet DNS
+// (serviceName db, one instance in each member, ordinal blocks of 10), whose fleet DNS
 // EndpointSlice db-fleet-0 in each member lists the other member's
 // instance, then FleetSet b in the same namespace with the same
 // serviceName, one instance in each member and one in the spare member
@@ -56,6 +56,9 @@ func TestSecondFleetSetCannotTakeOverFleetDNS(t *testing.T) {
 	fleetSet := func(name string, clusters ...string) *fleetv1.FleetSet {
 		fs := f.newFleetSet(ns, name, int32(len(clusters)))
 		fs.Spec.ServiceName = svc
+		// Blocks of 10 ordinals: every instance of a and b is in fleet
+		// DNS bucket 0, so both deliver their records as db-fleet-0.
+		fs.Spec.Topology.OrdinalBlockSize = 10
 		fs.Spec.Topology.Subsets = nil
 		for _, c := range clusters {
 			s := fleetv1.Subset{Name: c, Cluster: c, Replicas: ptr.To(intstr.FromInt32(1))}
