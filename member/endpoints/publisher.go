@@ -141,6 +141,24 @@ type Publisher struct {
 	// known are the FleetSets (namespace/name) published and the endpoints
 	// last written; a key is dropped once its report is deleted.
 	known map[types.NamespacedName][]discoveryv1.Endpoint
+	// admitted holds, per FleetSet, the endpoints the last Sync admitted
+	// (admittedKey: hostname, address and pod UID): an endpoint admitted
+	// once stays admitted while an EndpointSlice lists it with the same
+	// pod, address and hostname, whatever its pod, StatefulSet or
+	// placement look like meanwhile (deleted, terminating, re-created), so
+	// the report drops an instance only after the EndpointSlice does (the
+	// order fleet DNS relies on). A forged endpoint is never admitted in
+	// the first place.
+	admitted map[types.NamespacedName]map[string]bool
+}
+
+// admittedKey is an endpoint's identity in Publisher.admitted.
+func admittedKey(ep discoveryv1.Endpoint, addr string) string {
+	uid := types.UID("")
+	if ep.TargetRef != nil {
+		uid = ep.TargetRef.UID
+	}
+	return ptr.Deref(ep.Hostname, "") + "/" + addr + "/" + string(uid)
 }
 
 // Run publishes the EndpointSlices of SliceSelector in d.Client's cluster
@@ -327,13 +345,29 @@ func (p *Publisher) Sync(ctx context.Context, key types.NamespacedName) error {
 	}
 	local = slices.DeleteFunc(local, func(sl *discoveryv1.EndpointSlice) bool { _, ok := fleetSetOf(sl); return !ok })
 	var left []string
+	p.mu.Lock()
+	before := p.admitted[key]
+	p.mu.Unlock()
+	now := map[string]bool{}
 	want := Report(p.Cluster, key.Namespace, key.Name, local, func(ep discoveryv1.Endpoint, addr string) bool {
-		why := p.admit(ctx, key, ep, addr)
+		k := admittedKey(ep, addr)
+		why := ""
+		if ep.TargetRef == nil || ep.TargetRef.UID == "" || !before[k] {
+			why = p.admit(ctx, key, ep, addr)
+		}
 		if why != "" {
 			left = append(left, ptr.Deref(ep.Hostname, "")+" at "+addr+": "+why)
+			return false
 		}
-		return why == ""
+		now[k] = true
+		return true
 	})
+	p.mu.Lock()
+	if p.admitted == nil {
+		p.admitted = map[types.NamespacedName]map[string]bool{}
+	}
+	p.admitted[key] = now
+	p.mu.Unlock()
 	if len(left) > 0 {
 		rejected.Add(float64(len(left)))
 		klog.FromContext(ctx).V(2).Info("Endpoints left out of the fleet DNS report: not instances of the FleetSet", "fleetSet", key, "endpoints", left)
