@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,6 +24,7 @@ import (
 	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	fleetv1 "github.com/fleetset/fleetset/api/v1alpha1"
+	"github.com/fleetset/fleetset/member/internal/ownership"
 )
 
 // ep is an endpoint of the EndpointSlice controller for a StatefulSet pod
@@ -335,5 +337,56 @@ func TestForgedEndpointsAreNotReported(t *testing.T) {
 	}
 	if _, err := hub.DiscoveryV1().EndpointSlices("east").Get(t.Context(), "db.mydb", metav1.GetOptions{}); err == nil {
 		t.Errorf("a report is on the hub with no instance listed here: %v", reported())
+	}
+}
+
+// TestAdmittedEndpointStaysWhileListed: an instance's endpoint, once
+// admitted, is reported for as long as an EndpointSlice lists it with the
+// same pod, address and hostname, even when nothing else vouches for it
+// any more (its pod gone and forgotten by the instance memory, as a new
+// sweep or a re-created StatefulSet may leave it); the report drops it
+// only after the EndpointSlice does, the order fleet DNS relies on.
+func TestAdmittedEndpointStaysWhileListed(t *testing.T) {
+	p, idx, hub, podIdx := newPublisher(t, []*discoveryv1.EndpointSlice{
+		slice("mydb-a", "mydb", ep("mydb-east-0", "10.1.0.1", true, false)),
+	})
+	report := func() []string {
+		s, err := hub.DiscoveryV1().EndpointSlices("east").Get(t.Context(), "db.mydb", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range s.Endpoints {
+			got = append(got, *e.Hostname+"="+e.Addresses[0])
+		}
+		return got
+	}
+	if err := p.Sync(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	if got := report(); len(got) != 1 || got[0] != "mydb-east-0=10.1.0.1" {
+		t.Fatalf("reported %v, want mydb-east-0=10.1.0.1", got)
+	}
+	obj, ok, _ := podIdx.GetByKey("db/mydb-east-0")
+	if !ok {
+		t.Fatal("no pod db/mydb-east-0")
+	}
+	_ = podIdx.Delete(obj)
+	p.instances = ownership.Instances{}
+	if err := p.Sync(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	if got := report(); len(got) != 1 || got[0] != "mydb-east-0=10.1.0.1" {
+		t.Fatalf("with the pod gone and forgotten, reported %v, want mydb-east-0=10.1.0.1 (the slice lists it still)", got)
+	}
+	_ = (*idx).Update(slice("mydb-a", "mydb"))
+	if err := p.Sync(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	if got := report(); got != nil {
+		t.Errorf("after the slice dropped it, reported %v, want no report", got)
 	}
 }
