@@ -98,18 +98,7 @@ func TestAdversaryFenceGraceLoweredInWindow(t *testing.T) {
 	resume()
 	setFenceGrace(t, tenant, ns, 0)
 
-	eventually(t, 4*time.Minute, other.name+" runs "+victim.name+"'s instances", func(ctx context.Context) (bool, string, error) {
-		got, err := f.runningOrdinals(ctx, ns, "db")
-		if err != nil {
-			return false, "", err
-		}
-		for pod := range before[victim.name] {
-			if _, ok := got[other.name][pod]; !ok {
-				return false, fmt.Sprintf("%s not yet Running in %s", pod, other.name), nil
-			}
-		}
-		return true, "", nil
-	})
+	f.waitRunningIn(t, 4*time.Minute, other.name+" runs "+victim.name+"'s instances", ns, other.name, before[victim.name])
 	relocated := time.Since(cut)
 	time.Sleep(2 * time.Second)
 	samples, dual, _ := s.result()

@@ -21,6 +21,25 @@ import (
 	"github.com/fleetset/fleetset/e2e/framework"
 )
 
+// waitRunningIn waits up to timeout (what describes it) until every pod of
+// pods (names, as runningOrdinals returns them) runs in cluster: the
+// relocated instances, under the same names.
+func (f *fleet) waitRunningIn(t *testing.T, timeout time.Duration, what, ns, cluster string, pods map[string]types.UID) {
+	t.Helper()
+	eventually(t, timeout, what, func(ctx context.Context) (bool, string, error) {
+		got, err := f.runningOrdinals(ctx, ns, "db")
+		if err != nil {
+			return false, "", err
+		}
+		for pod := range pods {
+			if _, ok := got[cluster][pod]; !ok {
+				return false, fmt.Sprintf("%s not yet Running in %s", pod, cluster), nil
+			}
+		}
+		return true, "", nil
+	})
+}
+
 // runningOrdinals lists, per member, the pods of FleetSet ns/name that are
 // Running, terminating or not (a pod being deleted may still run), by name,
 // with their UIDs.
@@ -226,18 +245,7 @@ func fencedFailover(t *testing.T, f *fleet, c fenceCase) {
 		return err == nil && len(got[victim.name]) == 0, fmt.Sprintf("running there: %v", got[victim.name]), err
 	})
 	fenced := time.Since(cut)
-	eventually(t, 5*time.Minute, other.name+" runs "+victim.name+"'s instances under the same names", func(ctx context.Context) (bool, string, error) {
-		got, err := f.runningOrdinals(ctx, ns, "db")
-		if err != nil {
-			return false, "", err
-		}
-		for pod := range before[victim.name] {
-			if _, ok := got[other.name][pod]; !ok {
-				return false, fmt.Sprintf("%s not yet Running in %s", pod, other.name), nil
-			}
-		}
-		return true, "", nil
-	})
+	f.waitRunningIn(t, 5*time.Minute, other.name+" runs "+victim.name+"'s instances under the same names", ns, other.name, before[victim.name])
 	relocated := time.Since(cut)
 	// Every member names the same zones, so the relocated subset keeps its
 	// domains: each instance runs in the zone it ran in at home.

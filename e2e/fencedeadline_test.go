@@ -67,18 +67,7 @@ func TestFenceGraceLoweredDuringCut(t *testing.T) {
 		return sp.Spec.Fencing.GraceSeconds == 0, fmt.Sprintf("spec.fencing.graceSeconds=%d", sp.Spec.Fencing.GraceSeconds), nil
 	})
 
-	eventually(t, 5*time.Minute, other.name+" runs "+victim.name+"'s instances", func(ctx context.Context) (bool, string, error) {
-		got, err := f.runningOrdinals(ctx, ns, "db")
-		if err != nil {
-			return false, "", err
-		}
-		for pod := range before[victim.name] {
-			if _, ok := got[other.name][pod]; !ok {
-				return false, fmt.Sprintf("%s not yet Running in %s", pod, other.name), nil
-			}
-		}
-		return true, "", nil
-	})
+	f.waitRunningIn(t, 5*time.Minute, other.name+" runs "+victim.name+"'s instances", ns, other.name, before[victim.name])
 	relocated := time.Since(cut)
 	time.Sleep(2 * time.Second) // a sample or two of the relocated state
 	samples, dual, _ := s.result()
