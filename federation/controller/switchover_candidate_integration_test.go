@@ -86,19 +86,7 @@ func TestSwitchoverCandidateMustBeFit(t *testing.T) {
 		l := getFleetSet(t, "switchfit", "db").Status.Leader
 		return l != nil && l.Name == "db-east-0", nil
 	})
-	annotate := func(to string) {
-		t.Helper()
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			cur := getFleetSet(t, "switchfit", "db")
-			if cur.Annotations == nil {
-				cur.Annotations = map[string]string{}
-			}
-			cur.Annotations[fleetv1.AnnotationSwitchoverTo] = to
-			return k8sClient.Update(ctx, cur)
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	annotate := func(to string) { t.Helper(); requestSwitchover(t, "switchfit", "db", to) }
 	refused := func(to, why string) {
 		t.Helper()
 		annotate(to)

@@ -52,19 +52,7 @@ func TestRequestedSwitchover(t *testing.T) {
 		l := getFleetSet(t, "switch", "db").Status.Leader
 		return l != nil && l.Name == "db-east-0", nil
 	})
-	annotate := func(to string) {
-		t.Helper()
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			cur := getFleetSet(t, "switch", "db")
-			if cur.Annotations == nil {
-				cur.Annotations = map[string]string{}
-			}
-			cur.Annotations[fleetv1.AnnotationSwitchoverTo] = to
-			return k8sClient.Update(ctx, cur)
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	annotate := func(to string) { t.Helper(); requestSwitchover(t, "switch", "db", to) }
 	placement := func(cluster, subset string) *fleetv1.PlacementSwitchover {
 		t.Helper()
 		var sp fleetv1.SubsetPlacement
@@ -189,5 +177,21 @@ func TestRequestedSwitchover(t *testing.T) {
 		if got := testutil.ToFloat64(requestedSwitchovers.WithLabelValues(result)) - before; got != 1 {
 			t.Errorf("fleetset_hub_requested_switchovers_total{result=%q} grew by %v, want 1", result, got)
 		}
+	}
+}
+
+// requestSwitchover sets FleetSet ns/name's annotation
+// fleetset.io/switchover-to to to, as kubectl fleetset switchover does.
+func requestSwitchover(t *testing.T, ns, name, to string) {
+	t.Helper()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := getFleetSet(t, ns, name)
+		if cur.Annotations == nil {
+			cur.Annotations = map[string]string{}
+		}
+		cur.Annotations[fleetv1.AnnotationSwitchoverTo] = to
+		return k8sClient.Update(context.Background(), cur)
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
