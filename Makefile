@@ -518,8 +518,14 @@ kind-node-image: $(KIND) ## Build the kind node image for the pinned Kubernetes 
 	$(KIND_ENV) e2e/kind/node-image.sh
 
 .PHONY: kind-up
-kind-up: $(KIND) images $(LOCALBIN)/fleetset-local-provisioner ## Create hub + east + west + north kind clusters, install OCM with its operator and fleetset from manifests/.
+# Every image is built before the first node starts (kind-up.sh builds
+# OCM's): builds must not compete with running clusters on a small host.
+kind-up: $(KIND) images kind-etcd-image kind-etcd-client-image kind-echo-image $(LOCALBIN)/fleetset-local-provisioner ## Create hub + east + west + north kind clusters, install OCM with its operator and fleetset from manifests/; prints the fleet's CPU at rest.
 	$(KIND_ENV) FLEETSET_KIND_SKIP_IMAGES=1 e2e/kind/kind-up.sh
+
+.PHONY: kind-idle
+kind-idle: ## The kind fleet's CPU use per node container and in total, in cores over KIND_IDLE_SECONDS (default 60), from the containers' cgroups.
+	e2e/kind/idle.sh "$(KIND_IDLE_LABEL)"
 
 .PHONY: kind-ocm-images
 kind-ocm-images: ## OCM's images (open-cluster-management.io/ocm cmd/) for the kind fleet, without Docker (cached; kind-up builds them too).

@@ -234,12 +234,55 @@ func (r *etcdRun) fleetSet(t *testing.T) *fleetv1.FleetSet {
 	if err := json.Unmarshal(js, fs); err != nil {
 		t.Fatal(err)
 	}
+	onKindWorkers(fs)
 	c := &fs.Spec.Template.Spec.Containers[0]
 	c.Image, c.ImagePullPolicy = etcdImage, corev1.PullNever
 	if !r.actions && r.driver == nil {
 		c.Env = append(c.Env, corev1.EnvVar{Name: "FLEETSET_ETCD_BOOTSTRAP", Value: "static"})
 	}
 	return fs
+}
+
+// kindControlPlaneZone is the zone of a kind member's control-plane node
+// (kind-configs/member-*.yaml); the workers are the other zones.
+const kindControlPlaneZone = "zone-a"
+
+// onKindWorkers keeps fs's instances off the kind members' control-plane
+// nodes, which run pods too (kind-configs/): its subsets lose the domain of
+// the control-plane node's zone and its pods must not run on a
+// control-plane node. Killing or freezing the node of an instance must not
+// take the member's control plane (and its CoreDNS, the test's clients)
+// with it, as on the clusters these tests stand for, whose control planes
+// run no workload.
+func onKindWorkers(fs *fleetv1.FleetSet) {
+	for i := range fs.Spec.Topology.Subsets {
+		s := &fs.Spec.Topology.Subsets[i]
+		s.Domains = slices.DeleteFunc(s.Domains, func(d fleetv1.DomainShare) bool { return d.Name == kindControlPlaneZone })
+	}
+	offControlPlane(&fs.Spec.Template.Spec)
+}
+
+// offControlPlane adds to spec a required node affinity for nodes without
+// the control-plane role.
+func offControlPlane(spec *corev1.PodSpec) {
+	req := corev1.NodeSelectorRequirement{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.NodeSelectorOpDoesNotExist}
+	if spec.Affinity == nil {
+		spec.Affinity = &corev1.Affinity{}
+	}
+	if spec.Affinity.NodeAffinity == nil {
+		spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := spec.Affinity.NodeAffinity
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{}
+	}
+	terms := &na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(*terms) == 0 {
+		*terms = []corev1.NodeSelectorTerm{{}}
+	}
+	for i := range *terms { // the terms are ORed: each needs the requirement
+		(*terms)[i].MatchExpressions = append((*terms)[i].MatchExpressions, req)
+	}
 }
 
 // sampleRoles returns the sample's roles and switchover (nil without
@@ -689,6 +732,11 @@ func (r *etcdRun) requestedSwitchover(t *testing.T) string {
 // dumpPods saves every member's pods and the etcd containers' logs (and
 // the previous containers') into the log directory.
 func (r *etcdRun) dumpPods(t *testing.T) {
+	if l, ok := theFleet.provider.(framework.LoadReporter); ok {
+		load := l.Load()
+		_ = os.WriteFile(filepath.Join(r.logDir, "host-load.txt"), []byte(load+"\n"), 0o644)
+		t.Logf("host: %s", load)
+	}
 	for _, c := range r.clusters {
 		out, _ := exec.Command("kubectl", "--kubeconfig", r.kubecfg[c], "-n", r.ns, "get", "pods,pvc", "-o", "wide").CombinedOutput()
 		_ = os.WriteFile(filepath.Join(r.logDir, c+"-pods.txt"), out, 0o644)

@@ -79,6 +79,9 @@ func memberFrozen(t *testing.T, f *fleet, k *framework.Kind, proc string, hold t
 	ns := f.newNamespace(t, "e2e-frozen")
 	fs := f.newFleetSet(ns, "db", 4)
 	fs.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](20)
+	// The instances run on the workers: the control-plane case freezes the
+	// control-plane node only, and the workers keep them running.
+	onKindWorkers(fs)
 	fs.Spec.Failover = &fleetv1.Failover{Policy: fleetv1.FailoverRelocate, TolerationSeconds: ptr.To[int32](20),
 		FenceGraceSeconds: 30, Failback: fleetv1.FailbackManual}
 	victim := f.members[0]

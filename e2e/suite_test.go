@@ -511,6 +511,9 @@ func (f *fleet) dump(t *testing.T, ns, name string) {
 	if logs := f.provider.Logs(); logs != "" {
 		fmt.Fprintf(&b, "==== process logs: %s\n", logs)
 	}
+	if l, ok := f.provider.(framework.LoadReporter); ok {
+		fmt.Fprintf(&b, "==== host: %s\n", l.Load())
+	}
 	t.Log(b.String())
 }
 

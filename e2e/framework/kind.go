@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/fleetset/fleetset/e2e/framework/kindagent"
 )
@@ -24,6 +25,8 @@ type Kind struct {
 	mu sync.Mutex
 	// frozen: the node containers Pause froze and Resume has not thawed.
 	frozen map[string]bool
+	// load samples the node containers' CPU every 10 s for Load.
+	load *loadSampler
 }
 
 // KindFromEnv is the kind agent of KIND_FLEET_DIR (default
@@ -39,7 +42,14 @@ func KindFromEnv() *kindagent.Agent {
 }
 
 // NewKind is the provider of agent a.
-func NewKind(a *kindagent.Agent) *Kind { return &Kind{Agent: a} }
+// It samples the node containers' CPU for Load from now on.
+func NewKind(a *kindagent.Agent) *Kind {
+	return &Kind{Agent: a, load: startLoadSampler(context.Background(), 10*time.Second, time.Minute)}
+}
+
+// Load is the host's load average and each kind node container's CPU use
+// over the last minute (LoadReporter), for a failed test's dump.
+func (k *Kind) Load() string { return k.load.Load() }
 
 func (k *Kind) Name() string { return "kind" }
 

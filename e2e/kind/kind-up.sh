@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # kind-up.sh creates the kind fleet (`make kind-up`): the clusters
 # fleetset-hub, fleetset-east, fleetset-west and fleetset-north from
-# kind-configs/ (each member: a control plane and three workers, one per
-# zone; each cluster its own pod and service subnets), routes the members'
+# kind-configs/ (each member: a control plane that also runs pods and two
+# workers, one node per zone; each cluster its own pod and service
+# subnets), routes the members'
 # pod subnets between their nodes (peers.sh), checks the pod network across
 # nodes, then installs Open Cluster Management with its own
 # operator (ocm.sh) and fleetset from its manifests and images
 # (fleetset.sh). Kubeconfigs go to $KIND_FLEET_DIR/<cluster>/kubeconfig
 # (.fleet/kind). Idempotent: what exists is kept.
+#
+# Every image (OCM's, fleetset's, etcd's, the test clients') is built
+# before the first node starts, so no build competes with running clusters
+# (the Makefile's kind-up builds fleetset's; this script OCM's). At the end
+# it prints the fleet's CPU use at rest (idle.sh, KIND_IDLE_SECONDS; 0
+# skips it).
 #
 # The node image is $KIND_NODE_IMAGE, by default the offline image of
 # `make kind-node-image` when it exists, else kind's default image.
@@ -34,6 +41,10 @@ elif [[ -n ${KIND_NODE_IMAGE:-} ]]; then
   echo "kind-up: node image $NODE_IMAGE not found (make kind-node-image)" >&2; exit 1
 fi
 
+# Images first: OCM's binaries take minutes to build.
+"$HERE/ocm-images.sh" >/dev/null
+log "images built at $((SECONDS - T0))s"
+
 # Clusters, one after the other (a 2-core host has no CPU for more).
 existing=$("$KIND" get clusters 2>/dev/null || true)
 for c in $CLUSTERS; do
@@ -49,6 +60,14 @@ for c in $CLUSTERS; do
 done
 for c in $CLUSTERS; do
   kc "$c" wait --for=condition=Ready nodes --all --timeout 5m >/dev/null
+  # A member's control-plane node is a zone of its own and runs pods.
+  if [[ $c != hub ]]; then
+    kc "$c" taint nodes -l node-role.kubernetes.io/control-plane node-role.kubernetes.io/control-plane:NoSchedule- >/dev/null 2>&1 || true
+  fi
+  # One CoreDNS on the control-plane node: a killed or frozen worker never
+  # takes the member's DNS with it, and a bed needs no second replica.
+  kc "$c" -n kube-system patch deployment coredns --type merge \
+    -p '{"spec":{"replicas":1,"template":{"spec":{"nodeSelector":{"node-role.kubernetes.io/control-plane":""}}}}}' >/dev/null
   kc "$c" -n kube-system rollout status deployment/coredns --timeout 3m >/dev/null
 done
 log "clusters ready at $((SECONDS - T0))s"
@@ -69,3 +88,7 @@ log "clusters ready at $((SECONDS - T0))s"
 "$HERE/ocm.sh"
 "$HERE/fleetset.sh"
 log "kind fleet up in $((SECONDS - T0))s; kubeconfigs in ${DIR#"$REPO_ROOT"/}/<cluster>/kubeconfig"
+if [[ ${KIND_IDLE_SECONDS:-60} != 0 ]]; then
+  sleep 30 # the last rollouts settle
+  "$HERE/idle.sh" "at rest after kind-up"
+fi

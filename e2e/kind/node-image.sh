@@ -36,7 +36,11 @@ K8S_VERSION=$(cd "$HERE/k8s" && $GO list -m -f '{{if .Replace}}{{.Replace.Versio
 NODE_IMAGE=${KIND_NODE_IMAGE:-fleetset-kind-node:$K8S_VERSION}
 BASE_IMAGE=fleetset-kind-base:bookworm
 KIND_MODULE=$($GO env GOMODCACHE)/sigs.k8s.io/kind@${KIND_VERSION:-v0.33.0}
+# `go list -m` answers an empty Dir for a module not yet in the module cache:
+# download it first, so that a fresh machine finds the pause source.
+(cd "$HERE/k8s" && $GO mod download k8s.io/kubernetes)
 K8S_MODULE=$(cd "$HERE/k8s" && $GO list -m -f '{{.Dir}}' k8s.io/kubernetes)
+[[ -d $K8S_MODULE ]] || { echo "node-image.sh: k8s.io/kubernetes not in the module cache" >&2; exit 1; }
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-$(awk '$1 == "URIs:" {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null)}
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # The versions kubeadm deploys (cmd/kubeadm/app/constants).

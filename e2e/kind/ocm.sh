@@ -33,6 +33,8 @@ WORK=$DIR/work/ocm
 mkdir -p "$WORK"
 step() { log "$* ($((SECONDS - T0))s)"; }
 
+# `go list -m` answers an empty Dir for a module not yet downloaded.
+(cd "$REPO_ROOT/e2e/tools" && env "${OCM_GOENV[@]}" go mod download open-cluster-management.io/ocm)
 read -r OCM_VERSION OCM_DIR < <(cd "$REPO_ROOT/e2e/tools" && env "${OCM_GOENV[@]}" go list -m -f '{{.Version}} {{.Dir}}' open-cluster-management.io/ocm)
 [[ -d $OCM_DIR/deploy/cluster-manager/config && -d $OCM_DIR/deploy/klusterlet/config ]] ||
   die "open-cluster-management.io/ocm $OCM_VERSION not in the module cache (cd e2e/tools && go mod download)"

@@ -22,46 +22,57 @@
 # CONTROL_PLANE_ENDPOINT (set by kind), so it needs neither CNI nor
 # kube-proxy to start. It never removes what it did not add; a deleted
 # node's route stays until the node restarts.
+#
+# Once three passes in a row changed nothing it checks every
+# $QUIET_PERIOD seconds (default 30) instead of 5 (each pass runs kubectl
+# and iptables on every node); any change, or a failed list of the nodes,
+# brings the 5-second pace back.
 set -u
 : "${NODE_NAME:?}" "${POD_SUBNET:?}" "${CONTROL_PLANE_ENDPOINT:?}"
 CONF=/etc/cni/net.d/10-pod-network.conflist
 PEERS_DIR=${PEERS_DIR:-/etc/pod-network}
 SA=/var/run/secrets/kubernetes.io/serviceaccount
 log() { echo "$(date +%H:%M:%S) pod-network: $*"; }
+# did MESSAGE: log a change this pass made.
+did() { changed=1; log "$@"; }
+quiet=0
+QUIET_PERIOD=${QUIET_PERIOD:-30}
 
 while :; do
+  changed=0
   if ! iptables -t nat -C POSTROUTING -s "$POD_SUBNET" ! -d "$POD_SUBNET" -m comment --comment pod-network -j MASQUERADE 2>/dev/null; then
     iptables -t nat -A POSTROUTING -s "$POD_SUBNET" ! -d "$POD_SUBNET" -m comment --comment pod-network -j MASQUERADE &&
-      log "masquerading $POD_SUBNET to outside it"
+      did "masquerading $POD_SUBNET to outside it"
   fi
   # Peer clusters: their pod subnets unmasqueraded (inserted before the
   # MASQUERADE rule), their nodes' podCIDRs routed.
   for s in $(cat "$PEERS_DIR/subnets" 2>/dev/null); do
     if ! iptables -t nat -C POSTROUTING -s "$POD_SUBNET" -d "$s" -m comment --comment pod-network-peer -j RETURN 2>/dev/null; then
       iptables -t nat -I POSTROUTING 1 -s "$POD_SUBNET" -d "$s" -m comment --comment pod-network-peer -j RETURN &&
-        log "not masquerading $POD_SUBNET to peer $s"
+        did "not masquerading $POD_SUBNET to peer $s"
     fi
   done
   while read -r cidr ip; do
     [[ -n $cidr && -n ${ip:-} ]] || continue
     if [[ $(ip route show "$cidr") != *"via $ip "* ]]; then
-      ip route replace "$cidr" via "$ip" && log "peer route $cidr via $ip"
+      ip route replace "$cidr" via "$ip" && did "peer route $cidr via $ip"
     fi
   done < <(cat "$PEERS_DIR/routes" 2>/dev/null)
   nodes=$(kubectl --server "https://$CONTROL_PLANE_ENDPOINT" --token "$(cat $SA/token)" --certificate-authority $SA/ca.crt \
     get nodes --request-timeout 5s \
     -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.spec.podCIDR}{" "}{.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}') ||
-    log "cannot list nodes"
+    did "cannot list nodes"
   while read -r name cidr ip; do
     [[ -n $cidr && -n $ip ]] || continue
     if [[ $name == "$NODE_NAME" ]]; then
       want=$(printf '{"cniVersion":"0.3.1","name":"pod-network","plugins":[{"type":"ptp","ipMasq":false,"mtu":1500,"ipam":{"type":"host-local","dataDir":"/run/cni-ipam-state","routes":[{"dst":"0.0.0.0/0"}],"ranges":[[{"subnet":"%s"}]]}},{"type":"portmap","capabilities":{"portMappings":true}}]}' "$cidr")
       if [[ $(cat "$CONF" 2>/dev/null) != "$want" ]]; then
-        echo "$want" >"$CONF.tmp" && mv "$CONF.tmp" "$CONF" && log "CNI config for $cidr"
+        echo "$want" >"$CONF.tmp" && mv "$CONF.tmp" "$CONF" && did "CNI config for $cidr"
       fi
     elif [[ $(ip route show "$cidr") != *"via $ip "* ]]; then
-      ip route replace "$cidr" via "$ip" && log "route $cidr via $ip ($name)"
+      ip route replace "$cidr" via "$ip" && did "route $cidr via $ip ($name)"
     fi
   done <<<"$nodes"
-  sleep 5
+  if ((changed)); then quiet=0; else quiet=$((quiet + 1)); fi
+  if ((quiet >= 3)); then sleep "$QUIET_PERIOD"; else sleep 5; fi
 done

@@ -62,6 +62,7 @@ func TestKindConfigsLoadAndValidate(t *testing.T) {
 		{file: "hub.yaml", name: "fleetset-hub"},
 		{file: "member-east.yaml", name: "fleetset-east", members: true},
 		{file: "member-west.yaml", name: "fleetset-west", members: true},
+		{file: "member-north.yaml", name: "fleetset-north", members: true},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join(repoRoot(), "kind-configs", tc.file)
@@ -84,23 +85,42 @@ func TestKindConfigsLoadAndValidate(t *testing.T) {
 			if c.Networking.APIServerAddress != "127.0.0.1" {
 				t.Errorf("apiServerAddress %q, want 127.0.0.1", c.Networking.APIServerAddress)
 			}
-			zones := map[string]int{}
-			for _, n := range c.Nodes {
-				if n.Role == v1alpha4.WorkerRole {
-					zones[n.Labels["topology.kubernetes.io/zone"]]++
-				}
-			}
 			if !tc.members {
 				return
 			}
+			// One node per zone (the control plane is zone-a and runs
+			// pods, e2e/kind/kind-up.sh; the tests that kill or freeze a
+			// node keep their instances off it, e2e onKindWorkers); the
+			// workers carry the label fleetset-scheduler is placed by
+			// (e2e/kind/fleetset.sh).
+			zones := map[string]int{}
+			workers := 0
+			for _, n := range c.Nodes {
+				z := n.Labels["topology.kubernetes.io/zone"]
+				zones[z]++
+				switch n.Role {
+				case v1alpha4.ControlPlaneRole:
+					if z != "zone-a" {
+						t.Errorf("control-plane node in zone %q, want zone-a", z)
+					}
+				case v1alpha4.WorkerRole:
+					workers++
+					if n.Labels["fleetset.io/kind-node"] != "worker" {
+						t.Errorf("worker in %s without the label fleetset.io/kind-node=worker", z)
+					}
+				}
+			}
+			if workers < 2 {
+				t.Errorf("%d workers: fleetset-scheduler's two replicas need two", workers)
+			}
 			for z := range wantZones {
-				if zones[z] == 0 {
-					t.Errorf("no worker in %s: zones %v", z, zones)
+				if zones[z] != 1 {
+					t.Errorf("%d nodes in %s, want 1: zones %v", zones[z], z, zones)
 				}
 			}
 			for z := range zones {
 				if !wantZones[z] {
-					t.Errorf("worker in unexpected zone %q", z)
+					t.Errorf("node in unexpected zone %q", z)
 				}
 			}
 		})
