@@ -527,6 +527,10 @@ kind-up: $(KIND) images kind-etcd-image kind-etcd-client-image kind-echo-image $
 kind-idle: ## The kind fleet's CPU use per node container and in total, in cores over KIND_IDLE_SECONDS (default 60), from the containers' cgroups.
 	e2e/kind/idle.sh "$(KIND_IDLE_LABEL)"
 
+.PHONY: kind-idle-knobs
+kind-idle-knobs: ## What each setting of the small kind bed saves: kind-idle with them turned back one at a time, then restored (about 12 minutes, fleet at rest).
+	$(KIND_ENV) e2e/kind/idle-knobs.sh
+
 .PHONY: kind-ocm-images
 kind-ocm-images: ## OCM's images (open-cluster-management.io/ocm cmd/) for the kind fleet, without Docker (cached; kind-up builds them too).
 	$(KIND_ENV) e2e/kind/ocm-images.sh

@@ -72,10 +72,15 @@ func TestKindSidecarIsNeverAnActionTarget(t *testing.T) {
 	})
 
 	var pod corev1.Pod
-	eventually(t, 5*time.Minute, "db-0 Running in "+m.name+" with the injected sidecar", func(ctx context.Context) (bool, string, error) {
-		if err := m.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-0"}, &pod); err != nil {
+	eventually(t, 5*time.Minute, "the instance Running in "+m.name+" with the injected sidecar", func(ctx context.Context) (bool, string, error) {
+		var pods corev1.PodList
+		if err := m.c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{fleetv1.LabelSet: "db"}); err != nil {
 			return false, errString(err), nil
 		}
+		if len(pods.Items) != 1 {
+			return false, fmt.Sprintf("%d pods", len(pods.Items)), nil
+		}
+		pod = pods.Items[0]
 		var names []string
 		for _, c := range pod.Spec.Containers {
 			names = append(names, c.Name)
@@ -84,14 +89,14 @@ func TestKindSidecarIsNeverAnActionTarget(t *testing.T) {
 			fmt.Sprintf("phase %s, containers %v", pod.Status.Phase, names), nil
 	})
 	var msg string
-	eventually(t, 3*time.Minute, "a RoleProbeFailed event on db-0 refusing the sidecar", func(ctx context.Context) (bool, string, error) {
+	eventually(t, 3*time.Minute, "a RoleProbeFailed event on "+pod.Name+" refusing the sidecar", func(ctx context.Context) (bool, string, error) {
 		var evs corev1.EventList
 		if err := m.c.List(ctx, &evs, client.InNamespace(ns)); err != nil {
 			return false, errString(err), nil
 		}
 		var seen []string
 		for _, e := range evs.Items {
-			if e.InvolvedObject.Name != "db-0" || e.Reason != "RoleProbeFailed" {
+			if e.InvolvedObject.Name != pod.Name || e.Reason != "RoleProbeFailed" {
 				continue
 			}
 			seen = append(seen, e.Message)
@@ -108,7 +113,7 @@ func TestKindSidecarIsNeverAnActionTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r, ok := pod.Labels[fleetv1.LabelRole]; ok {
-		t.Errorf("db-0 has the role label %q: a probe answered from the sidecar", r)
+		t.Errorf("%s has the role label %q: a probe answered from the sidecar", pod.Name, r)
 	}
 }
 

@@ -135,7 +135,12 @@ func TestEtcdOnTheFleet(t *testing.T) {
 	for _, c := range []string{r.clusters[0], r.clusters[1]} {
 		r.startClient(t, c)
 	}
-	time.Sleep(20 * time.Second) // a history before the first fault
+	// A history before the first fault, and a minute of the fleet's CPU
+	// with the sample under its clients' load (the kind bed's budget:
+	// docs/development.md, "The kind fleet's CPU").
+	time.Sleep(time.Minute)
+	loadUnderClients := hostLoad()
+	t.Logf("host with etcd under its clients: %s", loadUnderClients)
 
 	res := map[string]string{"cut_to_healthy_s": "-1", "rollout_gap_ms_leader_last": "-1", "rollout_gap_ms_plain": "-1", "switchover_s": "-1"}
 	for _, step := range steps {
@@ -197,7 +202,9 @@ func TestEtcdOnTheFleet(t *testing.T) {
 	fmt.Println(line)
 	t.Logf("%s (run %s, steps %v, actions %t, unknown writes %s, reused member IDs %s)", line, time.Since(start).Round(time.Second),
 		steps, r.actions, res["unknown_writes"], res["reused_ids"])
-	_ = os.WriteFile(filepath.Join(r.logDir, "summary.txt"), []byte(line+"\n"), 0o644)
+	loadLine := fmt.Sprintf("ETCD-LOAD under clients: %s\nETCD-LOAD at the end: %s", loadUnderClients, hostLoad())
+	fmt.Println(loadLine)
+	_ = os.WriteFile(filepath.Join(r.logDir, "summary.txt"), []byte(line+"\n"+loadLine+"\n"), 0o644)
 	if res["linearizable"] != "true" || res["acknowledged_lost"] != "0" || res["members_match"] != "true" || res["reused_ids"] != "0" {
 		t.Errorf("etcd acceptance failed: %s", line)
 	}
@@ -241,6 +248,15 @@ func (r *etcdRun) fleetSet(t *testing.T) *fleetv1.FleetSet {
 		c.Env = append(c.Env, corev1.EnvVar{Name: "FLEETSET_ETCD_BOOTSTRAP", Value: "static"})
 	}
 	return fs
+}
+
+// hostLoad is the provider's report of the host's load and the node
+// containers' CPU over the last minute (framework.LoadReporter), or "".
+func hostLoad() string {
+	if l, ok := theFleet.provider.(framework.LoadReporter); ok {
+		return l.Load()
+	}
+	return ""
 }
 
 // kindControlPlaneZone is the zone of a kind member's control-plane node
@@ -732,8 +748,7 @@ func (r *etcdRun) requestedSwitchover(t *testing.T) string {
 // dumpPods saves every member's pods and the etcd containers' logs (and
 // the previous containers') into the log directory.
 func (r *etcdRun) dumpPods(t *testing.T) {
-	if l, ok := theFleet.provider.(framework.LoadReporter); ok {
-		load := l.Load()
+	if load := hostLoad(); load != "" {
 		_ = os.WriteFile(filepath.Join(r.logDir, "host-load.txt"), []byte(load+"\n"), 0o644)
 		t.Logf("host: %s", load)
 	}

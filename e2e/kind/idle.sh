@@ -29,14 +29,14 @@ cpu_ns() {
     [[ -r $f ]] && { cat "$f"; return; }
   done
   for f in /sys/fs/cgroup/system.slice/docker-$id.scope/cpu.stat /sys/fs/cgroup/docker/$id/cpu.stat; do
-    [[ -r $f ]] && { awk '$1 == "usage_usec" {printf "%d\n", $2 * 1000}' "$f"; return; }
+    [[ -r $f ]] && { awk '$1 == "usage_usec" {printf "%.0f\n", $2 * 1000}' "$f"; return; }
   done
   echo "idle.sh: no CPU counter for container $id" >&2
   return 1
 }
 # host_ns: the host's busy CPU time in nanoseconds (/proc/stat, all but idle and iowait).
 host_ns() {
-  awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" {printf "%d\n", ($2 + $3 + $4 + $7 + $8 + $9) * 1e9 / hz}' /proc/stat
+  awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" {printf "%.0f\n", ($2 + $3 + $4 + $7 + $8 + $9) * 1e9 / hz}' /proc/stat
 }
 
 declare -A NAME CLUSTER START
@@ -57,13 +57,15 @@ elapsed=$((t1 - t0))
 
 declare -A PER_CLUSTER
 total=0
-printf '%-32s %8s\n' CONTAINER CORES
+rows=()
 for id in "${ids[@]}"; do
   used=$(($(cpu_ns "$id") - START[$id]))
   total=$((total + used))
   PER_CLUSTER[${CLUSTER[$id]}]=$((${PER_CLUSTER[${CLUSTER[$id]}]:-0} + used))
-  printf '%-32s %8s\n' "${NAME[$id]}" "$(awk -v u="$used" -v e="$elapsed" 'BEGIN {printf "%.3f", u / e}')"
-done | sort
+  rows+=("$(printf '%-32s %8s' "${NAME[$id]}" "$(awk -v u="$used" -v e="$elapsed" 'BEGIN {printf "%.3f", u / e}')")")
+done
+printf '%-32s %8s\n' CONTAINER CORES
+printf '%s\n' "${rows[@]}" | sort
 cores() { awk -v u="$1" -v e="$elapsed" 'BEGIN {printf "%.2f", u / e}'; }
 per=""
 for c in hub east west north; do
