@@ -738,9 +738,12 @@ func (r *etcdRun) requestedSwitchover(t *testing.T) string {
 			fmt.Sprintf("etcd's leader %s, annotation pending %t, status.requestedSwitchover %+v", l.name, pending, fs.Status.RequestedSwitchover), nil
 	})
 	took := time.Since(begin)
-	if !r.f.hubEvent(t, r.ns, "etcd", "SwitchoverDone", "to "+to.name) {
-		t.Errorf("no SwitchoverDone event naming %s", to.name)
-	}
+	// The hub records the event once the status that ends the request is
+	// written, through client-go's asynchronous broadcaster: it may reach
+	// the apiserver a moment after the status this test saw.
+	eventually(t, 30*time.Second, "a SwitchoverDone event naming "+to.name, func(context.Context) (bool, string, error) {
+		return r.f.hubEvent(t, r.ns, "etcd", "SwitchoverDone", "to "+to.name), "", nil
+	})
 	t.Logf("requested switchover done in %s: etcd's leader is %s", took.Round(100*time.Millisecond), to.name)
 	return strconv.FormatFloat(took.Seconds(), 'f', 1, 64)
 }
