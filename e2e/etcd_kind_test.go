@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -509,9 +510,46 @@ func (r *etcdRun) stopClients(t *testing.T) []string {
 		if err := os.WriteFile(p, out, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		if err := wholeHistory(out); err != nil {
+			t.Fatalf("client-%s's history (%s) is not whole, so no verdict can be drawn from it: %v", c, p, err)
+		}
 		files = append(files, p)
 	}
 	return files
+}
+
+// wholeHistory checks that a client's log holds every operation it made:
+// as many "o" lines as its closing summary counts. The history is read with
+// `kubectl logs`, which returns only the kubelet's current log file: a log
+// rotated past the kubelet's containerLogMaxSize (kind-configs/ raise it to
+// 200 MiB) has lost its beginning, and porcupine would call the rest
+// Illegal (reads of values whose writes are gone).
+func wholeHistory(log []byte) error {
+	var ops int
+	summary := -1
+	for _, line := range bytes.Split(log, []byte("\n")) {
+		switch {
+		case bytes.HasPrefix(line, []byte(`{"o":`)):
+			ops++
+		case bytes.HasPrefix(line, []byte(`{"summary":`)):
+			var s struct {
+				Summary struct {
+					Ops int `json:"ops"`
+				} `json:"summary"`
+			}
+			if err := json.Unmarshal(line, &s); err != nil {
+				return fmt.Errorf("summary line %q: %w", line, err)
+			}
+			summary = s.Summary.Ops
+		}
+	}
+	switch {
+	case summary < 0:
+		return fmt.Errorf("no summary line (%d operations logged)", ops)
+	case ops != summary:
+		return fmt.Errorf("%d operations logged, the client's summary counts %d (a rotated container log loses its beginning)", ops, summary)
+	}
+	return nil
 }
 
 var checkField = regexp.MustCompile(`(\w+)=(\S*)`)
