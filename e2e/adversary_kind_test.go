@@ -300,17 +300,7 @@ func (f *fleet) nodeListener(t *testing.T, m member, port int) func() int {
 		return st.DesiredNumberScheduled > 0 && st.NumberReady == st.DesiredNumberScheduled,
 			fmt.Sprintf("%d of %d ready", st.NumberReady, st.DesiredNumberScheduled), nil
 	})
-	var path string
-	for _, mc := range f.cfg.Members {
-		if mc.Name == m.name {
-			path = mc.Path
-		}
-	}
-	cfg, err := framework.RESTConfig(path, framework.ClientOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubernetes.NewForConfig(f.memberRESTConfig(t, m.name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -88,26 +87,16 @@ func (f *fleet) memberEditor(t *testing.T, m member, ns, user string) client.Cli
 	if err := m.c.Create(t.Context(), rb); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("%s: binding %s to edit in %s: %v", m.name, user, ns, err)
 	}
-	for _, mc := range append(slices.Clone(f.cfg.Members), f.cfg.Spare...) {
-		if mc.Name != m.name {
-			continue
-		}
-		cfg, err := framework.RESTConfig(mc.Path, framework.ClientOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
-		c, err := client.New(cfg, client.Options{Scheme: framework.Scheme()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The binding reaches the authorizer a moment later.
-		eventually(t, waitTimeout, user+" may create pods in "+ns+" of "+m.name, func(ctx context.Context) (bool, string, error) {
-			err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "e2e-editor-probe"}}, client.DryRunAll)
-			return err == nil, errString(err), nil
-		})
-		return c
+	cfg := f.memberRESTConfig(t, m.name)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	c, err := client.New(cfg, client.Options{Scheme: framework.Scheme()})
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no member %q", m.name)
-	return nil
+	// The binding reaches the authorizer a moment later.
+	eventually(t, waitTimeout, user+" may create pods in "+ns+" of "+m.name, func(ctx context.Context) (bool, string, error) {
+		err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "e2e-editor-probe"}}, client.DryRunAll)
+		return err == nil, errString(err), nil
+	})
+	return c
 }

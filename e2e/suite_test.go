@@ -570,6 +570,19 @@ func (f *fleet) hubEvent(t *testing.T, ns, name, reason, substr string) bool {
 // allow impersonation (kind's kubeadm admin and the local fleet's do).
 func (f *fleet) asMasters(t *testing.T, name string) client.Client {
 	t.Helper()
+	cfg := f.memberRESTConfig(t, name)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "e2e-cluster-admin", Groups: []string{"system:masters", "system:authenticated"}}
+	c, err := client.New(cfg, client.Options{Scheme: framework.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// memberRESTConfig returns a new REST config of member (or spare member)
+// name from its kubeconfig, for a client of its own.
+func (f *fleet) memberRESTConfig(t *testing.T, name string) *rest.Config {
+	t.Helper()
 	for _, m := range append(slices.Clone(f.cfg.Members), f.cfg.Spare...) {
 		if m.Name != name {
 			continue
@@ -578,12 +591,7 @@ func (f *fleet) asMasters(t *testing.T, name string) client.Client {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: "e2e-cluster-admin", Groups: []string{"system:masters", "system:authenticated"}}
-		c, err := client.New(cfg, client.Options{Scheme: framework.Scheme()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
+		return cfg
 	}
 	t.Fatalf("no member %q", name)
 	return nil
